@@ -1,0 +1,59 @@
+"""Find scenario pairs: scenarios/NAME.py (leaky) and fixes/NAME.py (fixed)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from leakbench.contract import ContractError, Scenario, read_metadata
+
+VARIANT_DIRS = {"leaky": "scenarios", "fixed": "fixes"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One scenario file to measure, and the verdict its variant should give (None: unknown)."""
+
+    scenario: Scenario
+    variant: str  # "leaky", "fixed", or "file" for a user's own file
+
+    @property
+    def expected(self) -> str | None:
+        return {"leaky": "leak", "fixed": "no-leak"}.get(self.variant)
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The directory holding scenarios/: $LEAKBENCH_ROOT, else the current
+    directory or a parent of it, else the checkout this package lives in."""
+    if os.environ.get("LEAKBENCH_ROOT"):
+        return Path(os.environ["LEAKBENCH_ROOT"])
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents, Path(__file__).resolve().parents[1]):
+        if (candidate / "scenarios").is_dir():
+            return candidate
+    raise ContractError("no scenarios/ directory found (run from a leakbench checkout or set LEAKBENCH_ROOT)")
+
+
+def pair_names(root: Path) -> list[str]:
+    """Names of files in scenarios/, sorted."""
+    return sorted(p.stem for p in (root / "scenarios").glob("*.py") if not p.name.startswith("_"))
+
+
+def targets(root: Path, names: list[str], variant: str) -> list[Target]:
+    """Targets for pair names or file paths; all pairs when `names` is empty.
+
+    variant: "leaky", "fixed" or "both" (applies to pair names).
+    Raises ContractError for an unknown name or a file without the contract.
+    """
+    variants = list(VARIANT_DIRS) if variant == "both" else [variant]
+    found = []
+    for name in names or pair_names(root):
+        if name.endswith(".py") or os.sep in name:
+            found.append(Target(read_metadata(Path(name)), "file"))
+            continue
+        if not (root / "scenarios" / f"{name}.py").is_file():
+            known = ", ".join(pair_names(root))
+            raise ContractError(f"unknown scenario {name!r} (known: {known})")
+        for v in variants:
+            found.append(Target(read_metadata(root / VARIANT_DIRS[v] / f"{name}.py"), v))
+    return found

@@ -1,0 +1,153 @@
+"""The measured child process: the measurement protocol, in one place.
+
+Run as `python -m leakbench.child CONFIG_JSON`; the runner starts it in a
+fresh process (never a fork of a process that imported TensorFlow) and reads
+one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
+
+    {"phase": P}                      entering phase P (import, setup, warm-up,
+                                      repetitions, heap, teardown)
+    {"sample": {...}, "rep": i}       probes after measured repetition i
+    {"result": {...}}                 everything measured, sent before teardown
+    {"teardown_seconds": s}           teardown finished
+    {"error": "...", "phase": P}      the scenario raised; the child then exits 1
+
+Protocol: import the scenario; setup(**params); `warmup` repetitions;
+garbage-collect; baseline sample; reset the high-water mark; `reps` measured
+repetitions, each followed by a sample; read the high-water mark; then, if
+`heap_reps` > 0, a heap pass of that many repetitions under memray; then drop
+the state (teardown), which can be slow: destroying live tf.data iterators
+waits for their thread pools.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import psutil
+
+from leakbench import contract, probes
+
+
+class _Channel:
+    def __init__(self, fd: int):
+        self._file = os.fdopen(fd, "w", buffering=1)
+
+    def send(self, **message) -> None:
+        self._file.write(json.dumps(message) + "\n")
+        self._file.flush()
+
+
+def main(config: dict) -> int:
+    channel = _Channel(config["fd"])
+    process = psutil.Process()
+    phase = "import"
+    seconds: dict[str, float] = {}
+
+    def enter(name: str) -> float:
+        nonlocal phase
+        phase = name
+        channel.send(phase=name)
+        return time.perf_counter()
+
+    try:
+        start = enter("import")
+        module = contract.load_module(Path(config["path"]))
+        seconds["import"] = time.perf_counter() - start
+
+        start = enter("setup")
+        state = module.setup(**config["params"])
+        seconds["setup"] = time.perf_counter() - start
+
+        start = enter("warm-up")
+        for _ in range(config["warmup"]):
+            module.repetition(state)
+        seconds["warm-up"] = time.perf_counter() - start
+
+        start = enter("repetitions")
+        baseline = probes.sample(process)
+        hwm_reset = probes.reset_high_water_mark()
+        samples = []
+        for rep in range(config["reps"]):
+            module.repetition(state)
+            samples.append(probes.sample(process))
+            channel.send(sample=samples[-1], rep=rep)
+        hwm = probes.high_water_mark_bytes() if hwm_reset else None
+        seconds["repetitions"] = time.perf_counter() - start
+
+        heap = None
+        if config["heap_reps"] > 0:
+            start = enter("heap")
+            heap = _heap_pass(module, state, config["heap_reps"], Path(config["heap_file"]))
+            seconds["heap"] = time.perf_counter() - start
+
+        channel.send(result={
+            "baseline": baseline,
+            "samples": samples,
+            "high_water_mark_bytes": hwm,
+            "heap": heap,
+            "seconds": seconds,
+            "versions": _versions(),
+        })
+
+        start = enter("teardown")
+        del state
+        gc.collect()
+        channel.send(teardown_seconds=time.perf_counter() - start)
+    except BaseException as err:  # the scenario's own failure is a result, not a crash
+        tail = "".join(traceback.format_exception_only(type(err), err)).strip()
+        channel.send(error=tail, phase=phase, exception=type(err).__name__,
+                     missing_module=getattr(err, "name", None) if isinstance(err, ImportError) else None,
+                     traceback=traceback.format_exc(limit=8))
+        return 1
+    return 0
+
+
+def _heap_pass(module, state, reps: int, path: Path) -> dict:
+    """Run `reps` repetitions under memray; return the heap at each repetition's end.
+
+    memray intercepts malloc/free of the whole process, so TensorFlow's C++
+    allocations count. It only sees allocations made while tracking, so the
+    heap starts at 0 bytes. Its snapshots (every 10 ms) carry a time in ms
+    since the epoch; the heap after repetition i is the last snapshot taken
+    before that repetition ended.
+    """
+    import memray
+
+    path.unlink(missing_ok=True)
+    ends = []
+    with memray.Tracker(path, native_traces=False, memory_interval_ms=10):
+        for _ in range(reps):
+            module.repetition(state)
+            gc.collect()
+            time.sleep(0.015)  # let memray's 10 ms sampler record the heap after collection
+            ends.append(time.time() * 1000)
+    reader = memray.FileReader(path)
+    snapshots = sorted(reader.get_memory_snapshots(), key=lambda s: s.time)
+    heap = []
+    for end in ends:
+        before = [s.heap for s in snapshots if s.time <= end]
+        heap.append(before[-1] if before else 0)
+    retained = sum(r.size for r in reader.get_leaked_allocation_records(merge_threads=True))
+    return {
+        "heap_bytes": heap,
+        "heap_high_water_mark_bytes": reader.metadata.peak_memory,
+        "retained_bytes": retained,
+        "allocations": reader.metadata.total_allocations,
+    }
+
+
+def _versions() -> dict:
+    versions = {"python": sys.version.split()[0]}
+    tf = sys.modules.get("tensorflow")
+    if tf is not None:
+        versions["tensorflow"] = getattr(tf, "__version__", "unknown")
+    return versions
+
+
+if __name__ == "__main__":
+    sys.exit(main(json.loads(sys.argv[1])))

@@ -1,0 +1,133 @@
+"""The scenario contract: what a file in scenarios/ or fixes/ must define.
+
+A scenario is a plain Python module, loaded by path, with these names:
+
+    TITLE       str   one line: what the pipeline does wrong (or right, in a fix).
+    SOURCE      str   one of SOURCES, or a public report such as
+                      "tensorflow/tensorflow#37653".
+    REPETITION  str   what one repetition of work is ("one epoch over the dataset").
+    KIND        str   "growth": memory should grow with each repetition;
+                      "peak": the peak above baseline should scale with SIZE_PARAM.
+    SIZE_PARAM  str   the name of the parameter that scales the effect.
+    PARAMS      dict  parameter name -> default (int or float); holds SIZE_PARAM.
+    setup(**params) -> state     builds the pipeline; called once.
+    repetition(state) -> None    one repetition of work; called many times.
+
+The engine does everything else (warm-up, baseline, sampling, verdict), so a
+scenario reads like a page of the tf.data guide.  `scenarios/X.py` and
+`fixes/X.py` share a file name; the diff between them is the fix.
+
+Loading executes the file, so load it only inside the measured child process
+(the parent reads metadata with `read_metadata`, which does not import it).
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
+KINDS = ("growth", "peak")
+METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
+FUNCTIONS = ("setup", "repetition")
+
+
+class ContractError(ValueError):
+    """A scenario file does not follow the contract; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Metadata of one scenario file, read without executing it."""
+
+    path: Path
+    title: str
+    source: str
+    repetition: str
+    kind: str
+    size_param: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def with_params(self, overrides: dict[str, str]) -> dict:
+        """Defaults updated by `overrides` (name -> text from the command line).
+
+        Each value is converted to the type of its default.
+        Raises ContractError for an unknown name or a value of the wrong type.
+        """
+        params = dict(self.params)
+        for key, text in overrides.items():
+            if key not in params:
+                known = ", ".join(sorted(params)) or "none"
+                raise ContractError(f"{self.name}: unknown parameter {key!r} (known: {known})")
+            kind = type(params[key])
+            try:
+                value = kind(text)
+            except (TypeError, ValueError):
+                raise ContractError(f"{self.name}: parameter {key}={text!r} is not {kind.__name__}") from None
+            if value <= 0:
+                raise ContractError(f"{self.name}: parameter {key} must be positive, got {text}")
+            params[key] = value
+        return params
+
+
+def read_metadata(path: Path) -> Scenario:
+    """Read a scenario's metadata from its source, without importing it.
+
+    The metadata must be literals (strings, a dict of numbers) so that listing
+    scenarios costs no TensorFlow import.  Raises ContractError when the file is
+    missing, does not parse, or lacks a name of the contract.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ContractError(f"no scenario file at {path}")
+    try:
+        tree = ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as err:
+        raise ContractError(f"{path}: does not parse: {err.msg} (line {err.lineno})") from None
+    found: dict = {}
+    functions = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            functions.add(node.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in METADATA:
+                try:
+                    found[target.id] = ast.literal_eval(node.value)
+                except ValueError:
+                    raise ContractError(f"{path}: {target.id} must be a literal") from None
+    missing = [n for n in METADATA if n not in found] + [f"{n}()" for n in FUNCTIONS if n not in functions]
+    if missing:
+        raise ContractError(f"{path}: not a leakbench scenario, missing {', '.join(missing)}")
+    return _validated(path, found)
+
+
+def _validated(path: Path, meta: dict) -> Scenario:
+    if meta["KIND"] not in KINDS:
+        raise ContractError(f"{path}: KIND must be one of {KINDS}, got {meta['KIND']!r}")
+    source = meta["SOURCE"]
+    if source not in SOURCES and "#" not in str(source):
+        raise ContractError(f"{path}: SOURCE must be one of {SOURCES} or 'owner/repo#issue'")
+    params = meta["PARAMS"]
+    if not isinstance(params, dict) or meta["SIZE_PARAM"] not in params:
+        raise ContractError(f"{path}: PARAMS must be a dict holding SIZE_PARAM {meta['SIZE_PARAM']!r}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in params.values()):
+        raise ContractError(f"{path}: PARAMS values must be numbers")
+    return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params)
+
+
+def load_module(path: Path) -> ModuleType:
+    """Execute a scenario file and return its module (this imports TensorFlow)."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(f"leakbench_scenario_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pickling and tf.function tracing look modules up here
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,138 @@
+"""The result record: one JSON object per measured scenario variant.
+
+A record is data; the table, JSON lines and asv are views of it. Its layout
+is versioned by SCHEMA; a change of meaning bumps it.
+
+    schema, pair, variant, path, title, source, kind, repetition, size_param,
+    params, settings, environment, runs[], metrics{}, signals[], verdict,
+    phase, error, seconds
+
+Units are in the names: *_bytes in bytes, growth metrics in units per
+repetition (each metric carries "unit"), seconds in seconds.
+"""
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import psutil
+
+from leakbench import estimate, verdict
+from leakbench.probes import SERIES_UNITS
+
+SCHEMA = 1
+
+# metric name -> (series name, unit)
+_GROWTH = {
+    "rss_growth": ("rss_bytes", "bytes/repetition"),
+    "uss_growth": ("uss_bytes", "bytes/repetition"),
+    "heap_used_growth": ("heap_used_bytes", "bytes/repetition"),
+    "threads_growth": ("threads", "threads/repetition"),
+    "open_files_growth": ("open_files", "file descriptors/repetition"),
+    "python_objects_growth": ("python_objects", "objects/repetition"),
+}
+
+
+def environment(child_versions: dict | None) -> dict:
+    """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device."""
+    versions = child_versions or {}
+    return {
+        "tensorflow": versions.get("tensorflow"),
+        "python": versions.get("python", platform.python_version()),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cores": psutil.cpu_count(),
+        "ram_bytes": psutil.virtual_memory().total,
+        "device": "CPU",
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_entry(outcome) -> dict:
+    """One child run as stored in the record: status, series and raw peaks."""
+    result = outcome.result or {}
+    samples = result.get("samples") or outcome.samples
+    baseline = result.get("baseline")
+    hwm = result.get("high_water_mark_bytes")
+    peak = hwm - baseline["rss_bytes"] if hwm is not None and baseline else None
+    if peak is None and samples and baseline:  # no VmHWM: fall back to the sampled maximum
+        peak = max(s["rss_bytes"] for s in samples) - baseline["rss_bytes"]
+    return {
+        "params": outcome.params,
+        "status": outcome.status,
+        "phase": outcome.phase if outcome.status != "ok" else None,
+        "error": outcome.error,
+        "wall_seconds": outcome.wall_seconds,
+        "max_rss_bytes": outcome.max_rss_bytes,
+        "baseline": baseline,
+        "series": {name: [s[name] for s in samples] for name in SERIES_UNITS},
+        "high_water_mark_bytes": hwm,
+        "peak_above_baseline_bytes": peak,
+        "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
+        "heap": result.get("heap"),
+        "seconds": result.get("seconds", {}),
+        "teardown_seconds": outcome.teardown_seconds,
+    }
+
+
+def metrics(runs: list[dict], scenario, reps: int) -> dict:
+    """Metrics of a measurement; growth and heap from the first (default-size) run."""
+    first = runs[0]
+    out: dict = {}
+    for name, (series, unit) in _GROWTH.items():
+        found = estimate.trend(first["series"][series])
+        out[name] = found and {**found.as_dict(), "unit": unit}
+    heap = first["heap"]
+    found = estimate.trend(heap["heap_bytes"]) if heap else None
+    out["retained_heap"] = found and {**found.as_dict(), "unit": "bytes/repetition"}
+    out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
+    out["peak_above_baseline_bytes"] = first["peak_above_baseline_bytes"]
+    spent = first["seconds"].get("repetitions")
+    out["seconds_per_repetition"] = spent / reps if spent else None
+    if scenario.kind == "peak" and len(runs) > 1:
+        sizes = [r["params"][scenario.size_param] for r in runs]
+        peaks = [r["peak_above_baseline_bytes"] for r in runs]
+        out["peak_scaling"] = {"sizes": sizes, "peaks_bytes": peaks,
+                               "exponent": estimate.scaling_exponent(sizes, peaks)}
+    return out
+
+
+def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) -> dict:
+    """The record of one scenario variant from its child runs (Outcome objects, default size first)."""
+    runs = [run_entry(o) for o in outcomes]
+    statuses = [r["status"] for r in runs]
+    ok = all(s == "ok" for s in statuses)
+    found = metrics(runs, scenario, settings["reps"]) if ok else {}
+    word, signals = verdict.decide(statuses, found)
+    failed = next((r for r in runs if r["status"] != "ok"), None)
+    versions = next((o.result["versions"] for o in outcomes if o.result), None)
+    return {
+        "schema": SCHEMA,
+        "pair": scenario.name,
+        "variant": variant,
+        "path": str(scenario.path),
+        "title": scenario.title,
+        "source": scenario.source,
+        "kind": scenario.kind,
+        "repetition": scenario.repetition,
+        "size_param": scenario.size_param,
+        "params": params,
+        "settings": settings,
+        "environment": environment(versions),
+        "runs": runs,
+        "metrics": found,
+        "signals": signals,
+        "verdict": word,
+        "phase": failed and failed["phase"],
+        "error": failed and failed["error"],
+        "seconds": sum(r["wall_seconds"] for r in runs),
+    }

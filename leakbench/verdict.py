@@ -1,0 +1,76 @@
+"""Verdicts: turn measured trends and peaks into one word of a closed set.
+
+VERDICTS, spelled the same in code, JSON, CLI and asv:
+    leak      a signal grew with repetitions, or the peak scaled with size
+    no-leak   every signal stayed within its threshold
+    over-cap  the child's RSS passed the memory cap and it was killed
+    hang      the child passed its timeout (the record names the phase)
+    error     the scenario raised or the child crashed
+
+Thresholds, and why:
+- A growth signal counts only if BOTH its Theil–Sen slope passes a size
+  threshold AND the one-sided Mann–Kendall test gives p < TREND_P_MAX. The test
+  alone flags a creep of a few pages an allocator makes; the slope alone flags
+  a single step (a cache filled once, a lazily created thread pool).
+- RSS_SLOPE_MIN, 256 KiB/repetition: glibc arenas and TensorFlow's runtime move
+  RSS by tens of KiB between repetitions of a bounded pipeline here; the seed
+  leaks grow by MiBs.
+- HEAP_SLOPE_MIN, 64 KiB/repetition: memray's heap excludes allocator slack, so
+  it is quieter than RSS and can take a lower bar.
+- COUNT_SLOPE_MIN, 0.5 per repetition, for threads and open files: counts are
+  exact, so any steady rise of one every two repetitions is real; each live
+  tf.data iterator holds about 4 threads on TF 2.21 (../shared/FIELD-NOTES.md).
+- Peak scaling: the peak above baseline is measured at SIZE_PARAM × SCALES;
+  the pair scales if the log–log exponent is >= PEAK_EXPONENT_MIN (0 bounded,
+  1 proportional) and the peak rose by >= PEAK_RISE_MIN between the smallest
+  and the largest size, so that noise on a small peak cannot pass.
+"""
+from __future__ import annotations
+
+VERDICTS = ("leak", "no-leak", "over-cap", "hang", "error")
+
+KIB, MIB = 1 << 10, 1 << 20
+TREND_P_MAX = 0.01
+RSS_SLOPE_MIN = 256 * KIB
+HEAP_SLOPE_MIN = 64 * KIB
+COUNT_SLOPE_MIN = 0.5
+PEAK_EXPONENT_MIN = 0.5
+PEAK_RISE_MIN = 32 * MIB
+
+# metric name -> (signal name shown to people, slope threshold in the metric's unit)
+GROWTH_SIGNALS = {
+    "rss_growth": ("rss", RSS_SLOPE_MIN),
+    "retained_heap": ("heap", HEAP_SLOPE_MIN),
+    "threads_growth": ("threads", COUNT_SLOPE_MIN),
+    "open_files_growth": ("open files", COUNT_SLOPE_MIN),
+}
+
+
+def moved(trend: dict | None, threshold: float) -> bool:
+    """True if a trend (as in estimate.Trend.as_dict) passes both its slope and its test."""
+    return bool(trend) and trend["slope"] >= threshold and trend["p_increasing"] < TREND_P_MAX
+
+
+def peak_scales(exponent: float | None, peaks: list) -> bool:
+    """True if the peak above baseline (bytes, one per size) scales with the size parameter."""
+    known = [p for p in peaks if p is not None]
+    if exponent is None or len(known) < 2:
+        return False
+    return exponent >= PEAK_EXPONENT_MIN and known[-1] - known[0] >= PEAK_RISE_MIN
+
+
+def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
+    """Verdict and the signals that moved, from run statuses and computed metrics.
+
+    statuses: status of each child run in order ("ok", "over-cap", "hang", "error").
+    metrics: as built by leakbench.record; trends under GROWTH_SIGNALS' keys,
+    "peak_scaling" with "exponent" and "peaks_bytes".
+    """
+    for status in statuses:
+        if status != "ok":
+            return status, []
+    signals = [name for key, (name, threshold) in GROWTH_SIGNALS.items() if moved(metrics.get(key), threshold)]
+    scaling = metrics.get("peak_scaling")
+    if scaling and peak_scales(scaling["exponent"], scaling["peaks_bytes"]):
+        signals.append("peak")
+    return ("leak" if signals else "no-leak"), signals
