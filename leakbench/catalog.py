@@ -18,15 +18,19 @@ class Target:
     variant: str  # "leaky", "fixed", or "file" for a user's own file
 
     @property
-    def expected(self) -> str | None:
-        return {"leaky": "leak", "fixed": "no-leak"}.get(self.variant)
+    def expected(self) -> str:
+        """Scenarios should leak; fixes and a user's own files should not."""
+        return "leak" if self.variant == "leaky" else "no-leak"
 
 
 def find_root(start: Path | None = None) -> Path:
     """The directory holding scenarios/: $LEAKBENCH_ROOT, else the current
     directory or a parent of it, else the checkout this package lives in."""
     if os.environ.get("LEAKBENCH_ROOT"):
-        return Path(os.environ["LEAKBENCH_ROOT"])
+        root = Path(os.environ["LEAKBENCH_ROOT"])
+        if not (root / "scenarios").is_dir():
+            raise ContractError(f"LEAKBENCH_ROOT={root} has no scenarios/ directory")
+        return root
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents, Path(__file__).resolve().parents[1]):
         if (candidate / "scenarios").is_dir():

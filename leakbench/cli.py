@@ -1,0 +1,146 @@
+"""Command line: `leakbench list` and `leakbench run`.
+
+Exit codes: 0 every verdict as expected (scenarios leak, fixes do not);
+1 some verdict was not; 2 bad input (one line on stderr, nothing run).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from leakbench import catalog, report
+from leakbench.contract import ContractError
+from leakbench.measure import Settings, measure
+
+# Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 150)
+err = Console(stderr=True)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """'4GiB', '512M', '3000000' -> bytes. Raises click.BadParameter otherwise."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
+    if not match or match.group(2).lower() not in _UNITS or float(match.group(1)) <= 0:
+        raise click.BadParameter(f"{text!r} is not a size such as 4GiB or 512MiB")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def _fail(message: str) -> None:
+    err.print(f"leakbench: error: {message}", highlight=False, soft_wrap=True)
+    sys.exit(2)
+
+
+@click.group()
+def main() -> None:
+    """Reproducible, measured memory leaks in tf.data pipelines."""
+
+
+@main.command("list")
+def list_pairs() -> None:
+    """List the scenario pairs: name, kind, source, size parameter, title."""
+    try:
+        root = catalog.find_root()
+        targets = catalog.targets(root, [], "leaky")
+    except ContractError as e:
+        _fail(str(e))
+    for t in targets:
+        s = t.scenario
+        out.print(f"{s.name:24} {s.kind:7} {s.source:22} {s.size_param}={s.params[s.size_param]:<8} {s.title}",
+                  highlight=False, soft_wrap=True)
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
+@click.option("--reps", type=click.IntRange(3, 10_000), default=Settings.reps, show_default=True,
+              help="Measured repetitions per child run.")
+@click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True)
+@click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
+              help="Repetitions of the memray heap pass (0: skip it).")
+@click.option("--cap", "cap", default=None, metavar="SIZE",
+              help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM.")
+@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
+              help="Seconds per child run, import to teardown.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter.")
+@click.option("--scales", default="1,2,4", show_default=True,
+              help="Multiples of the size parameter for peak scenarios.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append one JSON record per line to this file.")
+def run(names, variant, reps, warmup, heap_reps, cap, timeout, params, scales, json_path) -> None:
+    """Measure scenario pairs (all by default), each run in a capped, timed subprocess.
+
+    NAMES are pair names from `leakbench list` or paths to scenario files.
+    """
+    try:
+        cap_bytes = parse_size(cap) if cap else 0
+        scale_list = tuple(float(s) for s in scales.split(","))
+        if not scale_list or min(scale_list) <= 0:
+            raise ValueError
+    except click.BadParameter as e:
+        _fail(f"--cap: {e.message}")
+    except ValueError:
+        _fail(f"--scales: {scales!r} is not a comma-separated list of positive numbers")
+    overrides = {}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--param {item!r} is not NAME=VALUE")
+        overrides[key] = value
+    try:
+        targets = catalog.targets(catalog.find_root(), list(names), variant)
+        plans = [(t, t.scenario.with_params({k: v for k, v in overrides.items() if k in t.scenario.params}))
+                 for t in targets]
+    except ContractError as e:
+        _fail(str(e))
+    unused = set(overrides) - {k for t in targets for k in t.scenario.params}
+    if unused:
+        _fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
+    if importlib.util.find_spec("tensorflow") is None and any(
+            "tensorflow" in t.scenario.path.read_text() for t in targets):
+        _fail(f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'")
+    if json_path and json_path.parent and not json_path.parent.exists():
+        _fail(f"--json: directory {json_path.parent} does not exist")
+
+    settings = Settings(warmup, reps, heap_reps, cap_bytes, timeout, scale_list)
+    results = []
+    with err.status("starting") as status:
+        for i, (target, run_params) in enumerate(plans, 1):
+            label = f"[{i}/{len(plans)}] {target.scenario.name} ({target.variant})"
+            rec = measure(target, run_params, settings, on_message=_progress(status, label, reps))
+            results.append((rec, target.expected))
+            if json_path:
+                _append(json_path, rec)
+            err.print(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s", highlight=False)
+    out.print(report.table(results))
+    for rec, _ in results:
+        if rec["error"]:
+            first = rec["error"].strip().splitlines()[-1]
+            err.print(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {first}",
+                      highlight=False, soft_wrap=True)
+    sys.exit(0 if all(report.expected_ok(r, e) for r, e in results) else 1)
+
+
+def _progress(status, label: str, reps: int):
+    def show(message: dict) -> None:
+        if "phase" in message:
+            status.update(f"{label}: {message['phase']}")
+        elif "sample" in message:
+            status.update(f"{label}: repetition {message['rep'] + 1}/{reps}")
+    return show
+
+
+def _append(path: Path, rec: dict) -> None:
+    """One record per line, flushed to disk, so records written before a crash stay valid."""
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
