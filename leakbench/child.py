@@ -11,9 +11,11 @@ one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
     {"teardown_seconds": s}           teardown finished
     {"error": "...", "phase": P}      the scenario raised; the child then exits 1
 
-Protocol: import the scenario; setup(**params); `warmup` repetitions;
-garbage-collect; baseline sample; reset the high-water mark; `reps` measured
-repetitions, each followed by a sample; read the high-water mark; then, if
+Protocol: import the scenario; garbage-collect, sample the import baseline
+and reset the kernel's high-water mark; setup(**params); `warmup`
+repetitions; garbage-collect and sample the baseline; `reps` measured
+repetitions, each followed by a sample; read the high-water mark, whose
+excess over the import baseline is the peak the pipeline cost; then, if
 `heap_reps` > 0, a heap pass of that many repetitions under memray; then drop
 the state (teardown), which can be slow: destroying live tf.data iterators
 waits for their thread pools.
@@ -59,6 +61,10 @@ def main(config: dict) -> int:
         module = contract.load_module(Path(config["path"]))
         seconds["import"] = time.perf_counter() - start
 
+        # The peak is measured against the process before the pipeline exists:
+        # a cache filled during warm-up is part of what the pipeline costs.
+        import_baseline = probes.sample(process)
+        hwm_reset = probes.reset_high_water_mark()
         start = enter("setup")
         state = module.setup(**config["params"])
         seconds["setup"] = time.perf_counter() - start
@@ -70,7 +76,6 @@ def main(config: dict) -> int:
 
         start = enter("repetitions")
         baseline = probes.sample(process)
-        hwm_reset = probes.reset_high_water_mark()
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
@@ -86,6 +91,7 @@ def main(config: dict) -> int:
             seconds["heap"] = time.perf_counter() - start
 
         channel.send(result={
+            "import_baseline": import_baseline,
             "baseline": baseline,
             "samples": samples,
             "high_water_mark_bytes": hwm,

@@ -25,12 +25,18 @@ class Trend:
 
     slope, low, high: units of the series per repetition.
     p_increasing: one-sided Mann–Kendall p-value for "the series increases".
+    first_half, second_half: Theil–Sen slopes of each half of the series.
+    A leak keeps growing, so both halves rise; a single step or a plateau
+    rises in one half only (Theil–Sen alone is fooled by a step near the
+    middle: more than half of all pairs of points straddle it).
     """
 
     slope: float
     low: float
     high: float
     p_increasing: float
+    first_half: float
+    second_half: float
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -43,11 +49,14 @@ def trend(values) -> Trend | None:
     y = np.asarray(values, dtype=float)
     x = np.arange(len(y), dtype=float)
     slope, _intercept, low, high = stats.theilslopes(y, x, alpha=0.95)
+    half = len(y) // 2
+    first = stats.theilslopes(y[: len(y) - half], x[: len(y) - half]).slope
+    second = stats.theilslopes(y[-half:], x[-half:]).slope if half >= 2 else slope
     if np.ptp(y) == 0:
         p = 1.0  # a constant series has no trend; kendalltau would return nan
     else:
         p = float(stats.kendalltau(x, y, alternative="greater").pvalue)
-    return Trend(float(slope), float(low), float(high), p if math.isfinite(p) else 1.0)
+    return Trend(float(slope), float(low), float(high), p if math.isfinite(p) else 1.0, float(first), float(second))
 
 
 def scaling_exponent(sizes, peaks, floor: float = 1 << 20) -> float | None:

@@ -62,10 +62,14 @@ def run_entry(outcome) -> dict:
     result = outcome.result or {}
     samples = result.get("samples") or outcome.samples
     baseline = result.get("baseline")
+    before = result.get("import_baseline")
     hwm = result.get("high_water_mark_bytes")
-    peak = hwm - baseline["rss_bytes"] if hwm is not None and baseline else None
-    if peak is None and samples and baseline:  # no VmHWM: fall back to the sampled maximum
-        peak = max(s["rss_bytes"] for s in samples) - baseline["rss_bytes"]
+    # Peak above baseline: the kernel's high-water mark from setup to the last
+    # measured repetition (exact, catches spikes between samples), minus RSS
+    # before setup. Where VmHWM cannot be reset, the largest sampled RSS.
+    peak = hwm - before["rss_bytes"] if hwm is not None and before else None
+    if peak is None and samples and before:
+        peak = max(s["rss_bytes"] for s in samples) - before["rss_bytes"]
     return {
         "params": outcome.params,
         "status": outcome.status,
@@ -73,6 +77,7 @@ def run_entry(outcome) -> dict:
         "error": outcome.error,
         "wall_seconds": outcome.wall_seconds,
         "max_rss_bytes": outcome.max_rss_bytes,
+        "import_baseline": before,
         "baseline": baseline,
         "series": {name: [s[name] for s in samples] for name in SERIES_UNITS},
         "high_water_mark_bytes": hwm,

@@ -8,10 +8,12 @@ VERDICTS, spelled the same in code, JSON, CLI and asv:
     error     the scenario raised or the child crashed
 
 Thresholds, and why:
-- A growth signal counts only if BOTH its Theil–Sen slope passes a size
-  threshold AND the one-sided Mann–Kendall test gives p < TREND_P_MAX. The test
-  alone flags a creep of a few pages an allocator makes; the slope alone flags
-  a single step (a cache filled once, a lazily created thread pool).
+- A growth signal counts only if its Theil–Sen slope passes a size
+  threshold, the one-sided Mann–Kendall test gives p < TREND_P_MAX, and the
+  growth is sustained: each half of the series rises by at least half the
+  threshold. The test alone flags a creep of a few pages an allocator makes;
+  the slope alone flags a single step (a buffer allocated once, a lazily
+  created thread pool), which lifts one half of the series, not both.
 - RSS_SLOPE_MIN, 256 KiB/repetition: glibc arenas and TensorFlow's runtime move
   RSS by tens of KiB between repetitions of a bounded pipeline here; the seed
   leaks grow by MiBs.
@@ -48,7 +50,10 @@ GROWTH_SIGNALS = {
 
 def moved(trend: dict | None, threshold: float) -> bool:
     """True if a trend (as in estimate.Trend.as_dict) passes both its slope and its test."""
-    return bool(trend) and trend["slope"] >= threshold and trend["p_increasing"] < TREND_P_MAX
+    if not trend:
+        return False
+    sustained = min(trend["first_half"], trend["second_half"]) >= threshold / 2
+    return trend["slope"] >= threshold and trend["p_increasing"] < TREND_P_MAX and sustained
 
 
 def peak_scales(exponent: float | None, peaks: list) -> bool:

@@ -1,0 +1,42 @@
+"""A large prefetch buffer of large, unbatched elements.
+
+`prefetch(BUFFER_SIZE)` keeps up to BUFFER_SIZE elements ready ahead of the
+consumer. Put before `batch()`, each buffered element is one large record, and
+the buffer holds BUFFER_SIZE × ELEMENT_BYTES: sized by a guess, with no memory
+budget, it costs memory in proportion to the guess.
+
+One repetition is one epoch; a training step of STEP_SECONDS per batch lets
+the buffer fill, as a real model would. The measurement should show the peak
+above baseline rising with buffer_size.
+
+Seed source: chaining/parallelism. See the tf.data performance guide,
+"Prefetching" (https://www.tensorflow.org/guide/data_performance#prefetching).
+"""
+import time
+
+import tensorflow as tf
+
+TITLE = "batch first, then a small AUTOTUNE prefetch"
+SOURCE = "chaining/parallelism"
+REPETITION = "one epoch over the dataset"
+KIND = "peak"
+SIZE_PARAM = "buffer_size"
+PARAMS = {"buffer_size": 128}
+
+ELEMENT_BYTES = 256 * 1024         # one float32 record of 65,536 values
+NUM_ELEMENTS = 1024
+BATCH_SIZE = 8
+STEP_SECONDS = 0.002               # stands in for the model's training step
+
+
+def setup(buffer_size):
+    ds = tf.data.Dataset.range(NUM_ELEMENTS)
+    ds = ds.map(lambda i: tf.fill([ELEMENT_BYTES // 4], tf.cast(i, tf.float32)))
+    # Batch first, then prefetch a few batches: AUTOTUNE sizes the buffer within
+    # tf.data's RAM budget, so buffer_size no longer sets the memory.
+    return ds.batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
+
+
+def repetition(ds):
+    for _ in ds:
+        time.sleep(STEP_SECONDS)

@@ -1,0 +1,54 @@
+"""Parallel interleave over every input at once, each input buffering.
+
+`interleave(cycle_length=NUM_INPUTS, num_parallel_calls=AUTOTUNE)` opens every
+input at the same time, and each inner pipeline here keeps its own prefetch
+buffer of INNER_BUFFER elements. Memory is then NUM_INPUTS × INNER_BUFFER ×
+ELEMENT_BYTES, plus interleave's own per-input buffers: it grows with the
+number of files, which is what grows when the data set does.
+
+One repetition is one epoch; a training step of STEP_SECONDS per batch lets
+the buffers fill, as a real model would. The measurement should show the peak
+above baseline rising with num_inputs.
+
+Seed source: chaining/parallelism. See the tf.data performance guide,
+"Parallelizing data extraction" (https://www.tensorflow.org/guide/data_performance).
+"""
+import time
+
+import tensorflow as tf
+
+TITLE = "interleave with a bounded cycle_length and a RAM budget"
+SOURCE = "chaining/parallelism"
+REPETITION = "one epoch over all inputs"
+KIND = "peak"
+SIZE_PARAM = "num_inputs"
+PARAMS = {"num_inputs": 16}
+
+ELEMENT_BYTES = 256 * 1024         # one float32 record of 65,536 values
+ELEMENTS_PER_INPUT = 24
+INNER_BUFFER = 16                  # each input's own prefetch buffer
+STEP_SECONDS = 0.002               # stands in for the model's training step
+CYCLE_LENGTH = 4                   # inputs read at once
+RAM_BUDGET_BYTES = 64 * 1024 * 1024
+
+
+def read_input(i):
+    """One input "file": ELEMENTS_PER_INPUT records, prefetched."""
+    records = tf.data.Dataset.range(ELEMENTS_PER_INPUT)
+    records = records.map(lambda j: tf.fill([ELEMENT_BYTES // 4], tf.cast(i + j, tf.float32)))
+    return records.prefetch(INNER_BUFFER)
+
+
+def setup(num_inputs):
+    ds = tf.data.Dataset.range(num_inputs)
+    # A fixed number of inputs open at once bounds the buffers, whatever the
+    # number of files; parallel calls no more than the inputs being read.
+    ds = ds.interleave(read_input, cycle_length=CYCLE_LENGTH, num_parallel_calls=CYCLE_LENGTH)
+    options = tf.data.Options()
+    options.autotune.ram_budget = RAM_BUDGET_BYTES  # AUTOTUNE's buffers stay under this
+    return ds.batch(8).with_options(options)
+
+
+def repetition(ds):
+    for _ in ds:
+        time.sleep(STEP_SECONDS)
