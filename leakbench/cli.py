@@ -35,7 +35,8 @@ def parse_size(text: str) -> int:
 
 
 def _fail(message: str) -> None:
-    err.print(f"leakbench: error: {message}", highlight=False, soft_wrap=True)
+    # markup=False: messages hold paths and "leakbench[tf]", which rich would read as style tags
+    err.print(f"leakbench: error: {message}", highlight=False, markup=False, soft_wrap=True)
     sys.exit(2)
 
 
@@ -46,26 +47,27 @@ def main() -> None:
 
 @main.command("list")
 def list_pairs() -> None:
-    """List the scenario pairs: name, kind, source, size parameter, title."""
+    """List the scenario pairs: name, kind, seed source, size parameter, title."""
     try:
-        root = catalog.find_root()
-        targets = catalog.targets(root, [], "leaky")
+        targets = catalog.targets(catalog.find_root(), [], "leaky")
     except ContractError as e:
         _fail(str(e))
-    for t in targets:
-        s = t.scenario
-        out.print(f"{s.name:24} {s.kind:7} {s.source:22} {s.size_param}={s.params[s.size_param]:<8} {s.title}",
-                  highlight=False, soft_wrap=True)
+    out.print(report.listing([t.scenario for t in targets]))
+
+
+# Mann–Kendall's smallest one-sided p for n points is 1/n!, below TREND_P_MAX
+# (0.01) only from n = 5: with fewer repetitions no growth could ever be a leak.
+MIN_SERIES = 5
 
 
 @main.command()
 @click.argument("names", nargs=-1)
 @click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
-@click.option("--reps", type=click.IntRange(3, 10_000), default=Settings.reps, show_default=True,
+@click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps, show_default=True,
               help="Measured repetitions per child run.")
 @click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True)
 @click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
-              help="Repetitions of the memray heap pass (0: skip it).")
+              help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).")
 @click.option("--cap", "cap", default=None, metavar="SIZE",
               help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM.")
 @click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
@@ -81,7 +83,7 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, params, scales, j
     NAMES are pair names from `leakbench list` or paths to scenario files.
     """
     try:
-        cap_bytes = parse_size(cap) if cap else 0
+        cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
         scale_list = tuple(float(s) for s in scales.split(","))
         if not scale_list or min(scale_list) <= 0:
             raise ValueError
@@ -89,6 +91,8 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, params, scales, j
         _fail(f"--cap: {e.message}")
     except ValueError:
         _fail(f"--scales: {scales!r} is not a comma-separated list of positive numbers")
+    if 0 < heap_reps < MIN_SERIES:
+        _fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
     overrides = {}
     for item in params:
         key, sep, value = item.partition("=")
@@ -125,7 +129,7 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, params, scales, j
         if rec["error"]:
             first = rec["error"].strip().splitlines()[-1]
             err.print(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {first}",
-                      highlight=False, soft_wrap=True)
+                      highlight=False, markup=False, soft_wrap=True)
     sys.exit(0 if all(report.expected_ok(r, e) for r, e in results) else 1)
 
 

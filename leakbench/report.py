@@ -1,6 +1,7 @@
 """Views of records: the table people read. Records themselves stay data."""
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -50,8 +51,19 @@ def table(records: list[tuple[dict, str]]) -> Table:
     for i, h in enumerate(headers):
         t.add_column(h, justify="right" if 2 <= i <= 6 or i == 9 else "left")
     for rec, expected in records:
-        cells = row(rec)
+        cells = [escape(c) for c in row(rec)]
         style = "green" if expected_ok(rec, expected) else "bold red"
         cells[8] = f"[{style}]{cells[8]}[/]"
         t.add_row(*cells)
+    return t
+
+
+def listing(scenarios) -> Table:
+    """A rich Table of scenarios: name, kind, seed source, size parameter=default, title."""
+    t = Table(title="leakbench: scenario pairs (scenarios/ leaky, fixes/ fixed)", title_justify="left")
+    for h in ("pair", "kind", "source", "size parameter", "title"):
+        t.add_column(h)
+    for s in scenarios:
+        # Text from scenario files is escaped: "[...]" would otherwise be read as rich markup.
+        t.add_row(*map(escape, (s.name, s.kind, s.source, f"{s.size_param}={s.params[s.size_param]}", s.title)))
     return t
