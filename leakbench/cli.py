@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from leakbench import catalog, report
+from leakbench import catalog, report, versions
 from leakbench.contract import ContractError
 from leakbench.measure import Settings, measure
 
@@ -148,3 +148,59 @@ def _append(path: Path, rec: dict) -> None:
         f.write(json.dumps(rec) + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+# --- TensorFlow versions: `compare` and `matrix` (logic in leakbench.versions) ---
+
+def _results_dir(results: Path | None) -> Path:
+    """--results, else ./results, else results/ of the leakbench checkout."""
+    if results is not None or Path("results").is_dir():
+        return results or Path("results")
+    try:
+        return catalog.find_root() / "results"
+    except ContractError:
+        return Path("results")
+
+
+_RESULTS_OPTION = click.option(
+    "--results", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="asv results directory holding records/tf-<version>.jsonl. Default: ./results.")
+_FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["markdown", "json"]),
+                              default="markdown", show_default=True)
+
+
+@main.command()
+@click.argument("old")
+@click.argument("new")
+@click.option("--factor", type=float, default=versions.DEFAULT_FACTOR, show_default=True,
+              help="Mark a metric regressed or improved past this ratio.")
+@_RESULTS_OPTION
+@_FORMAT_OPTION
+def compare(old, new, factor, results, fmt) -> None:
+    """Compare two TensorFlow versions' records: per pair, variant and metric.
+
+    OLD and NEW are TF versions in the results (2.13.1) or records files (.jsonl).
+    Exit 1 when a verdict changed (a fix that leaks again among them) or a
+    fixed variant's peak regressed past the factor; 2 on bad input.
+    """
+    try:
+        where = _results_dir(results)
+        old_label, old_recs = versions.resolve(where, old)
+        new_label, new_recs = versions.resolve(where, new)
+        found = versions.compare(old_label, old_recs, new_label, new_recs, factor)
+    except versions.VersionError as e:
+        _fail(str(e))
+    click.echo(json.dumps(found.as_dict(), indent=2) if fmt == "json" else versions.compare_markdown(found))
+    sys.exit(found.exit_code)
+
+
+@main.command()
+@_RESULTS_OPTION
+@_FORMAT_OPTION
+def matrix(results, fmt) -> None:
+    """The pair × TensorFlow version table of verdicts (and growth) from the results."""
+    try:
+        found = versions.matrix(_results_dir(results))
+    except versions.VersionError as e:
+        _fail(str(e))
+    click.echo(json.dumps(found, indent=2) if fmt == "json" else versions.matrix_markdown(found))

@@ -1,0 +1,108 @@
+"""asv glue: every scenario pair × variant, measured once per environment.
+
+`setup_cache` runs the engine (leakbench.measure) on each pair and variant —
+one capped, timed child process per size, exactly as `leakbench run` — and
+the `track_` benchmarks only read numbers out of those records: asv pays one
+measurement per variant per environment, not one TensorFlow import per metric.
+
+asv's results hold numbers only; the full records (verdicts, signals, series)
+go to results/records/tf-<version>.jsonl for `leakbench compare` and
+`leakbench matrix`. Before anything is stored, the TensorFlow each child
+imported is checked against the version pip installed in the environment:
+a pin that did not hold fails the run (raises), it is never filed.
+
+No asv `peakmem_` here: asv's peakmem reads the benchmark process's own
+maximum RSS, and the pipelines run in child processes (they must: memory cap,
+timeout, fresh interpreter). Measuring a pair in the asv process would mean an
+uncapped leaky pipeline and one TensorFlow import per benchmark.
+
+LEAKBENCH_PAIRS=name,name restricts the pairs (a trial run: no records written).
+"""
+import math
+import os
+from pathlib import Path
+
+from leakbench import catalog  # reads scenario metadata without TensorFlow
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+CAP_BYTES = 4 << 30          # 4 GiB per child process tree; the largest peak seen is ~110 MiB
+TIMEOUT_SECONDS = 300.0      # per child run, import to teardown
+SELECTED = [p for p in os.environ.get("LEAKBENCH_PAIRS", "").split(",") if p]
+PAIRS = SELECTED or catalog.pair_names(ROOT)
+VARIANTS = ["leaky", "fixed"]
+
+
+def _slope(metrics, name):
+    found = metrics.get(name)
+    return found["slope"] if found else math.nan
+
+
+def _numbers(rec):
+    """The numbers asv stores for one record; nan where a run ended early (over-cap, hang, error)."""
+    m = rec["metrics"]
+    peak = m.get("peak_above_baseline_bytes")
+    seconds = m.get("seconds_per_repetition")
+    return {
+        "peak_above_baseline": math.nan if peak is None else float(peak),
+        "rss_growth": _slope(m, "rss_growth"),
+        "retained_heap": _slope(m, "retained_heap"),
+        "threads": _slope(m, "threads_growth"),
+        "seconds_per_repetition": math.nan if seconds is None else float(seconds),
+        "verdict": rec["verdict"],
+    }
+
+
+class Pairs:
+    """Each pair × variant; every metric comes from one measurement per environment."""
+
+    params = (PAIRS, VARIANTS)
+    param_names = ["pair", "variant"]
+
+    def setup_cache(self):
+        from leakbench import versions
+        from leakbench.measure import Settings, measure
+
+        pinned = versions.installed_tf_version()
+        settings = Settings(cap_bytes=CAP_BYTES, timeout_seconds=TIMEOUT_SECONDS)
+        records = []
+        for target in catalog.targets(ROOT, PAIRS, "both"):
+            rec = measure(target, dict(target.scenario.params), settings)
+            versions.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
+            records.append(rec)
+        if not SELECTED:
+            versions.write_records(RESULTS, pinned, records)
+        return {(r["pair"], r["variant"]): _numbers(r) for r in records}
+
+    # Seven pairs, three sizes for peak pairs: ~4 min on 2 cores; room for a loaded machine.
+    setup_cache.timeout = 3600
+
+    def track_peak_above_baseline(self, cache, pair, variant):
+        """Peak RSS above the pre-setup baseline, at the default size (VmHWM)."""
+        return cache[pair, variant]["peak_above_baseline"]
+
+    track_peak_above_baseline.unit = "bytes"
+
+    def track_rss_growth(self, cache, pair, variant):
+        """RSS growth per repetition (Theil–Sen slope)."""
+        return cache[pair, variant]["rss_growth"]
+
+    track_rss_growth.unit = "bytes/repetition"
+
+    def track_retained_heap(self, cache, pair, variant):
+        """Heap retained per repetition under memray (Theil–Sen slope)."""
+        return cache[pair, variant]["retained_heap"]
+
+    track_retained_heap.unit = "bytes/repetition"
+
+    def track_threads(self, cache, pair, variant):
+        """Threads gained per repetition (Theil–Sen slope)."""
+        return cache[pair, variant]["threads"]
+
+    track_threads.unit = "threads/repetition"
+
+    def track_seconds_per_repetition(self, cache, pair, variant):
+        """Wall seconds of one measured repetition."""
+        return cache[pair, variant]["seconds_per_repetition"]
+
+    track_seconds_per_repetition.unit = "seconds/repetition"

@@ -1,0 +1,343 @@
+"""Records per TensorFlow version: store them, check the pin, compare, tabulate.
+
+asv's results JSON holds numbers only, so the asv suite (benchmarks/) also
+writes the full leakbench records of each environment to
+
+    results/records/tf-<version>.jsonl     one record (leakbench.record) per line
+
+`leakbench compare OLD NEW` and `leakbench matrix` read those files. Nothing
+here imports TensorFlow: the version an environment asked for is what pip
+reports (importlib.metadata), the version a measurement used is what the
+child saw (record["environment"]["tensorflow"]).
+
+Checks return data (lists of rows and failures); rendering is separate
+(`compare_markdown`, `matrix_markdown`), and the CLI only chooses between them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+from leakbench import verdict
+from leakbench.record import SCHEMA
+
+KIB, MIB = 1 << 10, 1 << 20
+DEFAULT_FACTOR = 1.5
+RECORDS_DIR = "records"
+_FILE = re.compile(r"tf-(.+)\.jsonl")
+_REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
+# Distributions that provide the `tensorflow` module, in the order we ask pip.
+TF_DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tensorflow-intel", "tensorflow-macos")
+
+
+class VersionError(ValueError):
+    """Bad input for compare/matrix, or a TensorFlow pin that did not hold. One line."""
+
+
+# --- the pin ---------------------------------------------------------------
+
+def installed_tf_version() -> str | None:
+    """The TensorFlow version pip installed in this interpreter's environment (no import)."""
+    for dist in TF_DISTRIBUTIONS:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def check_tf_version(records: list[dict], expected: str | None) -> None:
+    """Raise VersionError unless every record's TensorFlow is `expected`.
+
+    `expected` is the environment's pin (installed_tf_version()); a record's
+    version is the `tf.__version__` its child process imported. A mismatch
+    means pip replaced the pin, or the child ran another interpreter: every
+    number measured would be filed under the wrong release.
+    """
+    if not expected:
+        raise VersionError("no TensorFlow distribution installed in this environment "
+                           f"(looked for {', '.join(TF_DISTRIBUTIONS)})")
+    for rec in records:
+        seen = (rec.get("environment") or {}).get("tensorflow")
+        if seen is None and rec.get("verdict") in ("error", "hang", "over-cap"):
+            continue  # the child died before reporting its versions; its verdict says so
+        if seen != expected:
+            raise VersionError(f"{rec.get('pair')} ({rec.get('variant')}) imported TensorFlow {seen}, "
+                               f"but this environment pins {expected}: the pin did not hold")
+
+
+# --- record files ------------------------------------------------------------
+
+def records_path(results: Path, version: str) -> Path:
+    return Path(results) / RECORDS_DIR / f"tf-{version}.jsonl"
+
+
+def write_records(results: Path, version: str, records: list[dict]) -> Path:
+    """Store one environment's records: replace those of the same pair and
+    variant, keep the others, rewrite the file atomically (a rerun never
+    appends duplicates; a run of a few pairs does not drop the rest)."""
+    path = records_path(results, version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {}
+    if path.is_file():
+        try:
+            kept = {(r["pair"], r["variant"]): r for r in read_records(path)}
+        except VersionError:
+            kept = {}  # a corrupt file is replaced whole
+    for rec in records:
+        kept[(rec["pair"], rec["variant"])] = rec
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w") as f:
+        for key in sorted(kept):
+            f.write(json.dumps(kept[key]) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_records(path: Path) -> list[dict]:
+    """Records of one file. Raises VersionError for a file that is not leakbench records."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise VersionError(f"cannot read {path}: {e.strerror}") from None
+    found = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise VersionError(f"{path}, line {n}: corrupt JSON ({e.msg})") from None
+        if not isinstance(rec, dict) or any(k not in rec for k in _REQUIRED):
+            raise VersionError(f"{path}, line {n}: not a leakbench record "
+                               f"(needs {', '.join(_REQUIRED)})")
+        if rec["schema"] != SCHEMA:
+            raise VersionError(f"{path}, line {n}: record schema {rec['schema']}, "
+                               f"this leakbench reads schema {SCHEMA}")
+        found.append(rec)
+    if not found:
+        raise VersionError(f"{path}: holds no records")
+    return found
+
+
+def version_key(version: str) -> tuple:
+    """'2.9.1' < '2.12.1': compare numerically, text parts after."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+-]", version))
+
+
+def available(results: Path) -> dict[str, Path]:
+    """TF version -> records file in `results`, sorted by version.
+
+    Raises VersionError when `results` is not a directory of leakbench records.
+    """
+    results = Path(results)
+    folder = results / RECORDS_DIR
+    if not results.is_dir():
+        raise VersionError(f"no results directory at {results}")
+    files = {m.group(1): p for p in folder.glob("tf-*.jsonl") if (m := _FILE.fullmatch(p.name))} \
+        if folder.is_dir() else {}
+    if not files:
+        raise VersionError(f"{results} holds no leakbench records ({RECORDS_DIR}/tf-<version>.jsonl): "
+                           "run the asv suite first, or pass --results")
+    return dict(sorted(files.items(), key=lambda kv: version_key(kv[0])))
+
+
+def resolve(results: Path, what: str) -> tuple[str, list[dict]]:
+    """A label and the records for `what`: a TF version in `results`, or a records file."""
+    path = Path(what)
+    if what.endswith(".jsonl") or path.is_file():
+        if not path.is_file():
+            raise VersionError(f"no records file at {path}")
+        recs = read_records(path)
+        return recs[0]["environment"].get("tensorflow") or path.stem, recs
+    files = available(results)
+    if what not in files:
+        raise VersionError(f"TensorFlow {what} is not in {results} (have: {', '.join(files)})")
+    return what, read_records(files[what])
+
+
+# --- compare ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Metric:
+    """A compared metric: where it is in a record, how to show it, and the
+    smallest change that counts (below it a ratio is noise: 4 → 12 bytes per
+    repetition is 3×, and nothing)."""
+
+    key: str
+    label: str
+    unit: str
+    scale: float
+    floor: float
+
+
+METRICS = (
+    Metric("peak_above_baseline_bytes", "peak above baseline", "MiB", MIB, verdict.PEAK_RISE_MIN / 2),
+    Metric("rss_growth", "RSS growth", "KiB/rep", KIB, verdict.RSS_SLOPE_MIN / 2),
+    Metric("retained_heap", "retained heap", "KiB/rep", KIB, verdict.HEAP_SLOPE_MIN / 2),
+    Metric("threads_growth", "threads", "/rep", 1.0, verdict.COUNT_SLOPE_MIN / 2),
+    Metric("seconds_per_repetition", "seconds", "s/rep", 1.0, 0.05),
+)
+REGRESSED, IMPROVED, CHANGED = "regressed", "improved", "changed"
+
+
+def metric_value(rec: dict | None, key: str) -> float | None:
+    """A metric of a record as a number (a slope for growth metrics), None if absent."""
+    if rec is None:
+        return None
+    found = (rec.get("metrics") or {}).get(key)
+    if isinstance(found, dict):
+        found = found.get("slope")
+    return None if found is None else float(found)
+
+
+def mark(old: float | None, new: float | None, factor: float, floor: float) -> str:
+    """REGRESSED when new is past old × factor and higher by at least `floor`;
+    IMPROVED the other way round; '' otherwise (or when a value is missing)."""
+    if old is None or new is None:
+        return ""
+    if new - old >= floor and (old <= 0 or new >= old * factor):
+        return REGRESSED
+    if old - new >= floor and (new <= 0 or old >= new * factor):
+        return IMPROVED
+    return ""
+
+
+@dataclass
+class Comparison:
+    old: str
+    new: str
+    factor: float
+    rows: list            # dicts: pair, variant, metric, unit, old, new, ratio, marker
+    failures: list        # one line each: why compare exits 1
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures else 0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "exit_code": self.exit_code}
+
+
+def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
+            factor: float = DEFAULT_FACTOR) -> Comparison:
+    """Per pair, variant and metric: old, new, ratio, marker; and the failures:
+    a verdict that changed, a fixed variant whose peak regressed past `factor`."""
+    if factor <= 1:
+        raise VersionError(f"--factor must be above 1, got {factor}")
+    olds = {(r["pair"], r["variant"]): r for r in old}
+    news = {(r["pair"], r["variant"]): r for r in new}
+    rows, failures = [], []
+    for pair, variant in sorted(set(olds) | set(news)):
+        a, b = olds.get((pair, variant)), news.get((pair, variant))
+        base = {"pair": pair, "variant": variant}
+        va, vb = a and a["verdict"], b and b["verdict"]
+        changed = a is not None and b is not None and va != vb
+        rows.append({**base, "metric": "verdict", "unit": None, "old": va, "new": vb, "ratio": None,
+                     "marker": CHANGED if changed else ("" if a and b else f"only in {'old' if a else 'new'}")})
+        if changed:
+            starts = variant == "fixed" and vb in ("leak", "over-cap")
+            failures.append(f"{pair} ({variant}): verdict {va} → {vb}"
+                            + (": the fix leaks again" if starts else ""))
+        for m in METRICS:
+            x, y = metric_value(a, m.key), metric_value(b, m.key)
+            marker = mark(x, y, factor, m.floor)
+            ratio = y / x if x is not None and y is not None and x > 0 and y >= 0 else None
+            rows.append({**base, "metric": m.label, "unit": m.unit,
+                         "old": x, "new": y, "ratio": ratio, "marker": marker})
+            if marker == REGRESSED and variant == "fixed" and m.key == "peak_above_baseline_bytes":
+                failures.append(f"{pair} (fixed): peak above baseline {x / MIB:,.1f} → {y / MIB:,.1f} MiB, "
+                                f"past {factor:g}×")
+    return Comparison(old_label, new_label, factor, rows, failures)
+
+
+def _number(value, scale: float) -> str:
+    if value is None:
+        return "—"
+    v = value / scale
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}" if abs(v) < 10 else f"{v:,.1f}"
+
+
+def compare_markdown(c: Comparison) -> str:
+    scales = {m.label: m.scale for m in METRICS}
+    lines = [f"## leakbench compare: TensorFlow {c.old} → {c.new} (marker past {c.factor:g}×)", "",
+             f"| pair | variant | metric | {c.old} | {c.new} | ratio | |",
+             "|---|---|---|---:|---:|---:|---|"]
+    for r in c.rows:
+        if r["metric"] == "verdict":
+            old, new, label = r["old"] or "—", r["new"] or "—", "verdict"
+        else:
+            old, new = _number(r["old"], scales[r["metric"]]), _number(r["new"], scales[r["metric"]])
+            label = f"{r['metric']} ({r['unit']})"
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}×"
+        marker = {REGRESSED: "▲ regressed", IMPROVED: "▼ improved", CHANGED: "**changed**"}.get(
+            r["marker"], r["marker"])
+        lines.append(f"| {r['pair']} | {r['variant']} | {label} | {old} | {new} | {ratio} | {marker} |")
+    lines.append("")
+    if c.failures:
+        lines.append(f"**{len(c.failures)} failure(s)** (exit 1):")
+        lines += [f"- {f}" for f in c.failures]
+    else:
+        lines.append("No verdict changed and no fixed variant's peak regressed (exit 0).")
+    return "\n".join(lines)
+
+
+# --- matrix ----------------------------------------------------------------
+
+def matrix(results: Path) -> dict:
+    """The pair × TF version table of verdicts and growth, from every records file in `results`."""
+    files = available(results)
+    by_version = {v: {(r["pair"], r["variant"]): r for r in read_records(p)} for v, p in files.items()}
+    keys = sorted({k for recs in by_version.values() for k in recs})
+    if not keys:
+        raise VersionError(f"{results}: the matrix is empty")
+    rows = []
+    for pair, variant in keys:
+        cells = {}
+        for version, recs in by_version.items():
+            rec = recs.get((pair, variant))
+            if rec is None:
+                cells[version] = None
+                continue
+            scaling = (rec.get("metrics") or {}).get("peak_scaling") or {}
+            cells[version] = {
+                "verdict": rec["verdict"],
+                "expected": rec["verdict"] in (("leak", "over-cap") if variant == "leaky" else ("no-leak",)),
+                "kind": rec.get("kind"),
+                "rss_growth_bytes_per_rep": metric_value(rec, "rss_growth"),
+                "peak_above_baseline_bytes": metric_value(rec, "peak_above_baseline_bytes"),
+                "peak_exponent": scaling.get("exponent"),
+                "signals": rec.get("signals", []),
+            }
+        rows.append({"pair": pair, "variant": variant, "cells": cells})
+    return {"versions": list(by_version), "rows": rows}
+
+
+def _cell(cell: dict | None) -> str:
+    if cell is None:
+        return "—"
+    word = cell["verdict"] if cell["expected"] else f"**{cell['verdict']}**"
+    if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
+        return f"{word} k={cell['peak_exponent']:.2f}"
+    if cell["rss_growth_bytes_per_rep"] is not None:
+        return f"{word} {cell['rss_growth_bytes_per_rep'] / KIB:+,.0f}"
+    return word
+
+
+def matrix_markdown(m: dict) -> str:
+    lines = ["## leakbench matrix: verdict per TensorFlow version", "",
+             "Growth pairs: RSS growth in KiB/repetition. Peak pairs: k in peak ∝ size^k. "
+             "**Bold**: not the expected verdict (a scenario that does not leak, a fix that does).", "",
+             "| pair | variant | " + " | ".join(m["versions"]) + " |",
+             "|---|---|" + "---|" * len(m["versions"])]
+    for row in m["rows"]:
+        cells = [_cell(row["cells"][v]) for v in m["versions"]]
+        lines.append(f"| {row['pair']} | {row['variant']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
