@@ -104,6 +104,8 @@ def _watch(proc, read_fd, params, cap_bytes, timeout_seconds, on_message) -> Out
             if time.monotonic() - start > timeout_seconds:
                 outcome.status = "hang"
                 break
+            if proc.poll() is not None and not selector.select(0):
+                break  # the child exited; a process it forked holds the pipe open: nothing more will come
     finally:
         selector.close()
         os.close(read_fd)
