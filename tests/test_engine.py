@@ -1,0 +1,352 @@
+"""The engine end to end (measure -> runner -> child -> record -> verdict) on
+pure-Python scenarios in tests/data/, each in a fresh subprocess.
+
+Project rule: nothing leaky runs without a cap and a timeout, so every run
+here passes an explicit small cap_bytes and timeout_seconds.
+"""
+from __future__ import annotations
+
+import json
+import math
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from leakbench import contract, record, runner, verdict
+from leakbench.catalog import Target
+from leakbench.measure import Settings, measure
+
+DATA = Path(__file__).parent / "data"
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+CAP = 1 * GIB
+TIMEOUT = 60.0
+
+
+def target(name: str) -> Target:
+    return Target(contract.read_metadata(DATA / f"{name}.py"), "file")
+
+
+def settings(**overrides) -> Settings:
+    base = dict(warmup=1, reps=6, heap_reps=5, cap_bytes=CAP, timeout_seconds=TIMEOUT, scales=(1, 2, 4))
+    base.update(overrides)
+    assert base["cap_bytes"] > 0 and base["timeout_seconds"] > 0  # never the defaults (half of RAM, 5 min)
+    return Settings(**base)
+
+
+def run(name: str, params: dict | None = None, env: dict | None = None, on_message=None, **overrides) -> dict:
+    t = target(name)
+    return measure(t, {**t.scenario.params, **(params or {})}, settings(**overrides), env=env,
+                   on_message=on_message)
+
+
+@pytest.fixture
+def spawned(monkeypatch):
+    """psutil handles of every process the runner starts during the test."""
+    handles = []
+    real = subprocess.Popen
+
+    class Recording(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            handles.append(psutil.Process(self.pid))
+
+    monkeypatch.setattr(runner.subprocess, "Popen", Recording)
+    return handles
+
+
+def gone(proc: psutil.Process) -> bool:
+    """True if the process no longer runs (is_running also checks the start
+    time, so a recycled pid does not count). A zombie has exited; whether it
+    is reaped is its parent's business (for a grandchild: init's)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def assert_no_process_left(spawned: list, before: set[int]) -> None:
+    assert spawned, "the runner started no child"
+    for proc in spawned:
+        assert not proc.is_running(), f"child {proc.pid} still exists (running or unreaped)"
+    after = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert after <= before, f"processes left behind: {after - before}"
+
+
+def own_children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+# --- growth scenarios ------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_python_leak_is_a_leak(spawned):
+    before = own_children()
+    phases = []
+    rec = run("python_leak", on_message=lambda m: "phase" in m and phases.append(m["phase"]))
+    assert rec["verdict"] == "leak", rec["metrics"]
+    assert "rss" in rec["signals"] and "heap" in rec["signals"]
+    per_rep = target("python_leak").scenario.params["bytes_per_rep"]
+    assert rec["metrics"]["rss_growth"]["slope"] == pytest.approx(per_rep, rel=0.2)
+    assert rec["metrics"]["retained_heap"]["slope"] == pytest.approx(per_rep, rel=0.2)
+    assert rec["phase"] is None and rec["error"] is None
+    assert phases == ["import", "setup", "warm-up", "repetitions", "heap", "teardown"]
+    run_ = rec["runs"][0]
+    assert run_["status"] == "ok"
+    assert len(run_["series"]["rss_bytes"]) == 6
+    assert len(run_["heap"]["heap_bytes"]) == 5
+    assert run_["teardown_seconds"] is not None
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(60)
+def test_bounded_twin_is_no_leak():
+    rec = run("python_bounded")
+    assert rec["verdict"] == "no-leak", rec["metrics"]
+    assert rec["signals"] == []
+    # it was judged on the same evidence as the leak, not on missing data
+    assert rec["metrics"]["rss_growth"] is not None
+    assert rec["metrics"]["retained_heap"] is not None
+    assert abs(rec["metrics"]["rss_growth"]["slope"]) < verdict.RSS_SLOPE_MIN
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name, signal, metric", [
+    ("python_thread_leak", "threads", "threads_growth"),
+    ("python_fd_leak", "open files", "open_files_growth"),
+])
+def test_count_leaks_are_leaks(name, signal, metric):
+    rec = run(name, heap_reps=0)
+    assert rec["verdict"] == "leak"
+    assert signal in rec["signals"]
+    assert rec["metrics"][metric]["slope"] == pytest.approx(1.0)
+    assert rec["metrics"]["retained_heap"] is None  # heap_reps=0 skips the memray pass
+
+
+# --- failures: over-cap, hang, error ----------------------------------------
+
+@pytest.mark.timeout(90)
+def test_over_cap_is_killed_near_the_cap(spawned):
+    before = own_children()
+    cap = 300 * MIB
+    rec = run("python_over_cap", cap_bytes=cap, reps=50, heap_reps=0)
+    assert rec["verdict"] == "over-cap"
+    assert rec["signals"] == [] and rec["metrics"] == {}
+    assert rec["phase"] in ("warm-up", "repetitions")
+    max_rss = rec["runs"][0]["max_rss_bytes"]
+    assert cap < max_rss < cap + 200 * MIB
+    # killed long before 50 repetitions of 64 MiB (3.2 GiB) could happen
+    assert len(rec["runs"][0]["series"]["rss_bytes"]) < 10
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(60)
+def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
+    before = own_children()
+    timeout = 10.0
+    start = time.monotonic()
+    rec = run("python_hang", timeout_seconds=timeout, heap_reps=0)
+    elapsed = time.monotonic() - start
+    assert rec["verdict"] == "hang"
+    assert rec["phase"] == "warm-up"  # warmup=1: the first repetition is a warm-up one
+    assert rec["signals"] == []
+    assert timeout <= rec["runs"][0]["wall_seconds"] < timeout + 10
+    assert elapsed < timeout + 10
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(60)
+def test_hang_without_warmup_is_in_repetitions():
+    rec = run("python_hang", timeout_seconds=3.0, warmup=0, heap_reps=0)
+    assert (rec["verdict"], rec["phase"]) == ("hang", "repetitions")
+
+
+@pytest.mark.timeout(60)
+def test_hang_in_setup_kills_the_whole_tree(spawned, tmp_path):
+    """Setup starts a grandchild (`sleep`) and then hangs: the kill must reach both."""
+    before = own_children()
+    pidfile = tmp_path / "grandchild.pid"
+    rec = run("python_hang_setup", timeout_seconds=6.0, heap_reps=0, env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)})
+    assert (rec["verdict"], rec["phase"]) == ("hang", "setup")
+    grandchild_pid = int(pidfile.read_text())
+    try:
+        grandchild = psutil.Process(grandchild_pid)
+    except psutil.NoSuchProcess:
+        grandchild = None
+    if grandchild is not None:  # still in the process table: it must at least have died
+        deadline = time.monotonic() + 5
+        while not gone(grandchild) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(grandchild), f"grandchild {grandchild_pid} survived the kill"
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(60)
+def test_process_left_by_a_finished_child_does_not_make_a_hang(spawned, tmp_path):
+    """The forked leftover holds the message pipe open after the child exits:
+    the run is complete (results and teardown were sent) and must say so, not
+    wait for the timeout and report `hang`; the leftover is killed."""
+    before = own_children()
+    pidfile = tmp_path / "forked.pid"
+    timeout = 20.0
+    rec = run("python_fork_leftover", timeout_seconds=timeout, heap_reps=0,
+              env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)})
+    assert rec["verdict"] == "no-leak", (rec["verdict"], rec["phase"], rec["error"])
+    assert rec["runs"][0]["teardown_seconds"] is not None
+    assert rec["seconds"] < timeout / 2
+    forked = int(pidfile.read_text())
+    try:
+        leftover = psutil.Process(forked)
+    except psutil.NoSuchProcess:
+        leftover = None
+    if leftover is not None:
+        deadline = time.monotonic() + 5
+        while not gone(leftover) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(leftover), f"forked process {forked} outlived the run"
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(60)
+def test_exception_in_repetition_is_an_error_with_its_text(spawned):
+    before = own_children()
+    rec = run("python_raises")
+    assert rec["verdict"] == "error"
+    assert rec["phase"] == "warm-up"
+    assert "RuntimeError: scenario exploded with code 42" in rec["error"]
+    assert rec["runs"][0]["error"] == rec["error"]
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(60)
+def test_exception_in_first_measured_repetition_names_that_phase():
+    """warmup=0: the scenario raises in the first measured repetition."""
+    rec = run("python_raises", warmup=0)
+    assert (rec["verdict"], rec["phase"]) == ("error", "repetitions")
+    assert "scenario exploded with code 42" in rec["error"]
+
+
+@pytest.mark.timeout(60)
+def test_crash_without_exception_is_an_error_with_exit_code_and_output():
+    rec = run("python_crashes")
+    assert rec["verdict"] == "error"
+    assert rec["phase"] == "warm-up"
+    assert "exited with code 7" in rec["error"]
+    assert "native code says goodbye" in rec["error"]
+
+
+@pytest.mark.timeout(60)
+def test_missing_scenario_file_at_run_time_is_an_error(tmp_path):
+    """The file is read in the parent, then vanishes before the child imports it."""
+    path = tmp_path / "vanishing.py"
+    path.write_text((DATA / "python_leak.py").read_text())
+    t = Target(contract.read_metadata(path), "file")
+    path.unlink()
+    rec = measure(t, t.scenario.params, settings())
+    assert (rec["verdict"], rec["phase"]) == ("error", "import")
+    assert "vanishing.py" in rec["error"]
+
+
+# --- peak scenarios ----------------------------------------------------------
+
+PEAK_SIZE = 24 * MIB
+
+
+@pytest.mark.timeout(90)
+def test_peak_that_scales_with_size_is_a_leak():
+    rec = run("python_peak", heap_reps=0)
+    assert rec["verdict"] == "leak", rec["metrics"]
+    assert rec["signals"] == ["peak"]  # nothing grows per repetition
+    scaling = rec["metrics"]["peak_scaling"]
+    assert scaling["sizes"] == [PEAK_SIZE, 2 * PEAK_SIZE, 4 * PEAK_SIZE]
+    assert scaling["exponent"] == pytest.approx(1.0, abs=0.15)
+    for size, peak in zip(scaling["sizes"], scaling["peaks_bytes"]):
+        assert peak == pytest.approx(size, rel=0.2)
+    assert [r["params"]["size_bytes"] for r in rec["runs"]] == scaling["sizes"]
+    assert rec["runs"][1]["heap"] is None  # the heap pass runs at the first size only
+
+
+@pytest.mark.timeout(90)
+def test_peak_bounded_twin_is_no_leak():
+    rec = run("python_peak_bounded", heap_reps=0)
+    assert rec["verdict"] == "no-leak", rec["metrics"]
+    scaling = rec["metrics"]["peak_scaling"]
+    assert len(scaling["peaks_bytes"]) == 3
+    assert abs(scaling["exponent"]) < 0.2
+    # a real, fixed peak was measured each time (not zeros floored to 1 MiB)
+    for peak in scaling["peaks_bytes"]:
+        assert peak == pytest.approx(PEAK_SIZE, rel=0.2)
+
+
+@pytest.mark.timeout(90)
+def test_transient_peak_is_measured_whatever_the_warmup():
+    """A buffer built and dropped each repetition: with three warm-up
+    repetitions glibc keeps its 24 MiB of pages before the baseline, yet the
+    peak must still be the 24 MiB the work costs."""
+    rec = run("python_transient_peak", warmup=3, heap_reps=0)
+    scaling = rec["metrics"]["peak_scaling"]
+    assert scaling["peaks_bytes"][0] == pytest.approx(PEAK_SIZE, rel=0.2)
+    assert scaling["exponent"] == pytest.approx(1.0, abs=0.15)
+    assert rec["verdict"] == "leak" and rec["signals"] == ["peak"]
+
+
+@pytest.mark.timeout(90)
+def test_peak_run_stops_at_the_first_size_that_fails():
+    """scales 1, 4, 8 of 24 MiB: the 96 MiB run passes an 80 MiB cap; 192 MiB is never tried.
+
+    60 repetitions keep the 96 MiB child above the cap for ~0.25 s, several of
+    the runner's 50 ms polls (a child that passes the cap for less than one
+    poll is not caught; the runner documents that overshoot)."""
+    rec = run("python_peak", cap_bytes=80 * MIB, scales=(1, 4, 8), reps=60, heap_reps=0)
+    assert [r["status"] for r in rec["runs"]] == ["ok", "over-cap"]
+    assert [r["params"]["size_bytes"] for r in rec["runs"]] == [PEAK_SIZE, 4 * PEAK_SIZE]
+    assert rec["verdict"] == "over-cap"
+    assert rec["phase"] in ("setup", "warm-up", "repetitions")
+
+
+# --- the record ----------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_record_is_json_with_schema_environment_and_units():
+    rec = run("python_leak")
+    text = json.dumps(rec, allow_nan=False)  # strict JSON: no NaN or Infinity
+    back = json.loads(text)
+    assert back["verdict"] == rec["verdict"] == "leak"
+
+    assert rec["schema"] == record.SCHEMA == 1
+    assert rec["pair"] == "python_leak" and rec["variant"] == "file"
+    assert rec["kind"] == "growth" and rec["size_param"] == "bytes_per_rep"
+    assert rec["params"] == {"bytes_per_rep": 1048576}
+    assert rec["settings"]["cap_bytes"] == CAP and rec["settings"]["timeout_seconds"] == TIMEOUT
+    assert rec["verdict"] in verdict.VERDICTS
+
+    env = rec["environment"]
+    assert isinstance(env["cpu"], str) and env["cpu"]
+    assert env["cores"] == psutil.cpu_count() >= 1
+    assert env["ram_bytes"] == psutil.virtual_memory().total
+    assert env["python"] == platform.python_version()  # reported by the child, same interpreter
+    assert env["tensorflow"] is None  # the child never imported it
+
+    metrics = rec["metrics"]
+    units = {"rss_growth": "bytes/repetition", "uss_growth": "bytes/repetition",
+             "heap_used_growth": "bytes/repetition", "retained_heap": "bytes/repetition",
+             "threads_growth": "threads/repetition", "open_files_growth": "file descriptors/repetition",
+             "python_objects_growth": "objects/repetition"}
+    for name, unit in units.items():
+        assert metrics[name]["unit"] == unit, name
+        for key in ("slope", "low", "high", "p_increasing"):
+            assert math.isfinite(metrics[name][key]), (name, key)
+    assert metrics["peak_above_baseline_bytes"] > 0
+    assert metrics["seconds_per_repetition"] > 0
+    assert rec["seconds"] == pytest.approx(sum(r["wall_seconds"] for r in rec["runs"]))
+
+
+@pytest.mark.timeout(60)
+def test_failed_record_is_json_too():
+    rec = run("python_raises")
+    back = json.loads(json.dumps(rec, allow_nan=False))
+    assert back["verdict"] == "error" and back["metrics"] == {} and back["signals"] == []
+    assert back["environment"]["python"] == platform.python_version()

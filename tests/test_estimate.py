@@ -1,0 +1,329 @@
+"""The estimator (leakbench.estimate) and the verdict rules (leakbench.verdict)
+on synthetic series: no subprocess, no TensorFlow."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from leakbench import estimate, verdict
+from leakbench.verdict import COUNT_SLOPE_MIN, HEAP_SLOPE_MIN, PEAK_EXPONENT_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN
+
+KIB, MIB = 1 << 10, 1 << 20
+N = 12  # the default number of measured repetitions (Settings.reps)
+BASE = 300 * MIB  # a plausible RSS of a process that imported TensorFlow
+
+
+def line(slope: float, n: int = N, base: float = BASE) -> np.ndarray:
+    return base + slope * np.arange(n, dtype=float)
+
+
+def noisy(series: np.ndarray, sd: float, seed: int) -> np.ndarray:
+    return series + np.random.default_rng(seed).normal(0.0, sd, size=len(series))
+
+
+def moved_rss(values) -> bool:
+    found = estimate.trend(values)
+    return verdict.moved(found and found.as_dict(), RSS_SLOPE_MIN)
+
+
+# --- trend: slopes ---------------------------------------------------------
+
+@pytest.mark.parametrize("slope", [0.0, 1.0, 64 * KIB, 256 * KIB, 1 * MIB, 7.5 * MIB, -512 * KIB])
+def test_exact_linear_slope_is_recovered(slope):
+    found = estimate.trend(line(slope))
+    assert found.slope == pytest.approx(slope, abs=1e-6)
+    assert found.low <= found.slope <= found.high
+
+
+@pytest.mark.parametrize("slope, sd, seed", [
+    (1 * MIB, 128 * KIB, 0),
+    (1 * MIB, 512 * KIB, 1),
+    (512 * KIB, 64 * KIB, 2),
+    (3 * MIB, 1 * MIB, 3),
+])
+def test_noisy_linear_slope_is_recovered(slope, sd, seed):
+    found = estimate.trend(noisy(line(slope), sd, seed))
+    # Gaussian noise of sd bytes on 12 points: the slope's standard error is
+    # sd / sqrt(sum((x - mean x)^2)) = sd / 12, so 0.5 sd leaves room for > 5 errors.
+    assert found.slope == pytest.approx(slope, abs=0.5 * sd)
+    assert found.low <= slope <= found.high  # the 95 % interval covers the truth
+    assert found.low < found.slope < found.high  # ... and is an interval, not a point
+    assert found.p_increasing < verdict.TREND_P_MAX
+    assert moved_rss(noisy(line(slope), sd, seed))
+
+
+def test_linear_leak_at_the_rss_threshold_moves_and_just_below_does_not():
+    assert moved_rss(line(1.05 * RSS_SLOPE_MIN))
+    assert not moved_rss(line(0.95 * RSS_SLOPE_MIN))
+
+
+def test_flat_noisy_series_has_no_trend():
+    values = noisy(line(0.0), 64 * KIB, seed=12)
+    found = estimate.trend(values)
+    assert found.p_increasing > 0.1
+    assert abs(found.slope) < 64 * KIB
+    assert found.low < 0 < found.high
+    assert not moved_rss(values)
+
+
+def test_trend_test_is_calibrated_on_white_noise():
+    """Mann–Kendall at TREND_P_MAX should flag about that share of pure-noise
+    series (a two-sided or wrong-way test would flag more or none)."""
+    flagged = sum(estimate.trend(noisy(line(0.0), 1 * MIB, seed)).p_increasing < verdict.TREND_P_MAX
+                  for seed in range(400))
+    assert 1 <= flagged <= 12  # expected 4 of 400 at p < 0.01 (these seeds give exactly 4)
+
+
+def test_trend_test_is_one_sided():
+    falling = estimate.trend(line(-1 * MIB))
+    assert falling.slope == pytest.approx(-1 * MIB)
+    assert falling.p_increasing > 0.99
+    assert not moved_rss(line(-1 * MIB))
+
+
+def test_constant_series_has_p_one():
+    found = estimate.trend([BASE] * N)
+    assert found.slope == 0.0
+    assert found.p_increasing == 1.0
+    assert not verdict.moved(found.as_dict(), 0.0)  # not even at a zero slope threshold
+
+
+@pytest.mark.parametrize("values", [None, [], [1.0], [1.0, 2.0], [1.0, None, 3.0, 4.0]])
+def test_too_few_or_missing_points_give_no_trend(values):
+    assert estimate.trend(values) is None
+
+
+def test_trend_is_plain_data():
+    found = estimate.trend(noisy(line(1 * MIB), 1 * KIB, seed=5)).as_dict()
+    assert {"slope", "low", "high", "p_increasing"} <= set(found)
+    assert all(isinstance(v, float) and math.isfinite(v) for v in found.values())
+
+
+def test_five_points_is_the_fewest_that_can_move():
+    """Mann–Kendall's smallest one-sided p for n points is 1/n!: 1/24 for n = 4,
+    above TREND_P_MAX, so a perfect leak over 4 repetitions cannot move."""
+    assert estimate.trend(line(1 * MIB, n=4)).p_increasing == pytest.approx(1 / 24)
+    assert not moved_rss(line(1 * MIB, n=4))
+    assert estimate.trend(line(1 * MIB, n=5)).p_increasing == pytest.approx(1 / 120)
+    assert moved_rss(line(1 * MIB, n=5))
+
+
+# --- trend: what must not read as a leak -----------------------------------
+
+def step(size: float, at: int, n: int = N) -> np.ndarray:
+    values = np.full(n, float(BASE))
+    values[at:] += size
+    return values
+
+
+def test_single_step_is_not_a_leak():
+    """The robustness claim of estimate.py: a 2 MiB jump at repetition 7 of 12
+    moves an OLS slope a lot and the Theil–Sen slope much less."""
+    values = step(2 * MIB, at=7)
+    ols = np.polyfit(np.arange(N), values, 1)[0]
+    found = estimate.trend(values)
+    assert ols > 240 * KIB  # least squares reads the step as ~250 KiB/repetition
+    assert found.slope < 0.85 * ols
+    assert found.slope < RSS_SLOPE_MIN
+    assert not moved_rss(values)
+
+
+@pytest.mark.parametrize("at", range(1, N))
+@pytest.mark.parametrize("size", [2 * MIB, 4 * MIB, 64 * MIB])
+def test_single_step_of_any_size_anywhere_is_not_a_leak(size, at):
+    """A buffer allocated once, or a thread pool created lazily, lifts the
+    series once. A step near the middle straddles more than half of all pairs
+    of points, so Theil–Sen alone reads it as a slope of size/10 per repetition
+    and Mann–Kendall finds it significant; the verdict must still say no."""
+    assert not moved_rss(step(size, at))
+
+
+def test_plateau_is_not_a_leak():
+    """Grows for the first half (a cache filling), then flat."""
+    values = np.concatenate([line(1 * MIB, n=N // 2), np.full(N // 2, BASE + (N // 2) * MIB)])
+    found = estimate.trend(values)
+    assert found.p_increasing < verdict.TREND_P_MAX  # the test alone would call it growth
+    assert found.slope >= RSS_SLOPE_MIN  # and so would the slope alone
+    assert not moved_rss(values)
+
+
+def test_leak_in_both_halves_with_a_step_still_moves():
+    """A steady leak plus a one-off jump is still a leak."""
+    assert moved_rss(line(1 * MIB) + step(8 * MIB, at=5) - BASE)
+
+
+# --- scaling exponent ------------------------------------------------------
+
+SIZES = [24 * MIB, 48 * MIB, 96 * MIB]
+
+
+def test_proportional_peaks_scale_with_exponent_one():
+    assert estimate.scaling_exponent(SIZES, SIZES) == pytest.approx(1.0, abs=1e-9)
+    assert estimate.scaling_exponent([10, 20, 40], [3 * MIB, 6 * MIB, 12 * MIB]) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_quadratic_peaks_scale_with_exponent_two():
+    assert estimate.scaling_exponent([1, 2, 4], [4 * MIB, 16 * MIB, 64 * MIB]) == pytest.approx(2.0, abs=1e-9)
+
+
+def test_constant_peaks_scale_with_exponent_zero():
+    assert estimate.scaling_exponent(SIZES, [40 * MIB] * 3) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_tiny_peaks_are_floored_not_blown_up():
+    """Peaks of 1 KiB, 0 and 10 KiB are noise under the 1 MiB floor: exponent 0."""
+    assert estimate.scaling_exponent(SIZES, [1 * KIB, 0, 10 * KIB]) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_noisy_proportional_peaks_scale_near_one():
+    peaks = [s * f for s, f in zip(SIZES, (1.05, 0.97, 1.02))]
+    assert estimate.scaling_exponent(SIZES, peaks) == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize("sizes, peaks", [
+    ([24 * MIB], [24 * MIB]),
+    ([24 * MIB, 24 * MIB], [24 * MIB, 48 * MIB]),
+    ([24 * MIB, 48 * MIB], [24 * MIB, None]),
+    ([], []),
+])
+def test_fewer_than_two_sizes_give_no_exponent(sizes, peaks):
+    assert estimate.scaling_exponent(sizes, peaks) is None
+
+
+def test_missing_peak_is_skipped():
+    assert estimate.scaling_exponent(SIZES, [24 * MIB, None, 96 * MIB]) == pytest.approx(1.0, abs=1e-9)
+
+
+# --- verdict.decide --------------------------------------------------------
+
+def trend_dict(values, unit="bytes/repetition") -> dict:
+    return {**estimate.trend(values).as_dict(), "unit": unit}
+
+
+def flat_metrics() -> dict:
+    """Metrics of a bounded run, as leakbench.record builds them."""
+    return {
+        "rss_growth": trend_dict(noisy(line(0.0), 32 * KIB, seed=7)),
+        "retained_heap": trend_dict(noisy(line(0.0, n=6, base=MIB), 4 * KIB, seed=8)),
+        "threads_growth": trend_dict([9] * N, "threads/repetition"),
+        "open_files_growth": trend_dict([12] * N, "file descriptors/repetition"),
+    }
+
+
+def test_decide_bounded_is_no_leak():
+    assert verdict.decide(["ok"], flat_metrics()) == ("no-leak", [])
+
+
+def test_decide_leak_via_rss():
+    metrics = {**flat_metrics(), "rss_growth": trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9))}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["rss"])
+
+
+def test_decide_leak_via_heap():
+    metrics = {**flat_metrics(), "retained_heap": trend_dict(line(2 * HEAP_SLOPE_MIN, n=6, base=MIB))}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["heap"])
+
+
+def test_decide_leak_via_threads():
+    # about 4 threads per live tf.data iterator, one iterator kept per repetition
+    metrics = {**flat_metrics(), "threads_growth": trend_dict(9 + 4 * np.arange(N), "threads/repetition")}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["threads"])
+
+
+def test_decide_threads_one_every_two_repetitions_is_a_leak():
+    threads = [9 + i // 2 for i in range(N)]
+    assert estimate.trend(threads).slope == pytest.approx(COUNT_SLOPE_MIN)
+    metrics = {**flat_metrics(), "threads_growth": trend_dict(threads, "threads/repetition")}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["threads"])
+
+
+def test_decide_leak_via_open_files():
+    metrics = {**flat_metrics(), "open_files_growth": trend_dict(12 + np.arange(N), "file descriptors/repetition")}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["open files"])
+
+
+def test_decide_uss_and_python_objects_do_not_vote():
+    """Only GROWTH_SIGNALS decide; other series are reported, not judged."""
+    metrics = {**flat_metrics(), "uss_growth": trend_dict(line(1 * MIB)),
+               "python_objects_growth": trend_dict(1000 + 50 * np.arange(N), "objects/repetition")}
+    assert verdict.decide(["ok"], metrics) == ("no-leak", [])
+
+
+def test_decide_leak_via_peak_scaling():
+    metrics = {**flat_metrics(), "peak_scaling": {
+        "sizes": SIZES, "peaks_bytes": SIZES, "exponent": estimate.scaling_exponent(SIZES, SIZES)}}
+    assert verdict.decide(["ok", "ok", "ok"], metrics) == ("leak", ["peak"])
+
+
+def test_decide_bounded_peak_is_no_leak():
+    peaks = [40 * MIB] * 3
+    metrics = {**flat_metrics(), "peak_scaling": {
+        "sizes": SIZES, "peaks_bytes": peaks, "exponent": estimate.scaling_exponent(SIZES, peaks)}}
+    assert verdict.decide(["ok", "ok", "ok"], metrics) == ("no-leak", [])
+
+
+def test_decide_reports_every_signal_that_moved_in_order():
+    metrics = {"rss_growth": trend_dict(line(1 * MIB)),
+               "retained_heap": trend_dict(line(1 * MIB, n=6)),
+               "threads_growth": trend_dict(4 * np.arange(N), "threads/repetition"),
+               "open_files_growth": trend_dict(np.arange(N), "file descriptors/repetition"),
+               "peak_scaling": {"sizes": SIZES, "peaks_bytes": SIZES, "exponent": 1.0}}
+    assert verdict.decide(["ok"] * 3, metrics) == ("leak", ["rss", "heap", "threads", "open files", "peak"])
+
+
+def test_decide_missing_metrics_are_no_signal():
+    metrics = {"rss_growth": None, "retained_heap": None, "threads_growth": None}
+    assert verdict.decide(["ok"], metrics) == ("no-leak", [])
+
+
+@pytest.mark.parametrize("statuses, expected", [
+    (["over-cap"], "over-cap"),
+    (["hang"], "hang"),
+    (["error"], "error"),
+    (["ok", "over-cap"], "over-cap"),
+    (["ok", "hang", "error"], "hang"),
+])
+def test_decide_returns_a_failed_status_as_is(statuses, expected):
+    leaking = {"rss_growth": trend_dict(line(1 * MIB))}
+    assert verdict.decide(statuses, leaking) == (expected, [])
+    assert expected in verdict.VERDICTS
+
+
+# --- verdict.peak_scales ---------------------------------------------------
+
+def test_peak_scales_needs_both_exponent_and_rise():
+    small = [4 * MIB, 8 * MIB, 16 * MIB]  # proportional, but rises by only 12 MiB
+    assert estimate.scaling_exponent(SIZES, small) == pytest.approx(1.0)
+    assert not verdict.peak_scales(1.0, small)
+    big_flat = [200 * MIB, 220 * MIB, 240 * MIB]  # rises by 40 MiB, but barely scales
+    assert estimate.scaling_exponent(SIZES, big_flat) < PEAK_EXPONENT_MIN
+    assert not verdict.peak_scales(estimate.scaling_exponent(SIZES, big_flat), big_flat)
+    assert verdict.peak_scales(1.0, SIZES)
+
+
+def test_peak_scales_thresholds_are_inclusive():
+    rise = [10 * MIB, 10 * MIB + PEAK_RISE_MIN]
+    assert verdict.peak_scales(PEAK_EXPONENT_MIN, rise)
+    assert not verdict.peak_scales(PEAK_EXPONENT_MIN - 1e-9, rise)
+    assert not verdict.peak_scales(PEAK_EXPONENT_MIN, [10 * MIB, 10 * MIB + PEAK_RISE_MIN - 1])
+
+
+def test_peak_scales_rise_is_smallest_to_largest_size():
+    """The rise is from the first (smallest) size to the last, not max - min."""
+    assert not verdict.peak_scales(1.0, [100 * MIB, 10 * MIB, 60 * MIB])
+
+
+@pytest.mark.parametrize("exponent, peaks", [
+    (None, SIZES),
+    (1.0, [24 * MIB]),
+    (1.0, [None, None, 96 * MIB]),
+    (1.0, []),
+])
+def test_peak_scales_without_enough_data_is_false(exponent, peaks):
+    assert not verdict.peak_scales(exponent, peaks)
+
+
+def test_peak_scales_skips_missing_peaks():
+    assert verdict.peak_scales(1.0, [24 * MIB, None, 96 * MIB])
