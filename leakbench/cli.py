@@ -40,7 +40,22 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
-@click.group()
+class _OneLineErrors(click.Group):
+    """Click's usage errors (bad choice, unknown option) as one line and exit 2, like ours."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:  # bare `leakbench`: the help, as usual
+            click.echo(e.format_message())
+            sys.exit(2)
+        except click.ClickException as e:
+            _fail(e.format_message().replace("\n", " "))
+        except click.Abort:
+            sys.exit(130)
+
+
+@click.group(cls=_OneLineErrors)
 def main() -> None:
     """Reproducible, measured memory leaks in tf.data pipelines."""
 

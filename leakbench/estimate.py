@@ -1,10 +1,11 @@
 """Estimators: a robust slope with a trend test, and how a peak scales with size.
 
 Slope: Theil–Sen (Sen 1968, "Estimates of the regression coefficient based on
-Kendall's tau"), the median of pairwise slopes, via scipy.stats.theilslopes. A
-single step in an otherwise flat series moves an ordinary least-squares slope
-(a 2 MiB jump at repetition 7 of 12 reads as 357 KiB/repetition) but barely
-moves the median of pairwise slopes.
+Kendall's tau"), the median of pairwise slopes, via scipy.stats.theilslopes. It
+resists outliers, but not a single step near the middle of a flat series: a
+2 MiB jump at repetition 7 of 12 reads 205 KiB/repetition (least squares: 251),
+because most pairs of points straddle the step. Hence the half-series slopes
+in Trend, which the verdict uses to ask whether growth is sustained.
 
 Trend test: Mann–Kendall, i.e. Kendall's tau between repetition index and
 value, one-sided (increasing), via scipy.stats.kendalltau. It asks whether the

@@ -141,9 +141,6 @@ def test_reps_too_few_for_a_trend(root, reps):
     assert "--reps" in result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="click's own usage errors (bad --variant, --reps, --timeout, unknown "
-                   "option) print Usage/Try/Error on several lines, not the one 'leakbench: error:' line "
-                   "the CLI docstring promises for bad input")
 @pytest.mark.parametrize("args", [["--variant", "nope"], ["--timeout", "0"], ["--no-such-option"]])
 def test_click_usage_errors_are_one_line(root, args):
     assert_bad_input(invoke(["run", "pyleak", *SAFE, *args]))
