@@ -188,6 +188,12 @@ METRICS = (
 REGRESSED, IMPROVED, CHANGED = "regressed", "improved", "changed"
 
 
+def _order(key: tuple) -> tuple:
+    """(pair, variant) keys by pair, the leaky variant before its fix."""
+    pair, variant = key
+    return pair, variant != "leaky", variant
+
+
 def metric_value(rec: dict | None, key: str) -> float | None:
     """A metric of a record as a number (a slope for growth metrics), None if absent."""
     if rec is None:
@@ -235,7 +241,7 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
     olds = {(r["pair"], r["variant"]): r for r in old}
     news = {(r["pair"], r["variant"]): r for r in new}
     rows, failures = [], []
-    for pair, variant in sorted(set(olds) | set(news)):
+    for pair, variant in sorted(set(olds) | set(news), key=_order):
         a, b = olds.get((pair, variant)), news.get((pair, variant))
         base = {"pair": pair, "variant": variant}
         va, vb = a and a["verdict"], b and b["verdict"]
@@ -295,7 +301,7 @@ def matrix(results: Path) -> dict:
     """The pair × TF version table of verdicts and growth, from every records file in `results`."""
     files = available(results)
     by_version = {v: {(r["pair"], r["variant"]): r for r in read_records(p)} for v, p in files.items()}
-    keys = sorted({k for recs in by_version.values() for k in recs})
+    keys = sorted({k for recs in by_version.values() for k in recs}, key=_order)
     if not keys:
         raise VersionError(f"{results}: the matrix is empty")
     rows = []
