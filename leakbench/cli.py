@@ -87,12 +87,15 @@ MIN_SERIES = 5
               help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM.")
 @click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
               help="Seconds per child run, import to teardown.")
+@click.option("--teardown-timeout", type=click.FloatRange(1, None), default=Settings.teardown_timeout_seconds,
+              show_default=True, help="Seconds a child may take to tear down once its measurement is in.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter.")
 @click.option("--scales", default="1,2,4", show_default=True,
               help="Multiples of the size parameter for peak scenarios.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Append one JSON record per line to this file.")
-def run(names, variant, reps, warmup, heap_reps, cap, timeout, params, scales, json_path) -> None:
+def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout, params, scales,
+        json_path) -> None:
     """Measure scenario pairs (all by default), each run in a capped, timed subprocess.
 
     NAMES are pair names from `leakbench list` or paths to scenario files.
@@ -129,7 +132,8 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, params, scales, j
     if json_path and json_path.parent and not json_path.parent.exists():
         _fail(f"--json: directory {json_path.parent} does not exist")
 
-    settings = Settings(warmup, reps, heap_reps, cap_bytes, timeout, scale_list)
+    settings = Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes,
+                        timeout_seconds=timeout, scales=scale_list, teardown_timeout_seconds=teardown_timeout)
     results = []
     with err.status("starting") as status:
         for i, (target, run_params) in enumerate(plans, 1):

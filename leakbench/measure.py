@@ -7,7 +7,7 @@ The heap pass (memray) runs only at the first size: it is the costly pass.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 from leakbench import record, runner
@@ -24,10 +24,11 @@ class Settings:
     cap_bytes: int = 0            # 0: runner.default_cap_bytes()
     timeout_seconds: float = 300.0
     scales: tuple = (1, 2, 4)
+    teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
 
     def resolved(self) -> "Settings":
         cap = self.cap_bytes or runner.default_cap_bytes()
-        return Settings(self.warmup, self.reps, self.heap_reps, cap, self.timeout_seconds, tuple(self.scales))
+        return replace(self, cap_bytes=cap, scales=tuple(self.scales))
 
 
 def sizes(target: Target, params: dict, scales) -> list[dict]:
@@ -52,7 +53,8 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
         outcome = runner.run_child(
             target.scenario.path, run_params, warmup=settings.warmup, reps=settings.reps,
             heap_reps=settings.heap_reps if i == 0 else 0, cap_bytes=settings.cap_bytes,
-            timeout_seconds=settings.timeout_seconds, env=env, on_message=on_message)
+            timeout_seconds=settings.timeout_seconds,
+            teardown_timeout_seconds=settings.teardown_timeout_seconds, env=env, on_message=on_message)
         outcomes.append(outcome)
         if outcome.status != "ok":
             break

@@ -115,8 +115,10 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
     """The record of one scenario variant from its child runs (Outcome objects, default size first)."""
     runs = [run_entry(o) for o in outcomes]
     statuses = [r["status"] for r in runs]
-    ok = all(s == "ok" for s in statuses)
-    found = metrics(runs, scenario, settings["reps"]) if ok else {}
+    # Metrics from every run whose measurement finished (its result arrived),
+    # even if it then hung in teardown or a larger size went over the cap.
+    measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
+    found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
     word, signals = verdict.decide(statuses, found)
     failed = next((r for r in runs if r["status"] != "ok"), None)
     versions = next((o.result["versions"] for o in outcomes if o.result), None)

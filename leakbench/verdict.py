@@ -70,12 +70,14 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
     statuses: status of each child run in order ("ok", "over-cap", "hang", "error").
     metrics: as built by leakbench.record; trends under GROWTH_SIGNALS' keys,
     "peak_scaling" with "exponent" and "peaks_bytes".
+
+    The verdict is the first status that is not "ok", else leak or no-leak.
+    Signals are given whenever metrics are, so a run that hung in teardown
+    after its measurement still says what moved.
     """
-    for status in statuses:
-        if status != "ok":
-            return status, []
     signals = [name for key, (name, threshold) in GROWTH_SIGNALS.items() if moved(metrics.get(key), threshold)]
     scaling = metrics.get("peak_scaling")
     if scaling and peak_scales(scaling["exponent"], scaling["peaks_bytes"]):
         signals.append("peak")
-    return ("leak" if signals else "no-leak"), signals
+    failed = next((status for status in statuses if status != "ok"), None)
+    return failed or ("leak" if signals else "no-leak"), signals

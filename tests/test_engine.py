@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from leakbench import contract, record, runner, verdict
+from leakbench import contract, record, report, runner, verdict
 from leakbench.catalog import Target
 from leakbench.measure import Settings, measure
 
@@ -155,6 +155,20 @@ def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
     assert rec["signals"] == []
     assert timeout <= rec["runs"][0]["wall_seconds"] < timeout + 10
     assert elapsed < timeout + 10
+    assert_no_process_left(spawned, before)
+
+
+def test_hang_in_teardown_keeps_the_measurement(spawned):
+    """A stalled teardown is cut at the teardown timeout, not the whole timeout,
+    and the record still carries the leak it measured."""
+    before = own_children()
+    start = time.monotonic()
+    rec = run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
+    assert (rec["verdict"], rec["phase"]) == ("hang", "teardown")
+    assert "rss" in rec["signals"]
+    assert rec["metrics"]["rss_growth"]["slope"] == pytest.approx(1 << 20, rel=0.2)
+    assert time.monotonic() - start < TIMEOUT / 2
+    assert report.expected_ok(rec, "leak") and not report.expected_ok(rec, "no-leak")
     assert_no_process_left(spawned, before)
 
 

@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from leakbench import catalog
+from leakbench import catalog, report
 from leakbench.measure import Settings, measure
 
 pytestmark = [
@@ -25,8 +25,14 @@ ROOT = catalog.find_root()
 def run(name: str, variant: str) -> dict:
     (target,) = catalog.targets(ROOT, [name], variant)
     rec = measure(target, target.scenario.params, SETTINGS)
-    assert rec["verdict"] in ("leak", "no-leak"), rec["error"]
+    assert rec["metrics"], f"no measurement: {rec['verdict']} in {rec['phase']}: {rec['error']}"
     return rec
+
+
+def leaks(rec: dict) -> bool:
+    """leak, or a hang in teardown after the signals moved (freeing live
+    iterators can stall on TF 2.21): see report.expected_ok."""
+    return report.expected_ok(rec, "leak") and rec["verdict"] != "over-cap"
 
 
 def slope(rec: dict, metric: str) -> float:
@@ -50,7 +56,7 @@ GROWTH = [
 @pytest.mark.parametrize("name, signal, retained", GROWTH, ids=[g[0] for g in GROWTH])
 def test_growth_pair(name, signal, retained):
     leaky = run(name, "leaky")
-    assert leaky["verdict"] == "leak" and signal in leaky["signals"], leaky["signals"]
+    assert leaks(leaky) and signal in leaky["signals"], (leaky["verdict"], leaky["signals"])
     if retained:
         assert 0.5 * retained <= slope(leaky, "rss_growth") <= 2 * retained
     if name == "kept_iterators":  # 4 peeks per repetition, each iterator holding threads
@@ -74,7 +80,7 @@ PEAK = [
 def test_peak_pair(name, bytes_per_unit):
     leaky = run(name, "leaky")
     scaling = leaky["metrics"]["peak_scaling"]
-    assert leaky["verdict"] == "leak" and "peak" in leaky["signals"]
+    assert leaks(leaky) and "peak" in leaky["signals"], (leaky["verdict"], leaky["signals"])
     rise = scaling["peaks_bytes"][-1] - scaling["peaks_bytes"][0]
     expected = (scaling["sizes"][-1] - scaling["sizes"][0]) * bytes_per_unit
     assert rise >= 0.5 * expected, (rise, expected)
