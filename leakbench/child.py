@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psutil
 
-from leakbench import contract, probes
+from leakbench import adapter, contract, diagnose, probes
 
 
 class _Channel:
@@ -58,7 +58,9 @@ def main(config: dict) -> int:
 
     try:
         start = enter("import")
-        module = contract.load_module(Path(config["path"]))
+        target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
+        module = adapter.load(target) if target else contract.load_module(Path(config["path"]))
+        evidence = {} if config.get("diagnose") else None  # check's extra readings (leakbench.diagnose)
         seconds["import"] = time.perf_counter() - start
 
         # The peak is measured against the process before the pipeline exists:
@@ -76,12 +78,16 @@ def main(config: dict) -> int:
 
         start = enter("repetitions")
         baseline = probes.sample(process)
+        if evidence is not None:
+            evidence["types_baseline"] = diagnose.type_counts()
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
             samples.append(probes.sample(process))
             channel.send(sample=samples[-1], rep=rep)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
+        if evidence is not None:
+            evidence["types_end"] = diagnose.type_counts()  # after `reps` repetitions
         seconds["repetitions"] = time.perf_counter() - start
 
         heap = None
@@ -89,6 +95,9 @@ def main(config: dict) -> int:
             start = enter("heap")
             heap = _heap_pass(module, state, config["heap_reps"], Path(config["heap_file"]))
             seconds["heap"] = time.perf_counter() - start
+        if evidence is not None:
+            evidence["target_kind"] = getattr(module, "kind", None)
+            evidence["attribution"] = diagnose.attribution(state)
 
         channel.send(result={
             "import_baseline": import_baseline,
@@ -98,6 +107,7 @@ def main(config: dict) -> int:
             "heap": heap,
             "seconds": seconds,
             "versions": _versions(),
+            "diagnostics": evidence,
         })
 
         start = enter("teardown")
@@ -106,6 +116,8 @@ def main(config: dict) -> int:
         channel.send(teardown_seconds=time.perf_counter() - start)
     except BaseException as err:  # the scenario's own failure is a result, not a crash
         tail = "".join(traceback.format_exception_only(type(err), err)).strip()
+        if isinstance(err, contract.ContractError):  # a bad check target: its one-line message
+            tail = str(err)
         channel.send(error=tail, phase=phase, exception=type(err).__name__,
                      missing_module=getattr(err, "name", None) if isinstance(err, ImportError) else None,
                      traceback=traceback.format_exc(limit=8))
@@ -138,12 +150,14 @@ def _heap_pass(module, state, reps: int, path: Path) -> dict:
     for end in ends:
         before = [s.heap for s in snapshots if s.time <= end]
         heap.append(before[-1] if before else 0)
-    retained = sum(r.size for r in reader.get_leaked_allocation_records(merge_threads=True))
+    live = list(reader.get_leaked_allocation_records(merge_threads=True))
+    retained = sum(r.size for r in live)
     return {
         "heap_bytes": heap,
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
         "retained_bytes": retained,
         "allocations": reader.metadata.total_allocations,
+        "top_stacks": diagnose.heap_stacks(live),
     }
 
 

@@ -223,3 +223,69 @@ def matrix(results, fmt) -> None:
     except versions.VersionError as e:
         _fail(str(e))
     click.echo(json.dumps(found, indent=2) if fmt == "json" else versions.matrix_markdown(found))
+
+
+# --- leakbench check: a pipeline of your own (logic in leakbench.check) ---
+
+def check_exit_code(rec: dict) -> int:
+    """0 no-leak; 2 error or hang (nothing measured to judge); 1 otherwise (leak, over-cap,
+    or a hang in teardown after the signals moved: freeing what leaked stalled)."""
+    if rec["verdict"] == "no-leak":
+        return 0
+    stalled_after_leak = rec["verdict"] == "hang" and rec.get("phase") == "teardown" and rec["signals"]
+    if rec["verdict"] in ("error", "hang") and not stalled_after_leak:
+        return 2
+    return 1
+
+
+@main.command("check")
+@click.argument("target")
+@click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps, show_default=True,
+              help="Measured repetitions.")
+@click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True)
+@click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
+              help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).")
+@click.option("--cap", "cap", default=None, metavar="SIZE",
+              help="Memory cap of the child (RSS of its process tree), e.g. 4GiB. Default: half of RAM.")
+@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
+              help="Seconds per child run, import to teardown.")
+@click.option("--teardown-timeout", type=click.FloatRange(1, None), default=Settings.teardown_timeout_seconds,
+              show_default=True, help="Seconds the child may take to tear down once its measurement is in.")
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables.")
+def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, as_json) -> None:
+    """Check a pipeline of your own for leaks, and say where the memory is.
+
+    TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
+    tf.data.Dataset (iterated to its end once per repetition) or a zero-argument
+    function doing one repetition of work; or a scenario FILE.py, measured as
+    `run` measures it. Exit 0 no-leak, 1 leak (or over-cap), 2 bad target,
+    error or hang.
+    """
+    from leakbench import check
+
+    try:
+        cap_bytes = parse_size(cap) if cap is not None else 0
+    except click.BadParameter as e:
+        _fail(f"--cap: {e.message}")
+    if 0 < heap_reps < MIN_SERIES:
+        _fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+    try:
+        check.plan(target)
+    except ContractError as e:
+        _fail(str(e))
+    settings = Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes,
+                        timeout_seconds=timeout, teardown_timeout_seconds=teardown_timeout)
+    with err.status("starting") as status:
+        rec = check.check(target, settings, on_message=_progress(status, target, reps))
+    if as_json:
+        click.echo(json.dumps(rec))
+    else:
+        for part in report.check_view(rec):
+            out.print(part, highlight=False)
+    if rec["verdict"] in ("error", "hang"):
+        where = f" in {rec['phase']}" if rec.get("phase") else ""
+        reason = (rec.get("error") or "").strip().splitlines()
+        why = reason[-1] if reason else f"no end within {timeout:g} s (--timeout)"
+        err.print(f"leakbench: {rec['verdict']}{where}: {why}",
+                  highlight=False, markup=False, soft_wrap=True)
+    sys.exit(check_exit_code(rec))

@@ -41,8 +41,10 @@ def sizes(target: Target, params: dict, scales) -> list[dict]:
 
 
 def measure(target: Target, params: dict, settings: Settings, env: dict | None = None,
-            on_message: Callable[[dict], None] | None = None) -> dict:
+            on_message: Callable[[dict], None] | None = None, child_options: dict | None = None) -> dict:
     """Run `target` under `settings` and return its record (see leakbench.record).
+
+    child_options: passed to every child run (runner.run_child); `leakbench check` uses it.
 
     Stops at the first size whose run is not ok (over-cap, hang, error): a
     larger size would only fail the same way, slower.
@@ -54,7 +56,8 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
             target.scenario.path, run_params, warmup=settings.warmup, reps=settings.reps,
             heap_reps=settings.heap_reps if i == 0 else 0, cap_bytes=settings.cap_bytes,
             timeout_seconds=settings.timeout_seconds,
-            teardown_timeout_seconds=settings.teardown_timeout_seconds, env=env, on_message=on_message)
+            teardown_timeout_seconds=settings.teardown_timeout_seconds, env=env, on_message=on_message,
+            child_options=child_options)
         outcomes.append(outcome)
         if outcome.status != "ok":
             break

@@ -84,6 +84,7 @@ def run_entry(outcome) -> dict:
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
         "heap": result.get("heap"),
+        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.diagnose)
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
     }

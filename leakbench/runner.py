@@ -53,7 +53,8 @@ class Outcome:
 
 def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: int,
               cap_bytes: int, timeout_seconds: float, teardown_timeout_seconds: float = 30.0,
-              env: dict | None = None, on_message: Callable[[dict], None] | None = None) -> Outcome:
+              env: dict | None = None, on_message: Callable[[dict], None] | None = None,
+              child_options: dict | None = None) -> Outcome:
     """Measure scenario file `path` with `params` in a fresh, capped, timed process.
 
     cap_bytes: RSS of the child's process tree (bytes) past which it is killed.
@@ -64,12 +65,14 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
         the measurement is already in hand, so it need not wait that long.
     env: extra environment variables for the child (e.g. LD_PRELOAD).
     on_message: called with every message the child sends (progress).
+    child_options: more keys for the child's config (leakbench check: "target", "diagnose").
     Never raises for anything the child does; returns an Outcome.
     """
     read_fd, write_fd = os.pipe()
     with tempfile.TemporaryDirectory(prefix="leakbench-") as tmp:
         config = {"path": str(Path(path).resolve()), "params": params, "warmup": warmup, "reps": reps,
-                  "heap_reps": heap_reps, "heap_file": str(Path(tmp) / "heap.bin"), "fd": write_fd}
+                  "heap_reps": heap_reps, "heap_file": str(Path(tmp) / "heap.bin"), "fd": write_fd,
+                  **(child_options or {})}
         log_path = Path(tmp) / "child.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
