@@ -15,7 +15,8 @@ Protocol: import the scenario; garbage-collect, sample the import baseline
 and reset the kernel's high-water mark; setup(**params); `warmup`
 repetitions; garbage-collect and sample the baseline; `reps` measured
 repetitions, each followed by a sample; read the high-water mark, whose
-excess over the import baseline is the peak the pipeline cost; then, if
+excess over the import baseline is the peak the pipeline cost; trim malloc
+and see how much RSS that gives back (fragmentation, not a leak); then, if
 `heap_reps` > 0, a heap pass of that many repetitions under memray; then drop
 the state (teardown), which can be slow: destroying live tf.data iterators
 waits for their thread pools.
@@ -89,6 +90,7 @@ def main(config: dict) -> int:
         if evidence is not None:
             evidence["types_end"] = diagnose.type_counts()  # after `reps` repetitions
         seconds["repetitions"] = time.perf_counter() - start
+        trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
         heap = None
         if config["heap_reps"] > 0:
@@ -104,6 +106,8 @@ def main(config: dict) -> int:
             "baseline": baseline,
             "samples": samples,
             "high_water_mark_bytes": hwm,
+            "trim": trim,
+            "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
             "heap": heap,
             "seconds": seconds,
             "versions": _versions(),

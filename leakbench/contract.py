@@ -13,6 +13,11 @@ A scenario is a plain Python module, loaded by path, with these names:
     setup(**params) -> state     builds the pipeline; called once.
     repetition(state) -> None    one repetition of work; called many times.
 
+Optional:
+    ENV         dict  environment variables for the measured process, e.g.
+                      {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}
+                      when the fix is the allocator, not the pipeline.
+
 The engine does everything else (warm-up, baseline, sampling, verdict), so a
 scenario reads like a page of the tf.data guide.  `scenarios/X.py` and
 `fixes/X.py` share a file name; the diff between them is the fix.
@@ -32,6 +37,7 @@ from types import ModuleType
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
 METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
+OPTIONAL = ("ENV",)
 FUNCTIONS = ("setup", "repetition")
 
 
@@ -50,6 +56,7 @@ class Scenario:
     kind: str
     size_param: str
     params: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -98,7 +105,7 @@ def read_metadata(path: Path) -> Scenario:
             functions.add(node.name)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in METADATA:
+            if isinstance(target, ast.Name) and target.id in METADATA + OPTIONAL:
                 try:
                     found[target.id] = ast.literal_eval(node.value)
                 except ValueError:
@@ -120,7 +127,10 @@ def _validated(path: Path, meta: dict) -> Scenario:
         raise ContractError(f"{path}: PARAMS must be a dict holding SIZE_PARAM {meta['SIZE_PARAM']!r}")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in params.values()):
         raise ContractError(f"{path}: PARAMS values must be numbers")
-    return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params)
+    env = meta.get("ENV", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ContractError(f"{path}: ENV must be a dict of strings")
+    return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env)
 
 
 def load_module(path: Path) -> ModuleType:

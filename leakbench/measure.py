@@ -8,6 +8,7 @@ The heap pass (memray) runs only at the first size: it is the costly pass.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 from leakbench import record, runner
@@ -50,6 +51,13 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
     larger size would only fail the same way, slower.
     """
     settings = settings.resolved()
+    env = {**target.scenario.env, **(env or {})}
+    missing = [lib for lib in env.get("LD_PRELOAD", "").replace(":", " ").split() if not Path(lib).exists()]
+    if missing:  # the dynamic loader would only warn, and the run would measure the wrong allocator
+        problem = runner.Outcome("error", "import", params, 0.0, error=(
+            f"LD_PRELOAD names {', '.join(missing)}, which is not installed "
+            "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"))
+        return record.build(target.scenario, target.variant, params, asdict(settings), [problem])
     outcomes = []
     for i, run_params in enumerate(sizes(target, params, settings.scales)):
         outcome = runner.run_child(

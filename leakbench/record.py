@@ -83,6 +83,8 @@ def run_entry(outcome) -> dict:
         "high_water_mark_bytes": hwm,
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
+        "trim": result.get("trim"),
+        "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         "heap": result.get("heap"),
         "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.diagnose)
         "seconds": result.get("seconds", {}),
@@ -97,6 +99,14 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     for name, (series, unit) in _GROWTH.items():
         found = estimate.trend(first["series"][series])
         out[name] = found and {**found.as_dict(), "unit": unit}
+    used = [h + m if h is not None and m is not None else None
+            for h, m in zip(first["series"]["heap_used_bytes"], first["series"]["mmap_used_bytes"])]
+    found = estimate.trend(used)
+    out["malloc_heap_growth"] = found and {**found.as_dict(), "unit": "bytes/repetition"}
+    out["malloc_heap_unavailable"] = first["malloc_heap_unavailable"]
+    trim, rss = first["trim"], first["series"]["rss_bytes"]
+    out["trim_returned_bytes"] = trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
+    out["rss_growth_bytes"] = rss[-1] - first["baseline"]["rss_bytes"] if rss and first["baseline"] else None
     heap = first["heap"]
     found = estimate.trend(heap["heap_bytes"]) if heap else None
     out["retained_heap"] = found and {**found.as_dict(), "unit": "bytes/repetition"}

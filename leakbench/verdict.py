@@ -4,6 +4,8 @@ VERDICTS, spelled the same in code, JSON, CLI and asv:
     leak      a signal grew with repetitions, or the peak scaled with size
     no-leak   every signal stayed within its threshold
     over-cap  the child's RSS passed the memory cap and it was killed
+    fragmentation  RSS grew, but nothing was held: the bytes malloc has in
+              use stayed flat and malloc_trim gave most of the growth back
     hang      the child passed its timeout (the record names the phase)
     error     the scenario raised or the child crashed
 
@@ -22,6 +24,15 @@ Thresholds, and why:
 - COUNT_SLOPE_MIN, 0.5 per repetition, for threads and open files: counts are
   exact, so any steady rise of one every two repetitions is real; each live
   tf.data iterator holds about 4 threads on TF 2.21 (../shared/FIELD-NOTES.md).
+- Malloc heap (glibc's bytes in use, heap plus mmapped chunks, from
+  psutil.heap_info) counts as a growth signal with the RSS threshold. Under
+  another allocator (jemalloc, tcmalloc preloaded) it is n/a and left out.
+- Fragmentation (tensorflow/tensorflow#44176 and many threads like it): RSS
+  is the only signal that moved (the malloc heap in use, memray's heap,
+  threads and open files did not), the malloc heap is measurable, and
+  malloc_trim at the end gave back at least TRIM_SHARE_MIN of the RSS growth
+  over the measured repetitions. Freed memory the allocator kept is not a
+  leak: the trim proves the pages were free.
 - Peak scaling: the peak above baseline is measured at SIZE_PARAM × SCALES;
   the pair scales if the log–log exponent is >= PEAK_EXPONENT_MIN (0 bounded,
   1 proportional) and the peak rose by >= PEAK_RISE_MIN between the smallest
@@ -29,7 +40,7 @@ Thresholds, and why:
 """
 from __future__ import annotations
 
-VERDICTS = ("leak", "no-leak", "over-cap", "hang", "error")
+VERDICTS = ("leak", "no-leak", "fragmentation", "over-cap", "hang", "error")
 
 KIB, MIB = 1 << 10, 1 << 20
 TREND_P_MAX = 0.01
@@ -38,10 +49,12 @@ HEAP_SLOPE_MIN = 64 * KIB
 COUNT_SLOPE_MIN = 0.5
 PEAK_EXPONENT_MIN = 0.5
 PEAK_RISE_MIN = 32 * MIB
+TRIM_SHARE_MIN = 0.5
 
 # metric name -> (signal name shown to people, slope threshold in the metric's unit)
 GROWTH_SIGNALS = {
     "rss_growth": ("rss", RSS_SLOPE_MIN),
+    "malloc_heap_growth": ("malloc heap", RSS_SLOPE_MIN),
     "retained_heap": ("heap", HEAP_SLOPE_MIN),
     "threads_growth": ("threads", COUNT_SLOPE_MIN),
     "open_files_growth": ("open files", COUNT_SLOPE_MIN),
@@ -80,4 +93,17 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
     if scaling and peak_scales(scaling["exponent"], scaling["peaks_bytes"]):
         signals.append("peak")
     failed = next((status for status in statuses if status != "ok"), None)
-    return failed or ("leak" if signals else "no-leak"), signals
+    if failed:
+        return failed, signals
+    if signals == ["rss"] and fragmented(metrics):
+        return "fragmentation", signals
+    return ("leak" if signals else "no-leak"), signals
+
+
+def fragmented(metrics: dict) -> bool:
+    """True if a trim gave back at least TRIM_SHARE_MIN of the RSS growth (bytes)
+    and the malloc heap was measurable (not another allocator)."""
+    returned, grown = metrics.get("trim_returned_bytes"), metrics.get("rss_growth_bytes")
+    if metrics.get("malloc_heap_unavailable") or returned is None or not grown or grown <= 0:
+        return False
+    return returned >= TRIM_SHARE_MIN * grown

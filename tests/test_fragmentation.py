@@ -1,0 +1,80 @@
+"""Telling a true leak from allocator fragmentation (no TensorFlow needed).
+
+Designed cases in fresh, capped, timed processes: python_leak holds 1 MiB per
+repetition; python_fragments frees everything yet its RSS grows, because its
+environment tells glibc never to trim. The rule is also tested on its own.
+"""
+from pathlib import Path
+
+import pytest
+
+from leakbench import contract, verdict
+from leakbench.catalog import Target
+from leakbench.measure import Settings, measure
+
+DATA = Path(__file__).parent / "data"
+JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
+SETTINGS = Settings(warmup=1, reps=12, heap_reps=6, cap_bytes=1 << 30, timeout_seconds=60)
+
+
+def run(name: str, env: dict | None = None) -> dict:
+    target = Target(contract.read_metadata(DATA / f"{name}.py"), "file")
+    return measure(target, target.scenario.params, SETTINGS, env=env)
+
+
+def test_designed_fragmentation_reads_fragmentation():
+    rec = run("python_fragments")
+    m = rec["metrics"]
+    assert rec["verdict"] == "fragmentation", (rec["signals"], m["trim_returned_bytes"], m["rss_growth_bytes"])
+    assert rec["signals"] == ["rss"]
+    assert m["rss_growth"]["slope"] > 256 * 4096 * 0.5           # 256 blocks grow by 4 KiB each repetition
+    assert abs(m["malloc_heap_growth"]["slope"]) < 64 * 1024      # nothing is held
+    assert m["trim_returned_bytes"] >= 0.5 * m["rss_growth_bytes"]
+
+
+def test_designed_leak_reads_leak_not_fragmentation():
+    rec = run("python_leak")
+    m = rec["metrics"]
+    assert rec["verdict"] == "leak"
+    assert {"rss", "malloc heap"} <= set(rec["signals"])
+    assert m["malloc_heap_growth"]["slope"] == pytest.approx(1 << 20, rel=0.1)
+    assert m["trim_returned_bytes"] < 0.5 * m["rss_growth_bytes"]
+
+
+@pytest.mark.skipif(not JEMALLOC.exists(), reason="libjemalloc2 is not installed (apt-get install libjemalloc2)")
+def test_malloc_heap_is_na_under_a_preloaded_allocator():
+    rec = run("python_leak", env={"LD_PRELOAD": str(JEMALLOC)})
+    m = rec["metrics"]
+    assert "libjemalloc" in m["malloc_heap_unavailable"]
+    assert m["malloc_heap_growth"] is None and m["trim_returned_bytes"] is None
+    assert rec["verdict"] == "leak" and "malloc heap" not in rec["signals"]  # falls back to RSS and memray
+
+
+def test_missing_preload_is_an_error_not_a_silent_glibc_run():
+    rec = run("python_leak", env={"LD_PRELOAD": "/nonexistent/libjemalloc.so.2"})
+    assert rec["verdict"] == "error" and "not installed" in rec["error"]
+    assert rec["runs"][0]["wall_seconds"] == 0.0  # nothing was started
+
+
+def frag_metrics(returned, grown, unavailable=None):
+    return {"trim_returned_bytes": returned, "rss_growth_bytes": grown, "malloc_heap_unavailable": unavailable}
+
+
+@pytest.mark.parametrize("returned, grown, unavailable, expected", [
+    (8 << 20, 10 << 20, None, True),
+    (5 << 20, 10 << 20, None, True),            # exactly TRIM_SHARE_MIN
+    (4 << 20, 10 << 20, None, False),           # most of the growth is still resident: held
+    (8 << 20, 10 << 20, "libjemalloc is loaded", False),
+    (None, 10 << 20, None, False),
+    (1 << 20, 0, None, False),
+])
+def test_fragmented_rule(returned, grown, unavailable, expected):
+    assert verdict.fragmented(frag_metrics(returned, grown, unavailable)) is expected
+
+
+def test_fragmentation_needs_rss_alone():
+    rss = {"slope": 1 << 20, "p_increasing": 1e-6, "first_half": 1 << 20, "second_half": 1 << 20}
+    base = {"rss_growth": rss, **frag_metrics(9 << 20, 10 << 20)}
+    assert verdict.decide(["ok"], base) == ("fragmentation", ["rss"])
+    assert verdict.decide(["ok"], {**base, "threads_growth": {**rss, "slope": 4}})[0] == "leak"
+    assert verdict.decide(["ok"], {**base, "malloc_heap_growth": rss})[0] == "leak"
