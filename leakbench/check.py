@@ -157,7 +157,9 @@ def hints(rec: dict, found: dict) -> list[str]:
         out.append("open file descriptors grew: likely files or iterators opened every repetition and never "
                    "closed (dangling references).")
     types = found["types"]
-    if types and leaking:
+    objects = metrics.get("python_objects_growth") or {}
+    objects_grow = objects.get("slope", 0) >= TYPE_GROWTH_MIN and objects.get("p_increasing", 1) < 0.01
+    if types and leaking and objects_grow:
         names = ", ".join(f"{t['type']} (+{t['per_repetition']:.0f}/rep)" for t in types[:3])
         if any("Dataset" in t["type"] for t in types[:5]):
             out.append(f"Python objects grew: {names}. Datasets among them: likely a dataset built every "

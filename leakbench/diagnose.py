@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import gc
 import heapq
+import os
 import sys
 import time
 from pathlib import Path
@@ -67,26 +68,40 @@ def attribution(state) -> dict:
     if ds is None:
         return {"na": "the target is not a dataset (a repetition function): no pipeline to read"}
     start = time.perf_counter()
+    cardinality = int(ds.cardinality())
+    goals = [FIRST_ELEMENTS, FIRST_ELEMENTS + MORE_ELEMENTS]
+    if cardinality >= 0:  # finite and known: read well before the end, where buffers drain
+        goals = sorted({max(1, min(g, cardinality // 2)) for g in goals}) if cardinality > 1 else []
     iterator = iter(ds)
     consumed = 0
     readings = []
     try:
-        for goal in (FIRST_ELEMENTS, FIRST_ELEMENTS + MORE_ELEMENTS):
+        for goal in goals:
             while consumed < goal:
                 next(iterator)
                 consumed += 1
             time.sleep(SETTLE_SECONDS)
             readings.append((consumed, _nodes(get(iterator))))
     except StopIteration:
-        if not readings or readings[-1][0] != consumed:
-            readings.append((consumed, _nodes(get(iterator))))
+        pass
     except Exception as err:  # autotune off, or an iterator kind the API does not know
         return {"na": f"get_model_proto failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"}
     finally:
         del iterator
+    if not readings:
+        return {"na": "the dataset ended before an element could be read"}
+    # Per node: the most it held at either reading, and how much that rose from the first to the last.
     first, last = readings[0], readings[-1]
     before = {n["id"]: n["buffered_bytes"] for n in first[1]}
-    nodes = [{**n, "growth_bytes": n["buffered_bytes"] - before.get(n["id"], 0)} for n in last[1]]
+    merged = {n["id"]: n for n in first[1]}
+    for n in last[1]:
+        held = max(n["buffered_bytes"], before.get(n["id"], 0))
+        merged[n["id"]] = {**n, "buffered_bytes": held,
+                           "buffered_elements": max(n["buffered_elements"],
+                                                    merged.get(n["id"], {}).get("buffered_elements", 0))}
+    after = {n["id"]: n["buffered_bytes"] for n in last[1]}
+    nodes = [{**n, "growth_bytes": after[i] - before[i] if i in after and i in before else 0}
+             for i, n in sorted(merged.items())]
     return {"elements": [first[0], last[0]], "nodes": nodes, "seconds": time.perf_counter() - start,
             "tensorflow": tf.__version__}
 
@@ -117,5 +132,14 @@ def heap_stacks(records) -> list[dict]:
             frames = []
         own = [f for f in frames if not str(f[1]).startswith(_ENGINE)] or frames
         stacks.append({"bytes": r.size, "allocations": r.n_allocations,
-                       "frames": [f"{func} ({file}:{line})" for func, file, line in own]})
+                       "frames": [f"{func} ({_short(file)}:{line})" for func, file, line in own]})
     return stacks
+
+
+def _short(file: str) -> str:
+    """A frame's file, relative to site-packages or the working directory when under one."""
+    file = str(file)
+    if "site-packages/" in file:
+        return file.split("site-packages/", 1)[1]
+    cwd = os.getcwd() + os.sep
+    return file[len(cwd):] if file.startswith(cwd) else file

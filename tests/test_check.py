@@ -1,0 +1,214 @@
+"""`leakbench check`: targets of one's own through the engine, evidence and hints, bad targets,
+the pytest helper; and on TensorFlow, the same verdicts as `run` for every scenario and fix,
+and attribution to the right stage.
+
+Every measurement passes an explicit cap and timeout (project rule).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from leakbench import catalog, check, report
+from leakbench.catalog import Target
+from leakbench.cli import check_exit_code
+from leakbench.contract import read_metadata
+from leakbench.measure import Settings, measure
+from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
+
+DATA = Path(__file__).parent / "data"
+PY = DATA / "check_python.py"
+TF = DATA / "check_tf.py"
+ROOT = catalog.find_root()
+GIB = 1 << 30
+SETTINGS = Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 * GIB, timeout_seconds=60)
+TF_SETTINGS = Settings(warmup=3, reps=6, heap_reps=5, cap_bytes=3 * GIB, timeout_seconds=120, scales=(1, 4))
+_NO_TF = importlib.util.find_spec("tensorflow") is None
+
+
+def on_tf(test):
+    """Mark a test as needing TensorFlow (like tests/test_pairs.py), and skip it without."""
+    return pytest.mark.tf(pytest.mark.skipif(_NO_TF, reason="TensorFlow is not installed")(test))
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("leakbench")), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# --- without TensorFlow ---
+
+@pytest.mark.parametrize("spec, message", [
+    ("nosuch.py:make", "no file at nosuch.py"),
+    ("nosuch_module_xyz:make", "no module named 'nosuch_module_xyz'"),
+    ("just_a_word", "give FILE.py:NAME or module:NAME"),
+    (f"{PY}:1bad", "is not a Python name"),
+])
+def test_bad_target_is_one_line_and_exit_2_before_running(spec, message):
+    done = cli("check", spec, "--cap", "1GiB", "--timeout", "30")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"leakbench: error: {done.stderr.strip()[len('leakbench: error: '):]}"]
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_leaky_function_is_a_leak_with_its_stack():
+    rec = check.check(f"{PY}:leaky", SETTINGS)
+    assert rec["verdict"] == "leak" and rec["variant"] == "check"
+    assert {"rss", "heap"} <= set(rec["signals"])
+    d = rec["diagnosis"]
+    assert d["target_kind"] == "function"
+    assert d["attribution"] == {"na": "the target does not use TensorFlow"}
+    assert "leaky (" in d["top_stacks"][0]["frames"][0]
+    assert any("comes from leaky" in h for h in d["hints"])
+    assert check_exit_code(rec) == 1
+
+
+def test_bounded_function_is_no_leak():
+    rec = check.check(f"{PY}:bounded", SETTINGS)
+    assert rec["verdict"] == "no-leak", report.check_summary(rec)
+    assert check_exit_code(rec) == 0 and not rec["diagnosis"]["hints"]
+
+
+@pytest.mark.parametrize("name, phase, message", [
+    ("missing", "import", "has no name 'missing' (it defines: bounded, hangs, leaky, needs_arguments, raises)"),
+    ("NOT_CALLABLE", "setup", "is a int object: neither a tf.data.Dataset"),
+    ("needs_arguments", "setup", "takes arguments (size)"),
+    ("raises", "setup", "RuntimeError: the pipeline's own failure"),
+])
+def test_target_that_fails_in_the_child_is_an_error_in_one_line(name, phase, message):
+    rec = check.check(f"{PY}:{name}", SETTINGS)
+    assert (rec["verdict"], rec["phase"]) == ("error", phase)
+    assert message in rec["error"] and "\n" not in rec["error"].strip()
+    assert check_exit_code(rec) == 2
+
+
+def test_hanging_target_is_a_hang_with_its_phase_on_the_cli():
+    done = cli("check", f"{PY}:hangs", "--cap", "1GiB", "--timeout", "8", "--json")
+    rec = json.loads(done.stdout)
+    assert (rec["verdict"], rec["phase"], done.returncode) == ("hang", "setup", 2)
+    assert done.stderr.strip().splitlines()[-1] == "leakbench: hang in setup: no end within 8 s (--timeout)"
+
+
+def test_cli_json_and_exit_1_on_leak():
+    done = cli("check", f"{PY}:leaky", "--cap", "1GiB", "--timeout", "60", "--reps", "6", "--heap-reps", "5",
+               "--warmup", "1", "--json")
+    assert done.returncode == 1, done.stderr
+    rec = json.loads(done.stdout)
+    assert rec["verdict"] == "leak" and rec["pair"] == f"{PY}:leaky"
+
+
+def test_pytest_helper_passes_bounded_and_fails_leaky_with_the_evidence():
+    settings = dict(cap="1GiB", timeout=60, reps=6, heap_reps=5, warmup=1)
+    assert assert_no_leak(f"{PY}:bounded", **settings)["verdict"] == "no-leak"
+    with pytest.raises(LeakError) as caught:
+        assert_no_leak(f"{PY}:leaky", **settings)
+    assert caught.value.record["verdict"] == "leak"
+    assert "leak" in str(caught.value) and "RSS" in str(caught.value)
+
+
+def test_pytest_helper_takes_module_level_functions_only():
+    spec = target_spec(target_spec)
+    assert spec.endswith("pytest_plugin.py:target_spec")
+    with pytest.raises(TypeError):
+        target_spec(lambda: None)
+
+
+def test_attribution_names_the_deepest_stage_holding_most_bytes():
+    mib = 1 << 20
+    nodes = [  # Root -> Prefetch -> Batch -> ParallelInterleave -> 2 × (Prefetch -> Map)
+        {"id": 1, "name": "Root", "buffered_bytes": 0, "buffered_elements": 0, "inputs": [2], "growth_bytes": 0},
+        {"id": 2, "name": "Prefetch", "buffered_bytes": 4 * mib, "buffered_elements": 2, "inputs": [3],
+         "growth_bytes": 0},
+        {"id": 3, "name": "BatchV2", "buffered_bytes": 0, "buffered_elements": 0, "inputs": [4], "growth_bytes": 0},
+        {"id": 4, "name": "ParallelInterleaveV4", "buffered_bytes": 12 * mib, "buffered_elements": 48,
+         "inputs": [5, 6], "growth_bytes": 0},
+        {"id": 5, "name": "Prefetch", "buffered_bytes": 32 * mib, "buffered_elements": 16, "inputs": [],
+         "growth_bytes": 0},
+        {"id": 6, "name": "Prefetch", "buffered_bytes": 32 * mib, "buffered_elements": 16, "inputs": [],
+         "growth_bytes": 0},
+    ]
+    found = check.attribution({"elements": [4, 64], "nodes": nodes})
+    assert found["holder"]["stage"] == "ParallelInterleaveV4"
+    assert found["holder"]["subtree_bytes"] == 76 * mib
+    inner = next(s for s in found["stages"] if s["inside"])
+    assert (inner["stage"], inner["count"], inner["buffered_bytes"]) == ("Prefetch", 2, 64 * mib)
+    assert check.attribution({"na": "why"}) == {"na": "why"}
+
+
+# --- on TensorFlow ---
+
+SCENARIO_FILES = [(name, variant) for name in catalog.pair_names(ROOT) for variant in ("leaky", "fixed")]
+FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")
+
+
+@pytest.fixture(scope="module")
+def tf_records():
+    """`leakbench check` of every scenario and fix file and of the factories in check_tf.py,
+    two child processes at a time (each capped and timed)."""
+    jobs = {(name, variant): str(ROOT / catalog.VARIANT_DIRS[variant] / f"{name}.py")
+            for name, variant in SCENARIO_FILES}
+    jobs.update({(name, "factory"): f"{TF}:{name}" for name in FACTORIES})
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(check.check, spec, TF_SETTINGS) for key, spec in jobs.items()}
+        return {key: f.result() for key, f in futures.items()}
+
+
+@on_tf
+@pytest.mark.parametrize("name, variant", SCENARIO_FILES)
+def test_check_gives_the_run_verdict_on_every_scenario_and_fix(tf_records, name, variant):
+    rec = tf_records[(name, variant)]
+    expected = "leak" if variant == "leaky" else "no-leak"
+    assert report.expected_ok(rec, expected), report.check_summary(rec)
+    assert rec["variant"] == "check" and rec["diagnosis"]["attribution"]
+
+
+@on_tf
+@pytest.mark.parametrize("name, stage", [
+    ("unbounded_cache", "MemoryCache"),
+    ("oversized_prefetch", "Prefetch"),
+    ("unbounded_interleave", "ParallelInterleave"),
+])
+def test_attribution_names_the_stage_of_the_peak_pairs(tf_records, name, stage):
+    att = tf_records[(name, "leaky")]["diagnosis"]["attribution"]
+    assert att["holder"] and att["holder"]["stage"].startswith(stage), att
+    assert att["holder"]["subtree_bytes"] >= 16 << 20
+
+
+@on_tf
+def test_attribution_names_shuffle(tf_records):
+    rec = tf_records[("shuffle_buffer", "factory")]
+    assert rec["diagnosis"]["target_kind"] == "dataset"
+    assert rec["diagnosis"]["attribution"]["holder"]["stage"] == "Shuffle"
+    assert rec["diagnosis"]["attribution"]["holder"]["subtree_bytes"] >= 16 << 20
+
+
+@on_tf
+def test_leaking_dataset_factory_and_its_stack(tf_records):
+    rec = tf_records[("stateful_map", "factory")]
+    assert rec["verdict"] == "leak", report.check_summary(rec)
+    frames = [f for s in rec["diagnosis"]["top_stacks"] for f in s["frames"]]
+    assert any(f.startswith("_keep (") for f in frames), frames
+
+
+@on_tf
+def test_repetition_function_on_tf_is_no_leak_and_has_no_pipeline(tf_records):
+    rec = tf_records[("bounded_steps", "factory")]
+    assert rec["verdict"] == "no-leak", report.check_summary(rec)
+    assert rec["diagnosis"]["target_kind"] == "function"
+    assert "not a dataset" in rec["diagnosis"]["attribution"]["na"]
+
+
+@on_tf
+def test_check_and_run_agree_on_a_real_run(tf_records):
+    """One real comparison: `run`'s measurement of the retracing pair against check's record."""
+    for variant in ("leaky", "fixed"):
+        target = Target(read_metadata(ROOT / catalog.VARIANT_DIRS[variant] / "retracing.py"), variant)
+        ran = measure(target, target.scenario.params, TF_SETTINGS)
+        assert ran["verdict"] == tf_records[("retracing", variant)]["verdict"]
+
