@@ -148,6 +148,10 @@ def hints(rec: dict, found: dict) -> list[str]:
     out = []
     metrics, signals = rec.get("metrics") or {}, rec.get("signals") or []
     leaking = bool(signals) or rec["verdict"] == "over-cap"
+    if rec["verdict"] == "fragmentation":
+        out.append("RSS grew but malloc_trim gave most of it back: allocator fragmentation, not memory held "
+                   "(often per-epoch iterators under glibc malloc); jemalloc or tcmalloc (LD_PRELOAD) avoid it.")
+        return out
     if "threads" in signals:
         per = metrics["threads_growth"]["slope"]
         out.append(f"threads grew {per:.1f}/repetition: likely live iterators kept alive (dangling references: "

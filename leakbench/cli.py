@@ -228,9 +228,10 @@ def matrix(results, fmt) -> None:
 # --- leakbench check: a pipeline of your own (logic in leakbench.check) ---
 
 def check_exit_code(rec: dict) -> int:
-    """0 no-leak; 2 error or hang (nothing measured to judge); 1 otherwise (leak, over-cap,
-    or a hang in teardown after the signals moved: freeing what leaked stalled)."""
-    if rec["verdict"] == "no-leak":
+    """0 no-leak or fragmentation (RSS that malloc_trim gives back: nothing is held); 2 error or
+    hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown after
+    the signals moved: freeing what leaked stalled)."""
+    if rec["verdict"] in ("no-leak", "fragmentation"):
         return 0
     stalled_after_leak = rec["verdict"] == "hang" and rec.get("phase") == "teardown" and rec["signals"]
     if rec["verdict"] in ("error", "hang") and not stalled_after_leak:
@@ -258,8 +259,8 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
     tf.data.Dataset (iterated to its end once per repetition) or a zero-argument
     function doing one repetition of work; or a scenario FILE.py, measured as
-    `run` measures it. Exit 0 no-leak, 1 leak (or over-cap), 2 bad target,
-    error or hang.
+    `run` measures it. Exit 0 no-leak (or fragmentation), 1 leak (or
+    over-cap), 2 bad target, error or hang.
     """
     from leakbench import check
 
