@@ -176,7 +176,7 @@ def hints(rec: dict, found: dict) -> list[str]:
                        "kept by a map function (numpy_function/py_function appending to a list).")
     holder = found["attribution"].get("holder")
     scaling = metrics.get("peak_scaling") or {}
-    if holder:
+    if holder and leaking:  # where a bounded pipeline keeps its buffers is in the table, not a hint
         stage, held = holder["stage"], _mib(holder["subtree_bytes"])
         growing = " and growing" if holder["growth_bytes"] >= HOLDER_BYTES_MIN else ""
         if "Cache" in stage:

@@ -146,7 +146,8 @@ def check_view(rec: dict) -> list:
         out.append(Text(f"buffered bytes per transformation: n/a ({att['na']})"))
     elif att:
         first, last = att["elements"]
-        t = Table(title=f"buffered per transformation (get_model_proto after {first} and {last} elements)",
+        after = f"{first} and {last} elements" if last != first else f"{first} elements"
+        t = Table(title=f"buffered per transformation (get_model_proto after {after})",
                   title_justify="left")
         for h in ("stage", "count", "buffered MiB", "elements", "growth MiB"):
             t.add_column(h, justify="left" if h == "stage" else "right")
