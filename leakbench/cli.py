@@ -20,7 +20,7 @@ from leakbench.contract import ContractError
 from leakbench.measure import Settings, measure
 
 # Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
-out = Console(width=None if sys.stdout.isatty() else 180)
+out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
