@@ -330,6 +330,8 @@ def _cell(cell: dict | None) -> str:
     if cell is None:
         return "—"
     word = cell["verdict"] if cell["expected"] else f"**{cell['verdict']}**"
+    if not cell["expected"] and cell["signals"]:
+        word += f" ({', '.join(cell['signals'])})"  # which signal moved, where it should not have
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
         return f"{word} k={cell['peak_exponent']:.2f}"
     if cell["rss_growth_bytes_per_rep"] is not None:

@@ -173,7 +173,7 @@ def test_matrix_markdown():
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "| pair | variant | 2.13.1 | 2.21.0 | 2.99.0 |" in lines
-    assert "| growing | fixed | no-leak +4 | no-leak +9 | **leak** +900 |" in lines
+    assert "| growing | fixed | no-leak +4 | no-leak +9 | **leak** (rss) +900 |" in lines
     assert "| peaking | leaky | leak k=0.80 | leak k=0.80 | leak k=0.80 |" in lines
 
 
