@@ -111,9 +111,7 @@ def check_view(rec: dict) -> list:
     facts = [about, f"signals: {', '.join(rec['signals']) or 'none'}",
              f"peak above baseline: {'—' if peak is None else f'{peak / MIB:,.1f} MiB'}",
              f"{rec['seconds']:.1f} s"]
-    out: list = [head, Text(" · ".join(facts))]
-    if rec.get("error"):
-        out.append(Text(f"error: {rec['error'].strip().splitlines()[-1]}", style="red"))
+    out: list = [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
     if m:
         t = Table(title="series (Theil–Sen slope per repetition, 95 % interval, trend p)", title_justify="left")
         for h in ("series", "slope", "interval", "p", "unit"):
