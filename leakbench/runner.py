@@ -72,6 +72,7 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
     with tempfile.TemporaryDirectory(prefix="leakbench-") as tmp:
         config = {"path": str(Path(path).resolve()), "params": params, "warmup": warmup, "reps": reps,
                   "heap_reps": heap_reps, "heap_file": str(Path(tmp) / "heap.bin"), "fd": write_fd,
+                  "parent": os.getpid(),
                   **(child_options or {})}
         log_path = Path(tmp) / "child.log"
         with open(log_path, "wb") as log:

@@ -10,6 +10,7 @@ import json
 import math
 import platform
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -364,3 +365,32 @@ def test_failed_record_is_json_too():
     back = json.loads(json.dumps(rec, allow_nan=False))
     assert back["verdict"] == "error" and back["metrics"] == {} and back["signals"] == []
     assert back["environment"]["python"] == platform.python_version()
+
+
+def test_killing_the_runner_kills_the_child(tmp_path):
+    """kill -9 of the runner: the kernel ends the child too (PR_SET_PDEATHSIG),
+    so a leaky scenario never goes on without its cap and timeout."""
+    script = (
+        "import sys; from leakbench import runner;"
+        f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, warmup=1, reps=5, heap_reps=0,"
+        " cap_bytes=1 << 30, timeout_seconds=120)")
+    runner_proc = subprocess.Popen([sys.executable, "-c", script])
+    children = []
+    try:
+        deadline = time.monotonic() + 30
+        while not children and time.monotonic() < deadline:
+            time.sleep(0.2)
+            children = psutil.Process(runner_proc.pid).children()
+        assert children, "the runner started no child"
+        time.sleep(3.0)  # let the child reach its hanging repetition: no more writes to the pipe
+        runner_proc.kill()
+        runner_proc.wait()
+        gone_, alive = psutil.wait_procs(children, timeout=10)
+        assert not alive, f"child outlived its runner: {alive}"
+    finally:
+        runner_proc.kill()
+        for child in children:  # only reached alive when the test fails
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
