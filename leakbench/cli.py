@@ -290,3 +290,27 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
         err.print(f"leakbench: {rec['verdict']}{where}: {why}",
                   highlight=False, markup=False, soft_wrap=True)
     sys.exit(check_exit_code(rec))
+
+
+# --- leakbench site: the static site (logic in leakbench.site) ---
+
+@main.command("site")
+@_RESULTS_OPTION
+@click.option("--out", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
+              help="Folder to write the site into.")
+@click.option("--asv/--no-asv", default=True, show_default=True,
+              help="Also run `asv publish` of the same results into OUT/asv.")
+def site_command(results, out, asv) -> None:
+    """Build the static site: the leak matrix and one lesson per pair, from the results."""
+    from leakbench import site
+
+    try:
+        built = site.build(_results_dir(results), out, asv=asv)
+    except (versions.VersionError, site.SiteError) as e:
+        _fail(str(e))
+    for rel, size in built.pages:
+        click.echo(f"{out / rel}  {size / 1024:,.1f} KiB")
+    for note in built.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "
+               f"open {out / 'index.html'}")

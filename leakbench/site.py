@@ -1,0 +1,342 @@
+"""The static site: the leak matrix and one lesson per pair, from results/.
+
+`leakbench site` reads the records the asv suite stores
+(results/records/tf-<version>.jsonl, through leakbench.versions) and the pair
+files (scenarios/X.py, fixes/X.py), and writes into one folder:
+
+    index.html            the matrix: pairs × TF versions, verdict and growth
+                          of the leaky and the fixed variant, filter by seed source
+    lessons/<pair>.html   what goes wrong, the two files side by side (differing
+                          lines marked), memory over repetitions (inline SVG),
+                          peak and growth per TF version, how to see it yourself
+    style.css
+    asv/                  `asv publish` of the same results (optional)
+
+Every link is relative, so the folder works from file:// and from any static
+server. Templates autoescape: all text from scenario files and records is
+escaped. Nothing here imports TensorFlow or runs a scenario.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from leakbench import catalog, contract, verdict, versions
+
+KIB, MIB = 1 << 10, 1 << 20
+DEFAULT_TF = "2.21.0"
+ISSUE_URL = "https://github.com/{repo}/issues/{number}"
+_REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+# What each signal means in your own pipeline (verdict.GROWTH_SIGNALS' names, and "peak").
+SIGNAL_HELP = {
+    "rss": "resident memory (RSS) grows with every repetition",
+    "malloc heap": "the bytes glibc malloc has in use grow: memory is allocated and still referenced",
+    "heap": "memray's retained heap grows: Python-visible allocations stay alive",
+    "threads": "the thread count grows: live iterators (each holds its own threads) are never freed",
+    "open files": "open file descriptors grow: readers are never closed",
+    "peak": "the peak above baseline scales with the size parameter: memory is bounded per run "
+            "but proportional to the data, so a larger dataset runs out of memory",
+}
+
+
+class SiteError(ValueError):
+    """The site cannot be built (no records, a bad output folder). One line."""
+
+
+@dataclass
+class Built:
+    """What a build wrote: pages (path relative to out, bytes), seconds, notes."""
+
+    out: Path
+    pages: list = field(default_factory=list)
+    seconds: float = 0.0
+    asv: str = ""          # "asv/index.html" when asv publish ran, else ""
+    notes: list = field(default_factory=list)
+
+
+# --- data ----------------------------------------------------------------------
+
+def default_version(found: list[str]) -> str:
+    """DEFAULT_TF if it was measured, else the newest version present."""
+    return DEFAULT_TF if DEFAULT_TF in found else found[-1]
+
+
+def source_link(source: str) -> str | None:
+    """'owner/repo#123' -> its GitHub issue address; None for a seed source word."""
+    match = _REPORT.fullmatch(source or "")
+    return match and ISSUE_URL.format(repo=match.group(1), number=match.group(2))
+
+
+def prose(text: str) -> Markup:
+    """A docstring as escaped HTML paragraphs: `code` and owner/repo#N reports linked."""
+    out = []
+    for para in re.split(r"\n\s*\n", (text or "").strip()):
+        if not para.strip():
+            continue
+        html = str(escape(" ".join(line.strip() for line in para.splitlines())))
+        html = re.sub(r"`([^`]+)`", r"<code>\1</code>", html)
+        html = _REPORT.sub(lambda m: f'<a href="{ISSUE_URL.format(repo=m.group(1), number=m.group(2))}">'
+                                     f"{m.group(0)}</a>", html)
+        out.append(f"<p>{html}</p>")
+    return Markup("\n".join(out))
+
+
+def side_by_side(leaky: str, fixed: str) -> tuple[list, list]:
+    """Lines of both files as (number, text, changed) with difflib's differing lines marked."""
+    a, b = leaky.splitlines(), fixed.splitlines()
+    marked_a, marked_b = set(), set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            marked_a.update(range(i1, i2))
+            marked_b.update(range(j1, j2))
+    return ([(n + 1, line, n in marked_a) for n, line in enumerate(a)],
+            [(n + 1, line, n in marked_b) for n, line in enumerate(b)])
+
+
+def _pair_file(root: Path, variant: str, pair: str) -> tuple[str | None, contract.Scenario | None]:
+    path = root / catalog.VARIANT_DIRS[variant] / f"{pair}.py"
+    if not path.is_file():
+        return None, None
+    text = path.read_text()
+    try:
+        meta = contract.read_metadata(path)
+    except contract.ContractError:
+        meta = None
+    return text, meta
+
+
+def _kib(value) -> str:
+    return "—" if value is None else f"{value / KIB:+,.0f}"
+
+
+def _mib(value) -> str:
+    return "—" if value is None else f"{value / MIB:,.1f}"
+
+
+def _count(value) -> str:
+    return "—" if value is None else f"{value:+,.1f}"
+
+
+def cell_view(cell: dict | None) -> dict | None:
+    """A matrix cell (versions.matrix) as the page shows it: verdict, class, number."""
+    if cell is None:
+        return None
+    word = cell["verdict"]
+    if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
+        number = f"k={cell['peak_exponent']:.2f}"
+    elif cell["rss_growth_bytes_per_rep"] is not None:
+        number = f"{_kib(cell['rss_growth_bytes_per_rep'])} KiB/rep"
+    else:
+        number = ""
+    return {"verdict": word, "css": f"v-{word}" if word in verdict.VERDICTS else "v-unknown",
+            "expected": cell["expected"], "number": number, "signals": ", ".join(cell["signals"])}
+
+
+def version_row(version: str, recs: dict) -> dict:
+    """Peak and growth of both variants of a pair on one TF version (a lesson's table row)."""
+    row = {"version": version}
+    for variant in ("leaky", "fixed"):
+        rec = recs.get(variant)
+        scaling = ((rec or {}).get("metrics") or {}).get("peak_scaling") or {}
+        row[variant] = rec and {
+            "verdict": rec["verdict"],
+            "css": f"v-{rec['verdict']}" if rec["verdict"] in verdict.VERDICTS else "v-unknown",
+            "peak": _mib(versions.metric_value(rec, "peak_above_baseline_bytes")),
+            "rss": _kib(versions.metric_value(rec, "rss_growth")),
+            "heap": _kib(versions.metric_value(rec, "retained_heap")),
+            "threads": _count(versions.metric_value(rec, "threads_growth")),
+            "k": "—" if scaling.get("exponent") is None else f"{scaling['exponent']:.2f}",
+            "signals": ", ".join(rec.get("signals") or []) or "—",
+        }
+    return row
+
+
+# --- the memory chart ------------------------------------------------------------
+
+def memory_svg(series: dict) -> Markup | None:
+    """RSS, memray heap (MiB) and threads over repetitions of both variants, as inline SVG.
+
+    series: variant -> {"rss": [...bytes], "heap": [...bytes], "threads": [...]}.
+    None when matplotlib is missing or nothing was measured.
+    """
+    if not any(any(v for v in s.values()) for s in series.values()):
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    panels = (("rss", "RSS (MiB)", MIB), ("heap", "memray heap (MiB)", MIB), ("threads", "threads", 1))
+    colours = {"leaky": "#c0392b", "fixed": "#1e7b45"}
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "leakbench", "font.size": 9,
+                                "axes.spines.top": False, "axes.spines.right": False}):
+        fig, axes = plt.subplots(1, 3, figsize=(9, 2.6), layout="constrained")
+        for ax, (key, label, scale) in zip(axes, panels):
+            for variant, found in series.items():
+                values = [v for v in (found.get(key) or []) if v is not None]
+                if values:
+                    ax.plot(range(1, len(values) + 1), [v / scale for v in values], marker="o",
+                            markersize=2.5, linewidth=1.4, color=colours.get(variant), label=variant)
+            ax.set_title(label)
+            ax.set_xlabel("repetition")
+            ax.grid(alpha=0.3)
+        axes[0].legend(frameon=False)
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+        plt.close(fig)
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE: inline in HTML
+    svg = svg.replace("<svg ", '<svg role="img" aria-label="memory over repetitions" ', 1)
+    return Markup(svg)
+
+
+def _series(rec: dict | None) -> dict:
+    if not rec or not rec.get("runs"):
+        return {}
+    run = rec["runs"][0]
+    found = run.get("series") or {}
+    return {"rss": found.get("rss_bytes") or [], "threads": found.get("threads") or [],
+            "heap": (run.get("heap") or {}).get("heap_bytes") or []}
+
+
+# --- asv -----------------------------------------------------------------------
+
+def publish_asv(root: Path, out: Path) -> str | None:
+    """Run `asv publish` into out/asv and link its pages back to the index; None and why on failure."""
+    asv = Path(sys.executable).with_name("asv")
+    command = [str(asv) if asv.exists() else "asv", "publish", "--no-pull", "--html-dir", str(out / "asv")]
+    try:
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"asv publish did not run: {e}"
+    if done.returncode != 0 or not (out / "asv" / "index.html").is_file():
+        last = (done.stderr or done.stdout).strip().splitlines()
+        return f"asv publish failed: {last[-1] if last else done.returncode}"
+    back = ('<body><div style="padding:4px 12px;font:14px sans-serif">'
+            '<a href="../index.html">&larr; leakbench: leak matrix and lessons</a></div>')
+    for page in (out / "asv").glob("*.html"):
+        text = page.read_text()
+        if "<body>" in text:
+            page.write_text(text.replace("<body>", back, 1))
+    return None
+
+
+# --- build ------------------------------------------------------------------------
+
+def build(results: Path, out: Path, root: Path | None = None, asv: bool = True) -> Built:
+    """Write the site for `results` into `out` (replacing our pages there); return what was written.
+
+    root: the checkout holding scenarios/ and fixes/ (default: catalog.find_root()).
+    asv: also run `asv publish` into out/asv (the results must be root/results).
+    Raises versions.VersionError for results without records, SiteError for a bad `out`.
+    """
+    started = time.monotonic()
+    root = Path(root) if root else catalog.find_root()
+    files = versions.available(results)
+    by_version = {v: {(r["pair"], r["variant"]): r for r in versions.read_records(p)} for v, p in files.items()}
+    found = versions.matrix(results)
+    tf_versions = found["versions"]
+    default = default_version(tf_versions)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise SiteError(f"--out {out} is a file, not a folder")
+    (out / "lessons").mkdir(parents=True, exist_ok=True)
+    built = Built(out)
+
+    env = Environment(loader=PackageLoader("leakbench", "templates"),
+                      autoescape=select_autoescape(["html", "j2"], default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+
+    pairs = []
+    for name in dict.fromkeys(row["pair"] for row in found["rows"]):
+        if not _SAFE_NAME.fullmatch(name):
+            built.notes.append(f"pair {name!r} skipped: not a file name")
+            continue
+        pairs.append(_lesson_data(name, root, by_version, found, default))
+
+    if asv:
+        if Path(results).resolve() != (root / "results").resolve():
+            built.notes.append("asv site skipped: asv publishes root/results only")
+        else:
+            shutil.rmtree(out / "asv", ignore_errors=True)
+            problem = publish_asv(root, out)
+            if problem:
+                built.notes.append(problem)
+            else:
+                built.asv = "asv/index.html"
+
+    sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
+    common = {"default": default, "versions": tf_versions, "asv": built.asv,
+              "verdicts": verdict.VERDICTS, "flamegraph_note": FLAMEGRAPH_NOTE}
+    _write(out, "style.css", (Path(__file__).parent / "templates" / "style.css").read_text(), built)
+    _write(out, "index.html", env.get_template("index.html.j2").render(
+        pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="", **common), built)
+    for pair in pairs:
+        _write(out, f"lessons/{pair['name']}.html",
+               env.get_template("lesson.html.j2").render(pair=pair, up="../", **common), built)
+    built.seconds = time.monotonic() - started
+    return built
+
+
+FLAMEGRAPH_NOTE = ("No memray flame graph: the committed results keep memray's heap series, not its "
+                   "capture files, and making one means running the leaky scenario. Run "
+                   "`memray run` and `memray flamegraph --leaks` on the scenario to see it.")
+
+
+def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: str) -> dict:
+    leaky_text, leaky_meta = _pair_file(root, "leaky", name)
+    fixed_text, fixed_meta = _pair_file(root, "fixed", name)
+    # The newest record of each variant on the default TF (else on the newest version that has it).
+    newest = {}
+    for variant in ("leaky", "fixed"):
+        order = [default] + [v for v in reversed(found["versions"]) if v != default]
+        newest[variant] = next(((v, by_version[v][(name, variant)]) for v in order
+                                if (name, variant) in by_version[v]), (None, None))
+    some = newest["leaky"][1] or newest["fixed"][1]
+    docstring = ast.get_docstring(ast.parse(leaky_text)) if leaky_text else None
+    source = (leaky_meta.source if leaky_meta else some.get("source")) or "unknown"
+    rows = {row["variant"]: row for row in found["rows"] if row["pair"] == name}
+    signals = list(dict.fromkeys(s for v in found["versions"]
+                                 for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])))
+    code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
+    return {
+        "name": name,
+        "title": leaky_meta.title if leaky_meta else some.get("title") or name,
+        "fixed_title": fixed_meta.title if fixed_meta else (newest["fixed"][1] or {}).get("title"),
+        "source": source,
+        "source_url": source_link(source),
+        "kind": (leaky_meta.kind if leaky_meta else some.get("kind")) or "",
+        "repetition": (leaky_meta.repetition if leaky_meta else some.get("repetition")) or "",
+        "size_param": (leaky_meta.size_param if leaky_meta else some.get("size_param")) or "",
+        "what": prose(docstring) if docstring else None,
+        "code": code,
+        "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
+                    (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
+        "chart": memory_svg({v: _series(newest[v][1]) for v in ("leaky", "fixed")}),
+        "chart_versions": {v: newest[v][0] for v in ("leaky", "fixed")},
+        "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
+                      for variant in ("leaky", "fixed")} for v in found["versions"]},
+        "history": [version_row(v, {variant: by_version[v].get((name, variant)) for variant in ("leaky", "fixed")})
+                    for v in found["versions"]],
+        "signals": [(s, SIGNAL_HELP.get(s, "")) for s in signals],
+    }
+
+
+def _write(out: Path, rel: str, text: str, built: Built) -> None:
+    path = out / rel
+    path.write_text(text)
+    built.pages.append((rel, path.stat().st_size))
