@@ -138,7 +138,7 @@ def cell_view(cell: dict | None) -> dict | None:
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
         number = f"k={cell['peak_exponent']:.2f}"
     elif cell["rss_growth_bytes_per_rep"] is not None:
-        number = f"{_kib(cell['rss_growth_bytes_per_rep'])} KiB/rep"
+        number = _kib(cell["rss_growth_bytes_per_rep"])
     else:
         number = ""
     return {"verdict": word, "css": f"v-{word}" if word in verdict.VERDICTS else "v-unknown",
