@@ -106,6 +106,17 @@ def side_by_side(leaky: str, fixed: str) -> tuple[list, list]:
             [(n + 1, line, n in marked_b) for n, line in enumerate(b)])
 
 
+def short_diff(leaky: str, fixed: str) -> list[tuple[str, str]]:
+    """Only the differing lines, as (css class, text): "del" leaky, "ins" fixed, "hunk" a location."""
+    found = []
+    for line in difflib.unified_diff(leaky.splitlines(), fixed.splitlines(), lineterm="", n=0):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"@": "hunk", "-": "del", "+": "ins"}.get(line[:1], "")
+        found.append((kind, line))
+    return found
+
+
 def _pair_file(root: Path, variant: str, pair: str) -> tuple[str | None, contract.Scenario | None]:
     path = root / catalog.VARIANT_DIRS[variant] / f"{pair}.py"
     if not path.is_file():
@@ -324,6 +335,7 @@ def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: 
         "size_param": (leaky_meta.size_param if leaky_meta else some.get("size_param")) or "",
         "what": prose(docstring) if docstring else None,
         "code": code,
+        "short_diff": short_diff(leaky_text, fixed_text) if code else [],
         "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
                     (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
         "chart": memory_svg({v: _series(newest[v][1]) for v in ("leaky", "fixed")}),

@@ -202,6 +202,9 @@ def test_lesson(built):
     leaky = re.findall(r'<span class="line del"><span class="ln">(\d+)</span>', lesson)
     fixed = re.findall(r'<span class="line ins"><span class="ln">(\d+)</span>', lesson)
     assert leaky == ["18", "26", "30"] and fixed == ["18", "26", "30", "31"]
+    short = lesson.split('<pre class="diff">', 1)[1].split("</pre>", 1)[0]
+    assert '<span class="line del">-    SEEN.append(x.copy())' in short
+    assert '<span class="line ins">+    STATS[&#34;sum&#34;] += float(x.sum())' in short
     assert "SEEN.append(x.copy())" in lesson and "STATS[&#34;count&#34;] += 1" in lesson
     # one inline SVG chart, no XML prolog inside the HTML
     assert lesson.count("<svg ") == 1 and "<?xml" not in lesson and "<!DOCTYPE svg" not in lesson
