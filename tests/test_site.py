@@ -311,6 +311,7 @@ def test_browser(real_site):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         lesson = sorted(p for p in pages(out) if p.parent.name == "lessons")[0]
         shots = {"index.png": (base + "index.html", "1280,900"),
+                 "index-phone.png": (base + "index.html", "390,844"),
                  f"lesson-{lesson.stem}.png": (urljoin(base, f"lessons/{lesson.name}"), "1280,900"),
                  f"lesson-{lesson.stem}-phone.png": (urljoin(base, f"lessons/{lesson.name}"), "390,844")}
         for name, (url, size) in shots.items():
