@@ -75,20 +75,43 @@ def list_pairs() -> None:
 MIN_SERIES = 5
 
 
+def _measurement_options(command):
+    """The options `run` and `check` share: repetitions, memory cap, timeouts."""
+    options = [
+        click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps,
+                     show_default=True, help="Measured repetitions per child run."),
+        click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True),
+        click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
+                     help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES})."),
+        click.option("--cap", "cap", default=None, metavar="SIZE",
+                     help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM."),
+        click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds,
+                     show_default=True, help="Seconds per child run, import to teardown."),
+        click.option("--teardown-timeout", type=click.FloatRange(1, None),
+                     default=Settings.teardown_timeout_seconds, show_default=True,
+                     help="Seconds a child may take to tear down once its measurement is in."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, **more) -> Settings:
+    """Settings from the shared options; bad values end here with one line, exit 2."""
+    try:
+        cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
+    except click.BadParameter as e:
+        _fail(f"--cap: {e.message}")
+    if 0 < heap_reps < MIN_SERIES:
+        _fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+    return Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes, timeout_seconds=timeout,
+                    teardown_timeout_seconds=teardown_timeout, **more)
+
+
 @main.command()
 @click.argument("names", nargs=-1)
 @click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
-@click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps, show_default=True,
-              help="Measured repetitions per child run.")
-@click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True)
-@click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
-              help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).")
-@click.option("--cap", "cap", default=None, metavar="SIZE",
-              help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
-              help="Seconds per child run, import to teardown.")
-@click.option("--teardown-timeout", type=click.FloatRange(1, None), default=Settings.teardown_timeout_seconds,
-              show_default=True, help="Seconds a child may take to tear down once its measurement is in.")
+@_measurement_options
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter.")
 @click.option("--scales", default="1,2,4", show_default=True,
               help="Multiples of the size parameter for peak scenarios.")
@@ -101,16 +124,12 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
     NAMES are pair names from `leakbench list` or paths to scenario files.
     """
     try:
-        cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
         scale_list = tuple(float(s) for s in scales.split(","))
         if not scale_list or min(scale_list) <= 0:
             raise ValueError
-    except click.BadParameter as e:
-        _fail(f"--cap: {e.message}")
     except ValueError:
         _fail(f"--scales: {scales!r} is not a comma-separated list of positive numbers")
-    if 0 < heap_reps < MIN_SERIES:
-        _fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, scales=scale_list)
     overrides = {}
     for item in params:
         key, sep, value = item.partition("=")
@@ -132,8 +151,6 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
     if json_path and json_path.parent and not json_path.parent.exists():
         _fail(f"--json: directory {json_path.parent} does not exist")
 
-    settings = Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes,
-                        timeout_seconds=timeout, scales=scale_list, teardown_timeout_seconds=teardown_timeout)
     results = []
     with err.status("starting") as status:
         for i, (target, run_params) in enumerate(plans, 1):
@@ -241,17 +258,7 @@ def check_exit_code(rec: dict) -> int:
 
 @main.command("check")
 @click.argument("target")
-@click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps, show_default=True,
-              help="Measured repetitions.")
-@click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True)
-@click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
-              help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).")
-@click.option("--cap", "cap", default=None, metavar="SIZE",
-              help="Memory cap of the child (RSS of its process tree), e.g. 4GiB. Default: half of RAM.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
-              help="Seconds per child run, import to teardown.")
-@click.option("--teardown-timeout", type=click.FloatRange(1, None), default=Settings.teardown_timeout_seconds,
-              show_default=True, help="Seconds the child may take to tear down once its measurement is in.")
+@_measurement_options
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables.")
 def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, as_json) -> None:
     """Check a pipeline of your own for leaks, and say where the memory is.
@@ -264,18 +271,11 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     """
     from leakbench import check
 
-    try:
-        cap_bytes = parse_size(cap) if cap is not None else 0
-    except click.BadParameter as e:
-        _fail(f"--cap: {e.message}")
-    if 0 < heap_reps < MIN_SERIES:
-        _fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout)
     try:
         check.plan(target)
     except ContractError as e:
         _fail(str(e))
-    settings = Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes,
-                        timeout_seconds=timeout, teardown_timeout_seconds=teardown_timeout)
     with err.status("starting") as status:
         rec = check.check(target, settings, on_message=_progress(status, target, reps))
     if as_json:
