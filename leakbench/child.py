@@ -161,7 +161,7 @@ def _heap_pass(module, state, reps: int, path: Path) -> dict:
         for _ in range(reps):
             module.repetition(state)
             gc.collect()
-            time.sleep(0.015)  # let memray's 10 ms sampler record the heap after collection
+            time.sleep(0.05)  # several of memray's 10 ms samples after the collection, even under load
             ends.append(time.time() * 1000)
     reader = memray.FileReader(path)
     snapshots = sorted(reader.get_memory_snapshots(), key=lambda s: s.time)
