@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from leakbench import catalog, report, versions
+from leakbench import catalog, report, verdict, versions
 from leakbench.contract import ContractError
 from leakbench.measure import Settings, measure
 
@@ -250,8 +250,7 @@ def check_exit_code(rec: dict) -> int:
     the signals moved: freeing what leaked stalled)."""
     if rec["verdict"] in ("no-leak", "fragmentation"):
         return 0
-    stalled_after_leak = rec["verdict"] == "hang" and rec.get("phase") == "teardown" and rec["signals"]
-    if rec["verdict"] in ("error", "hang") and not stalled_after_leak:
+    if rec["verdict"] in ("error", "hang") and not verdict.stalled_after_leak(rec):
         return 2
     return 1
 

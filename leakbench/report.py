@@ -4,6 +4,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from leakbench.verdict import expected_ok
+
 KIB, MIB = 1 << 10, 1 << 20
 
 
@@ -36,18 +38,6 @@ def row(rec: dict) -> list[str]:
         word,
         f"{rec['seconds']:.1f}",
     ]
-
-
-def expected_ok(rec: dict, expected: str) -> bool:
-    """Whether a record's verdict is what its variant should give.
-
-    A leaky variant may also read fragmentation, end over-cap (its leak, cut short by the cap), or
-    hang in teardown after its signals moved: freeing what it leaked stalled.
-    """
-    if rec["verdict"] == expected or (expected == "leak" and rec["verdict"] == "fragmentation"):
-        return True  # a leaky variant shows its memory problem; fragmentation is one
-    teardown_stall = rec["verdict"] == "hang" and rec.get("phase") == "teardown" and rec["signals"]
-    return expected == "leak" and (rec["verdict"] == "over-cap" or bool(teardown_stall))
 
 
 def table(records: list[tuple[dict, str]]) -> Table:
