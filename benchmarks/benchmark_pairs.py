@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 from leakbench import catalog  # reads scenario metadata without TensorFlow
+from leakbench.versions import metric_value
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -33,24 +34,20 @@ PAIRS = SELECTED or catalog.pair_names(ROOT)
 VARIANTS = ["leaky", "fixed"]
 
 
-def _slope(metrics, name):
-    found = metrics.get(name)
-    return found["slope"] if found else math.nan
+# asv name -> record metric (leakbench.record); growth metrics give their slope.
+_METRICS = {
+    "peak_above_baseline": "peak_above_baseline_bytes",
+    "rss_growth": "rss_growth",
+    "retained_heap": "retained_heap",
+    "threads": "threads_growth",
+    "seconds_per_repetition": "seconds_per_repetition",
+}
 
 
 def _numbers(rec):
     """The numbers asv stores for one record; nan where a run ended early (over-cap, hang, error)."""
-    m = rec["metrics"]
-    peak = m.get("peak_above_baseline_bytes")
-    seconds = m.get("seconds_per_repetition")
-    return {
-        "peak_above_baseline": math.nan if peak is None else float(peak),
-        "rss_growth": _slope(m, "rss_growth"),
-        "retained_heap": _slope(m, "retained_heap"),
-        "threads": _slope(m, "threads_growth"),
-        "seconds_per_repetition": math.nan if seconds is None else float(seconds),
-        "verdict": rec["verdict"],
-    }
+    numbers = {name: metric_value(rec, key) for name, key in _METRICS.items()}
+    return {**{k: math.nan if v is None else v for k, v in numbers.items()}, "verdict": rec["verdict"]}
 
 
 class Pairs:

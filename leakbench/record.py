@@ -92,24 +92,27 @@ def run_entry(outcome) -> dict:
     }
 
 
+def _trend(values, unit: str) -> dict | None:
+    """estimate.trend of a series as stored in a record, with its unit; None if too short."""
+    found = estimate.trend(values)
+    return found and {**found.as_dict(), "unit": unit}
+
+
 def metrics(runs: list[dict], scenario, reps: int) -> dict:
     """Metrics of a measurement; growth and heap from the first (default-size) run."""
     first = runs[0]
     out: dict = {}
     for name, (series, unit) in _GROWTH.items():
-        found = estimate.trend(first["series"][series])
-        out[name] = found and {**found.as_dict(), "unit": unit}
+        out[name] = _trend(first["series"][series], unit)
     used = [h + m if h is not None and m is not None else None
             for h, m in zip(first["series"]["heap_used_bytes"], first["series"]["mmap_used_bytes"])]
-    found = estimate.trend(used)
-    out["malloc_heap_growth"] = found and {**found.as_dict(), "unit": "bytes/repetition"}
+    out["malloc_heap_growth"] = _trend(used, "bytes/repetition")
     out["malloc_heap_unavailable"] = first["malloc_heap_unavailable"]
     trim, rss = first["trim"], first["series"]["rss_bytes"]
     out["trim_returned_bytes"] = trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
     out["rss_growth_bytes"] = rss[-1] - first["baseline"]["rss_bytes"] if rss and first["baseline"] else None
     heap = first["heap"]
-    found = estimate.trend(heap["heap_bytes"]) if heap else None
-    out["retained_heap"] = found and {**found.as_dict(), "unit": "bytes/repetition"}
+    out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
     out["peak_above_baseline_bytes"] = first["peak_above_baseline_bytes"]
     spent = first["seconds"].get("repetitions")
