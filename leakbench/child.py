@@ -36,6 +36,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import adapter, contract, diagnose, probes
+from leakbench.heap import heap_pass
 
 
 class _Channel:
@@ -110,7 +111,7 @@ def main(config: dict) -> int:
         heap = None
         if config["heap_reps"] > 0:
             start = enter("heap")
-            heap = _heap_pass(module, state, config["heap_reps"], Path(config["heap_file"]))
+            heap = heap_pass(module, state, config["heap_reps"], Path(config["heap_file"]))
             seconds["heap"] = time.perf_counter() - start
         if evidence is not None:
             evidence["target_kind"] = getattr(module, "kind", None)
@@ -142,42 +143,6 @@ def main(config: dict) -> int:
                      traceback=traceback.format_exc(limit=8))
         return 1
     return 0
-
-
-def _heap_pass(module, state, reps: int, path: Path) -> dict:
-    """Run `reps` repetitions under memray; return the heap at each repetition's end.
-
-    memray intercepts malloc/free of the whole process, so TensorFlow's C++
-    allocations count. It only sees allocations made while tracking, so the
-    heap starts at 0 bytes. Its snapshots (every 10 ms) carry a time in ms
-    since the epoch; the heap after repetition i is the last snapshot taken
-    before that repetition ended.
-    """
-    import memray
-
-    path.unlink(missing_ok=True)
-    ends = []
-    with memray.Tracker(path, native_traces=False, memory_interval_ms=10):
-        for _ in range(reps):
-            module.repetition(state)
-            gc.collect()
-            time.sleep(0.05)  # several of memray's 10 ms samples after the collection, even under load
-            ends.append(time.time() * 1000)
-    reader = memray.FileReader(path)
-    snapshots = sorted(reader.get_memory_snapshots(), key=lambda s: s.time)
-    heap = []
-    for end in ends:
-        before = [s.heap for s in snapshots if s.time <= end]
-        heap.append(before[-1] if before else 0)
-    live = list(reader.get_leaked_allocation_records(merge_threads=True))
-    retained = sum(r.size for r in live)
-    return {
-        "heap_bytes": heap,
-        "heap_high_water_mark_bytes": reader.metadata.peak_memory,
-        "retained_bytes": retained,
-        "allocations": reader.metadata.total_allocations,
-        "top_stacks": diagnose.heap_stacks(live),
-    }
 
 
 def _versions() -> dict:
