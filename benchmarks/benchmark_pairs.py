@@ -7,7 +7,9 @@ measurement per variant per environment, not one TensorFlow import per metric.
 
 asv's results hold numbers only; the full records (verdicts, signals, series)
 go to results/records/tf-<version>.jsonl for `leakbench compare` and
-`leakbench matrix`. Before anything is stored, the TensorFlow each child
+`leakbench matrix`, and memray's flame graph of each leaky variant's retained
+allocations to results/flamegraphs/tf-<version>/<pair>-leaky.html for the
+site's lessons. Before anything is stored, the TensorFlow each child
 imported is checked against the version pip installed in the environment:
 a pin that did not hold fails the run (raises), it is never filed.
 
@@ -16,10 +18,13 @@ maximum RSS, and the pipelines run in child processes (they must: memory cap,
 timeout, fresh interpreter). Measuring a pair in the asv process would mean an
 uncapped leaky pipeline and one TensorFlow import per benchmark.
 
-LEAKBENCH_PAIRS=name,name restricts the pairs (a trial run: no records written).
+LEAKBENCH_PAIRS=name,name restricts the pairs (a trial run: no records or flame graphs written).
 """
 import math
 import os
+import shutil
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from leakbench import catalog  # reads scenario metadata without TensorFlow
@@ -50,6 +55,17 @@ def _numbers(rec):
     return {**{k: math.nan if v is None else v for k, v in numbers.items()}, "verdict": rec["verdict"]}
 
 
+def _store_flamegraphs(drawn, records, folder):
+    """Replace the flame graphs of the leaky variants measured; a graph that failed leaves none behind."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for rec in records:
+        if rec["variant"] == "leaky":
+            name = f"{rec['pair']}-leaky.html"
+            (folder / name).unlink(missing_ok=True)
+            if "file" in (rec.get("flamegraph") or {}):
+                shutil.copyfile(drawn / name, folder / name)
+
+
 class Pairs:
     """Each pair × variant; every metric comes from one measurement per environment."""
 
@@ -63,12 +79,15 @@ class Pairs:
         pinned = versions.installed_tf_version()
         settings = Settings(cap_bytes=CAP_BYTES, timeout_seconds=TIMEOUT_SECONDS)
         records = []
-        for target in catalog.targets(ROOT, PAIRS, "both"):
-            rec = measure(target, dict(target.scenario.params), settings)
-            versions.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
-            records.append(rec)
-        if not SELECTED:
-            versions.write_records(RESULTS, pinned, records)
+        with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:
+            for target in catalog.targets(ROOT, PAIRS, "both"):
+                leaky = replace(settings, flamegraph_dir=drawn) if target.variant == "leaky" else settings
+                rec = measure(target, dict(target.scenario.params), leaky)
+                versions.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
+                records.append(rec)
+            if not SELECTED:
+                versions.write_records(RESULTS, pinned, records)
+                _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 
     # Seven pairs, three sizes for peak pairs: ~4 min on 2 cores; room for a loaded machine.

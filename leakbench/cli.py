@@ -90,13 +90,16 @@ def _measurement_options(command):
         click.option("--teardown-timeout", type=click.FloatRange(1, None),
                      default=Settings.teardown_timeout_seconds, show_default=True,
                      help="Seconds a child may take to tear down once its measurement is in."),
+        click.option("--flamegraph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     metavar="DIR", help="Also write memray's flame graph of the allocations the heap pass "
+                                         "retained (memray flamegraph --leaks) to DIR/<pair>-<variant>.html."),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
-def _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, **more) -> Settings:
+def _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, **more) -> Settings:
     """Settings from the shared options; bad values end here with one line, exit 2."""
     try:
         cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
@@ -104,8 +107,16 @@ def _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, **more) -
         _fail(f"--cap: {e.message}")
     if 0 < heap_reps < MIN_SERIES:
         _fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+    if flamegraph_dir is not None:
+        if heap_reps == 0:
+            _fail("--flamegraph-dir: the flame graph is drawn from the heap pass; --heap-reps 0 skips it")
+        try:
+            flamegraph_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            _fail(f"--flamegraph-dir: {e}")
     return Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes, timeout_seconds=timeout,
-                    teardown_timeout_seconds=teardown_timeout, **more)
+                    teardown_timeout_seconds=teardown_timeout,
+                    flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None, **more)
 
 
 @main.command()
@@ -117,7 +128,7 @@ def _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, **more) -
               help="Multiples of the size parameter for peak scenarios.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Append one JSON record per line to this file.")
-def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout, params, scales,
+def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, params, scales,
         json_path) -> None:
     """Measure scenario pairs (all by default), each run in a capped, timed subprocess.
 
@@ -129,7 +140,7 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
             raise ValueError
     except ValueError:
         _fail(f"--scales: {scales!r} is not a comma-separated list of positive numbers")
-    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, scales=scale_list)
+    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, scales=scale_list)
     overrides = {}
     for item in params:
         key, sep, value = item.partition("=")
@@ -159,7 +170,9 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
             results.append((rec, target.expected))
             if json_path:
                 _append(json_path, rec)
-            err.print(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s", highlight=False)
+            note = _flamegraph_note(rec, flamegraph_dir)
+            err.print(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s{'; ' + note if note else ''}",
+                      highlight=False, markup=False, soft_wrap=True)
     out.print(report.table(results))
     for rec, _ in results:
         if rec["error"]:
@@ -167,6 +180,13 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
             err.print(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {first}",
                       highlight=False, markup=False, soft_wrap=True)
     sys.exit(0 if all(report.expected_ok(r, e) for r, e in results) else 1)
+
+
+def _flamegraph_note(rec: dict, folder: Path | None) -> str:
+    found = rec.get("flamegraph") or {}
+    if "file" in found:
+        return f"flame graph {folder / found['file']}"
+    return f"no flame graph: {found['error']}" if "error" in found else ""
 
 
 def _progress(status, label: str, reps: int):
@@ -259,7 +279,8 @@ def check_exit_code(rec: dict) -> int:
 @click.argument("target")
 @_measurement_options
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables.")
-def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, as_json) -> None:
+def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
+                  as_json) -> None:
     """Check a pipeline of your own for leaks, and say where the memory is.
 
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
@@ -270,7 +291,7 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     """
     from leakbench import check
 
-    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout)
+    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir)
     try:
         check.plan(target)
     except ContractError as e:
@@ -282,6 +303,9 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     else:
         for part in report.check_view(rec):
             out.print(part, highlight=False)
+    if rec.get("flamegraph"):
+        err.print(f"leakbench: {_flamegraph_note(rec, flamegraph_dir)}", highlight=False, markup=False,
+                  soft_wrap=True)
     if rec["verdict"] in ("error", "hang"):
         where = f" in {rec['phase']}" if rec.get("phase") else ""
         reason = (rec.get("error") or "").strip().splitlines()

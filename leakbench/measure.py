@@ -4,14 +4,18 @@ A "growth" scenario is run once at its parameters. A "peak" scenario is run
 at SIZE_PARAM × each of `scales` (default 1, 2, 4), every size in a fresh
 process, so the record can say how the peak above baseline scales with size.
 The heap pass (memray) runs only at the first size: it is the costly pass.
+With Settings.flamegraph_dir, its capture is kept until memray has drawn the
+flame graph of the allocations still live at its end (heap.render_flamegraph):
+DIR/<pair>-<variant>.html.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from leakbench import record, runner
+from leakbench import heap, record, runner
 from leakbench.catalog import Target
 
 
@@ -26,6 +30,7 @@ class Settings:
     timeout_seconds: float = 300.0
     scales: tuple = (1, 2, 4)
     teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
+    flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
 
     def resolved(self) -> "Settings":
         cap = self.cap_bytes or runner.default_cap_bytes()
@@ -59,14 +64,33 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
             "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"))
         return record.build(target.scenario, target.variant, params, asdict(settings), [problem])
     outcomes = []
-    for i, run_params in enumerate(sizes(target, params, settings.scales)):
-        outcome = runner.run_child(
-            target.scenario.path, run_params, warmup=settings.warmup, reps=settings.reps,
-            heap_reps=settings.heap_reps if i == 0 else 0, cap_bytes=settings.cap_bytes,
-            timeout_seconds=settings.timeout_seconds,
-            teardown_timeout_seconds=settings.teardown_timeout_seconds, env=env, on_message=on_message,
-            child_options=child_options)
-        outcomes.append(outcome)
-        if outcome.status != "ok":
-            break
-    return record.build(target.scenario, target.variant, params, asdict(settings), outcomes)
+    flamegraph = None
+    with tempfile.TemporaryDirectory(prefix="leakbench-capture-") as keep:
+        for i, run_params in enumerate(sizes(target, params, settings.scales)):
+            capture = Path(keep) / "heap.bin" if settings.flamegraph_dir and i == 0 and settings.heap_reps else None
+            outcome = runner.run_child(
+                target.scenario.path, run_params, warmup=settings.warmup, reps=settings.reps,
+                heap_reps=settings.heap_reps if i == 0 else 0, cap_bytes=settings.cap_bytes,
+                timeout_seconds=settings.timeout_seconds,
+                teardown_timeout_seconds=settings.teardown_timeout_seconds, env=env, on_message=on_message,
+                child_options=child_options, heap_file=capture)
+            outcomes.append(outcome)
+            if capture:
+                flamegraph = _flamegraph(capture, outcome, Path(settings.flamegraph_dir), target)
+            if outcome.status != "ok":
+                break
+    # Where a flame graph goes is not how the pipeline was measured: kept out of the record's settings.
+    rec = record.build(target.scenario, target.variant, params,
+                       {k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}, outcomes)
+    if flamegraph:
+        rec["flamegraph"] = flamegraph
+    return rec
+
+
+def _flamegraph(capture: Path, outcome, folder: Path, target: Target) -> dict:
+    """{"file": name in folder} once memray drew it, else {"error": why}: the heap pass must have finished."""
+    if not (outcome.result or {}).get("heap"):
+        return {"error": f"no finished heap pass to draw ({outcome.status})"}
+    name = f"{target.scenario.name}-{target.variant}.html"
+    problem = heap.render_flamegraph(capture, folder / name)
+    return {"error": problem} if problem else {"file": name}

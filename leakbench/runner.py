@@ -54,7 +54,7 @@ class Outcome:
 def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: int,
               cap_bytes: int, timeout_seconds: float, teardown_timeout_seconds: float = 30.0,
               env: dict | None = None, on_message: Callable[[dict], None] | None = None,
-              child_options: dict | None = None) -> Outcome:
+              child_options: dict | None = None, heap_file: Path | None = None) -> Outcome:
     """Measure scenario file `path` with `params` in a fresh, capped, timed process.
 
     cap_bytes: RSS of the child's process tree (bytes) past which it is killed.
@@ -66,13 +66,15 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
     env: extra environment variables for the child (e.g. LD_PRELOAD).
     on_message: called with every message the child sends (progress).
     child_options: more keys for the child's config (leakbench check: "target", "diagnose").
+    heap_file: where the heap pass writes its memray capture, kept for the
+        caller; by default it goes into this run's temporary folder and is deleted.
     Never raises for anything the child does; returns an Outcome.
     """
     read_fd, write_fd = os.pipe()
     with tempfile.TemporaryDirectory(prefix="leakbench-") as tmp:
         config = {"path": str(Path(path).resolve()), "params": params, "warmup": warmup, "reps": reps,
-                  "heap_reps": heap_reps, "heap_file": str(Path(tmp) / "heap.bin"), "fd": write_fd,
-                  "parent": os.getpid(),
+                  "heap_reps": heap_reps, "heap_file": str(Path(heap_file).resolve() if heap_file else Path(tmp) / "heap.bin"),
+                  "fd": write_fd, "parent": os.getpid(),
                   **(child_options or {})}
         log_path = Path(tmp) / "child.log"
         with open(log_path, "wb") as log:

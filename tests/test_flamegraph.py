@@ -1,0 +1,80 @@
+"""`--flamegraph-dir`: memray's flame graph of the allocations the heap pass retained.
+
+A pure-Python leak (tests/data/python_leak.py) in a temporary checkout, as in
+test_cli.py: no TensorFlow. The flame graph is drawn by `memray flamegraph
+--leaks` from the heap pass's capture, after the child has exited.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from click.testing import CliRunner
+
+from leakbench import cli, heap
+from tests.test_cli import FAST, make_root
+
+
+def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
+    root = make_root(tmp_path)
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "graphs" / "tf-none"  # created by the option
+    result = CliRunner().invoke(cli.main, ["run", "pyleak", "--variant", "leaky", *FAST,
+                                           "--flamegraph-dir", str(folder), "--json", "out.jsonl"])
+    assert result.exit_code == 0, result.output
+    page = folder / "pyleak-leaky.html"
+    assert f"flame graph {page}" in result.stderr
+    text = page.read_text()
+    assert "<html" in text and len(text) < 2_000_000
+    # the leak is there: repetition() of the scenario file holds the retained bytes
+    assert "repetition" in text and "pyleak.py" in text
+    rec = json.loads((tmp_path / "out.jsonl").read_text())
+    assert rec["flamegraph"] == {"file": "pyleak-leaky.html"}
+    assert "flamegraph_dir" not in rec["settings"]  # where it went is not how it was measured
+    assert sorted(p.name for p in folder.iterdir()) == ["pyleak-leaky.html"]  # the capture is gone
+
+
+def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
+    root = make_root(tmp_path)
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
+    result = CliRunner().invoke(cli.main, ["run", "pyleak", *FAST[:-2], "--heap-reps", "0",
+                                           "--flamegraph-dir", str(tmp_path / "g")])
+    assert result.exit_code == 2 and "--heap-reps 0 skips it" in result.stderr
+
+
+def test_render_failure_is_one_line(tmp_path):
+    bogus = tmp_path / "not-a-capture.bin"
+    bogus.write_bytes(b"nothing memray wrote")
+    problem = heap.render_flamegraph(bogus, tmp_path / "out.html")
+    assert problem and problem.startswith("memray flamegraph failed:") and "\n" not in problem
+
+
+def test_cdn_scripts_are_listed_for_the_site(tmp_path):
+    """The flame graph loads its libraries from CDNs (leakbench site rewrites them): say which."""
+    import memray
+
+    capture = tmp_path / "cap.bin"
+    with memray.Tracker(capture, native_traces=False):
+        kept = [bytearray(10_000) for _ in range(10)]
+    assert heap.render_flamegraph(capture, tmp_path / "fg.html") is None
+    text = (tmp_path / "fg.html").read_text()
+    assert re.findall(r'<script src="https://[^"]+/d3@[\d.]+/dist/d3\.min\.js"', text) and kept
+
+
+def test_asv_glue_stores_the_leaky_graphs(tmp_path):
+    """benchmarks/benchmark_pairs.py replaces the version's graphs of the leaky variants it measured."""
+    from benchmarks.benchmark_pairs import _store_flamegraphs
+
+    drawn, folder = tmp_path / "drawn", tmp_path / "results" / "flamegraphs" / "tf-2.21.0"
+    drawn.mkdir()
+    folder.mkdir(parents=True)
+    (drawn / "a-leaky.html").write_text("new a")
+    (folder / "a-leaky.html").write_text("old a")
+    (folder / "b-leaky.html").write_text("old b")    # b's graph failed this time: the old one must go
+    (folder / "c-leaky.html").write_text("old c")    # c not measured now: kept
+    records = [{"pair": "a", "variant": "leaky", "flamegraph": {"file": "a-leaky.html"}},
+               {"pair": "a", "variant": "fixed"},
+               {"pair": "b", "variant": "leaky", "flamegraph": {"error": "memray flamegraph failed: x"}}]
+    _store_flamegraphs(drawn, records, folder)
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {"a-leaky.html": "new a", "c-leaky.html": "old c"}
