@@ -17,6 +17,10 @@ Optional:
     ENV         dict  environment variables for the measured process, e.g.
                       {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}
                       when the fix is the allocator, not the pipeline.
+    REQUIRES    str   "GPU": the pair only means something on a GPU. Where
+                      TensorFlow sees none, the measured child stops after the
+                      import and the record reads `skipped` ("no GPU visible
+                      to TensorFlow"): not an error, not a leak, no exit code.
 
 The engine does everything else (warm-up, baseline, sampling, verdict), so a
 scenario reads like a page of the tf.data guide.  `scenarios/X.py` and
@@ -37,7 +41,8 @@ from types import ModuleType
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
 METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
-OPTIONAL = ("ENV",)
+OPTIONAL = ("ENV", "REQUIRES")
+REQUIREMENTS = ("GPU",)
 FUNCTIONS = ("setup", "repetition")
 
 
@@ -57,6 +62,7 @@ class Scenario:
     size_param: str
     params: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
+    requires: str | None = None  # REQUIRES: "GPU" or None
 
     @property
     def name(self) -> str:
@@ -130,7 +136,10 @@ def _validated(path: Path, meta: dict) -> Scenario:
     env = meta.get("ENV", {})
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise ContractError(f"{path}: ENV must be a dict of strings")
-    return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env)
+    if meta.get("REQUIRES") not in (None, *REQUIREMENTS):
+        raise ContractError(f"{path}: REQUIRES must be one of {REQUIREMENTS}, got {meta['REQUIRES']!r}")
+    return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env,
+                    requires=meta.get("REQUIRES"))
 
 
 def load_module(path: Path) -> ModuleType:
