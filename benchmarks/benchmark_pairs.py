@@ -6,7 +6,8 @@ the `track_` benchmarks only read numbers out of those records: asv pays one
 measurement per variant per environment, not one TensorFlow import per metric.
 
 asv's results hold numbers only; the full records (verdicts, signals, series)
-go to results/records/tf-<version>.jsonl for `leakbench compare` and
+go to results/records/<machine>/tf-<version>.jsonl (<machine>: asv's machine
+name, versions.asv_machine) for `leakbench compare` and
 `leakbench matrix`, and memray's flame graph of each leaky variant's retained
 allocations to results/flamegraphs/tf-<version>/<pair>-leaky.html for the
 site's lessons. Before anything is stored, the TensorFlow each child
@@ -19,6 +20,10 @@ timeout, fresh interpreter). Measuring a pair in the asv process would mean an
 uncapped leaky pipeline and one TensorFlow import per benchmark.
 
 LEAKBENCH_PAIRS=name,name restricts the pairs (a trial run: no records or flame graphs written).
+
+A pair that REQUIRES a GPU TensorFlow does not see (always, with the
+matrix's tensorflow-cpu) is measured as `skipped`: its track_ numbers are NaN
+and `setup` raises NotImplementedError, which asv shows as a skipped benchmark.
 """
 import math
 import os
@@ -44,15 +49,19 @@ _METRICS = {
     "peak_above_baseline": "peak_above_baseline_bytes",
     "rss_growth": "rss_growth",
     "retained_heap": "retained_heap",
+    "malloc_heap_growth": "malloc_heap_growth",
+    "trim_returned": "trim_returned_bytes",
     "threads": "threads_growth",
     "seconds_per_repetition": "seconds_per_repetition",
 }
 
 
 def _numbers(rec):
-    """The numbers asv stores for one record; nan where a run ended early (over-cap, hang, error)."""
+    """The numbers asv stores for one record; nan where a run ended early (over-cap, hang, error),
+    nothing was measured (skipped) or a metric does not apply (malloc heap under jemalloc)."""
     numbers = {name: metric_value(rec, key) for name, key in _METRICS.items()}
-    return {**{k: math.nan if v is None else v for k, v in numbers.items()}, "verdict": rec["verdict"]}
+    return {**{k: math.nan if v is None else v for k, v in numbers.items()}, "verdict": rec["verdict"],
+            "skip_reason": rec.get("skip_reason")}
 
 
 def _store_flamegraphs(drawn, records, folder):
@@ -86,12 +95,16 @@ class Pairs:
                 versions.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
                 records.append(rec)
             if not SELECTED:
-                versions.write_records(RESULTS, pinned, records)
+                versions.write_records(RESULTS, versions.asv_machine(RESULTS), pinned, records)
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 
     # Seven pairs, three sizes for peak pairs: ~4 min on 2 cores; room for a loaded machine.
     setup_cache.timeout = 3600
+
+    def setup(self, cache, pair, variant):
+        if cache[pair, variant]["verdict"] == "skipped":  # asv marks the benchmark skipped
+            raise NotImplementedError(cache[pair, variant]["skip_reason"])
 
     def track_peak_above_baseline(self, cache, pair, variant):
         """Peak RSS above the pre-setup baseline, at the default size (VmHWM)."""
@@ -110,6 +123,18 @@ class Pairs:
         return cache[pair, variant]["retained_heap"]
 
     track_retained_heap.unit = "bytes/repetition"
+
+    def track_malloc_heap_growth(self, cache, pair, variant):
+        """Bytes glibc malloc has in use (heap plus mmapped chunks), growth per repetition (Theil–Sen slope)."""
+        return cache[pair, variant]["malloc_heap_growth"]
+
+    track_malloc_heap_growth.unit = "bytes/repetition"
+
+    def track_trim_returned(self, cache, pair, variant):
+        """RSS malloc_trim gave back after the measured repetitions: freed memory glibc had kept."""
+        return cache[pair, variant]["trim_returned"]
+
+    track_trim_returned.unit = "bytes"
 
     def track_threads(self, cache, pair, variant):
         """Threads gained per repetition (Theil–Sen slope)."""

@@ -179,6 +179,9 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
             first = rec["error"].strip().splitlines()[-1]
             err.print(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {first}",
                       highlight=False, markup=False, soft_wrap=True)
+        elif rec.get("skip_reason"):  # REQUIRES a GPU TensorFlow does not see: not a failure
+            err.print(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}",
+                      highlight=False, markup=False, soft_wrap=True)
     sys.exit(0 if all(report.expected_ok(r, e) for r, e in results) else 1)
 
 
@@ -220,7 +223,10 @@ def _results_dir(results: Path | None) -> Path:
 
 _RESULTS_OPTION = click.option(
     "--results", type=click.Path(file_okay=False, path_type=Path), default=None,
-    help="asv results directory holding records/tf-<version>.jsonl. Default: ./results.")
+    help="asv results directory holding records/<machine>/tf-<version>.jsonl. Default: ./results.")
+_MACHINE_OPTION = click.option(
+    "--machine", default=None, metavar="NAME",
+    help="asv machine whose records to read. Default: the only one in the results.")
 _FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["markdown", "json"]),
                               default="markdown", show_default=True)
 
@@ -231,8 +237,9 @@ _FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["markdown", 
 @click.option("--factor", type=float, default=versions.DEFAULT_FACTOR, show_default=True,
               help="Mark a metric regressed or improved past this ratio.")
 @_RESULTS_OPTION
+@_MACHINE_OPTION
 @_FORMAT_OPTION
-def compare(old, new, factor, results, fmt) -> None:
+def compare(old, new, factor, results, machine, fmt) -> None:
     """Compare two TensorFlow versions' records: per pair, variant and metric.
 
     OLD and NEW are TF versions in the results (2.13.1) or records files (.jsonl).
@@ -241,9 +248,13 @@ def compare(old, new, factor, results, fmt) -> None:
     """
     try:
         where = _results_dir(results)
-        old_label, old_recs = versions.resolve(where, old)
-        new_label, new_recs = versions.resolve(where, new)
-        found = versions.compare(old_label, old_recs, new_label, new_recs, factor)
+        from_files = all(w.endswith(".jsonl") or Path(w).is_file() for w in (old, new))
+        if not from_files:
+            machine = versions.pick_machine(where, machine)
+        old_label, old_recs = versions.resolve(where, old, machine)
+        new_label, new_recs = versions.resolve(where, new, machine)
+        found = versions.compare(old_label, old_recs, new_label, new_recs, factor,
+                                 machine=None if from_files else machine)
     except versions.VersionError as e:
         _fail(str(e))
     click.echo(json.dumps(found.as_dict(), indent=2) if fmt == "json" else versions.compare_markdown(found))
@@ -252,11 +263,12 @@ def compare(old, new, factor, results, fmt) -> None:
 
 @main.command()
 @_RESULTS_OPTION
+@_MACHINE_OPTION
 @_FORMAT_OPTION
-def matrix(results, fmt) -> None:
+def matrix(results, machine, fmt) -> None:
     """The pair × TensorFlow version table of verdicts (and growth) from the results."""
     try:
-        found = versions.matrix(_results_dir(results))
+        found = versions.matrix(_results_dir(results), machine)
     except versions.VersionError as e:
         _fail(str(e))
     click.echo(json.dumps(found, indent=2) if fmt == "json" else versions.matrix_markdown(found))
@@ -265,10 +277,11 @@ def matrix(results, fmt) -> None:
 # --- leakbench check: a pipeline of your own (logic in leakbench.check) ---
 
 def check_exit_code(rec: dict) -> int:
-    """0 no-leak or fragmentation (RSS that malloc_trim gives back: nothing is held); 2 error or
+    """0 no-leak or fragmentation (RSS that malloc_trim gives back: nothing is held), or skipped
+    (a scenario file that REQUIRES a GPU TensorFlow does not see: nothing wrong); 2 error or
     hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown after
     the signals moved: freeing what leaked stalled)."""
-    if rec["verdict"] in ("no-leak", "fragmentation"):
+    if rec["verdict"] in ("no-leak", "fragmentation", "skipped"):
         return 0
     if rec["verdict"] in ("error", "hang") and not verdict.stalled_after_leak(rec):
         return 2
@@ -306,6 +319,8 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     if rec.get("flamegraph"):
         err.print(f"leakbench: {_flamegraph_note(rec, flamegraph_dir)}", highlight=False, markup=False,
                   soft_wrap=True)
+    if rec["verdict"] == "skipped":
+        err.print(f"leakbench: skipped: {rec['skip_reason']}", highlight=False, markup=False, soft_wrap=True)
     if rec["verdict"] in ("error", "hang"):
         where = f" in {rec['phase']}" if rec.get("phase") else ""
         reason = (rec.get("error") or "").strip().splitlines()
@@ -319,16 +334,17 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
 
 @main.command("site")
 @_RESULTS_OPTION
+@_MACHINE_OPTION
 @click.option("--out", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
               help="Folder to write the site into.")
 @click.option("--asv/--no-asv", default=True, show_default=True,
               help="Also run `asv publish` of the same results into OUT/asv.")
-def site_command(results, out, asv) -> None:
+def site_command(results, machine, out, asv) -> None:
     """Build the static site: the leak matrix and one lesson per pair, from the results."""
     from leakbench import site
 
     try:
-        built = site.build(_results_dir(results), out, asv=asv)
+        built = site.build(_results_dir(results), out, asv=asv, machine=machine)
     except (versions.VersionError, site.SiteError) as e:
         _fail(str(e))
     for rel, size in built.pages:

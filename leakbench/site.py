@@ -1,7 +1,7 @@
 """The static site: the leak matrix and one lesson per pair, from results/.
 
 `leakbench site` reads the records the asv suite stores
-(results/records/tf-<version>.jsonl, through leakbench.versions) and the pair
+(results/records/<machine>/tf-<version>.jsonl, through leakbench.versions) and the pair
 files (scenarios/X.py, fixes/X.py), and writes into one folder:
 
     index.html            the matrix: pairs × TF versions, verdict and growth
@@ -248,18 +248,20 @@ def publish_asv(root: Path, out: Path) -> str | None:
 
 # --- build ------------------------------------------------------------------------
 
-def build(results: Path, out: Path, root: Path | None = None, asv: bool = True) -> Built:
+def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
+          machine: str | None = None) -> Built:
     """Write the site for `results` into `out` (replacing our pages there); return what was written.
 
     root: the checkout holding scenarios/ and fixes/ (default: catalog.find_root()).
     asv: also run `asv publish` into out/asv (the results must be root/results).
+    machine: the asv machine whose records to read (default: the only one; versions.pick_machine).
     Raises versions.VersionError for results without records, SiteError for a bad `out`.
     """
     started = time.monotonic()
     root = Path(root) if root else catalog.find_root()
-    files = versions.available(results)
+    files = versions.available(results, machine)
     by_version = {v: {(r["pair"], r["variant"]): r for r in versions.read_records(p)} for v, p in files.items()}
-    found = versions.matrix(results)
+    found = versions.matrix(results, machine)
     tf_versions = found["versions"]
     default = default_version(tf_versions)
     out = Path(out)

@@ -8,6 +8,9 @@ VERDICTS, spelled the same in code, JSON, CLI and asv:
               use stayed flat and malloc_trim gave most of the growth back
     hang      the child passed its timeout (the record names the phase)
     error     the scenario raised or the child crashed
+    skipped   the scenario needs a device this machine lacks (REQUIRES = "GPU"
+              and no GPU visible to TensorFlow): nothing measured, nothing
+              wrong; the record's skip_reason says why
 
 Thresholds, and why:
 - A growth signal counts only if its Theil–Sen slope passes a size
@@ -24,6 +27,11 @@ Thresholds, and why:
 - COUNT_SLOPE_MIN, 0.5 per repetition, for threads and open files: counts are
   exact, so any steady rise of one every two repetitions is real; each live
   tf.data iterator holds about 4 threads on TF 2.21 (../shared/FIELD-NOTES.md).
+- GPU_SLOPE_MIN, 64 KiB/repetition, for the GPU allocator's bytes in use
+  (tf.config.experimental.get_memory_info("GPU:0")["current"], read only
+  where TensorFlow sees a GPU): like memray's heap it counts live tensors'
+  bytes, not the memory TensorFlow reserved from the driver, so it takes the
+  same bar. Untested: no GPU here; the number is a reasoned start.
 - Malloc heap (glibc's bytes in use, heap plus mmapped chunks, from
   psutil.heap_info) counts as a growth signal with the RSS threshold. Under
   another allocator (jemalloc, tcmalloc preloaded) it is n/a and left out.
@@ -40,12 +48,13 @@ Thresholds, and why:
 """
 from __future__ import annotations
 
-VERDICTS = ("leak", "no-leak", "fragmentation", "over-cap", "hang", "error")
+VERDICTS = ("leak", "no-leak", "fragmentation", "over-cap", "hang", "error", "skipped")
 
 KIB, MIB = 1 << 10, 1 << 20
 TREND_P_MAX = 0.01
 RSS_SLOPE_MIN = 256 * KIB
 HEAP_SLOPE_MIN = 64 * KIB
+GPU_SLOPE_MIN = 64 * KIB
 COUNT_SLOPE_MIN = 0.5
 PEAK_EXPONENT_MIN = 0.5
 PEAK_RISE_MIN = 32 * MIB
@@ -58,6 +67,7 @@ GROWTH_SIGNALS = {
     "retained_heap": ("heap", HEAP_SLOPE_MIN),
     "threads_growth": ("threads", COUNT_SLOPE_MIN),
     "open_files_growth": ("open files", COUNT_SLOPE_MIN),
+    "gpu_memory_growth": ("gpu", GPU_SLOPE_MIN),  # absent (None) without a GPU
 }
 
 
@@ -84,7 +94,8 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
     metrics: as built by leakbench.record; trends under GROWTH_SIGNALS' keys,
     "peak_scaling" with "exponent" and "peaks_bytes".
 
-    The verdict is the first status that is not "ok", else leak or no-leak.
+    The verdict is the first status that is not "ok" (over-cap, hang, error,
+    skipped), else fragmentation, leak or no-leak.
     Signals are given whenever metrics are, so a run that hung in teardown
     after its measurement still says what moved.
     """
@@ -109,9 +120,10 @@ def expected_ok(rec: dict, expected: str) -> bool:
     """Whether a record's verdict is what its variant should give ("leak" or "no-leak").
 
     A leaky variant may also read fragmentation, end over-cap (its leak, cut short
-    by the cap), or hang in teardown after its signals moved.
+    by the cap), or hang in teardown after its signals moved. A skipped record
+    (no GPU for a pair that needs one) measured nothing and counts as neither.
     """
-    if rec["verdict"] == expected:
+    if rec["verdict"] in (expected, "skipped"):
         return True
     return expected == "leak" and (rec["verdict"] in ("fragmentation", "over-cap") or stalled_after_leak(rec))
 

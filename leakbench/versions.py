@@ -3,9 +3,12 @@
 asv's results JSON holds numbers only, so the asv suite (benchmarks/) also
 writes the full leakbench records of each environment to
 
-    results/records/tf-<version>.jsonl     one record (leakbench.record) per line
+    results/records/<machine>/tf-<version>.jsonl     one record (leakbench.record) per line
 
-`leakbench compare OLD NEW` and `leakbench matrix` read those files. Nothing
+where <machine> is asv's machine name, as in asv's own results/<machine>/
+(a record measured on one machine is never compared with another's numbers
+by accident). `leakbench compare OLD NEW` and `leakbench matrix` read those
+files, from the only machine present or the one named (--machine). Nothing
 here imports TensorFlow: the version an environment asked for is what pip
 reports (importlib.metadata), the version a measurement used is what the
 child saw (record["environment"]["tensorflow"]).
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -72,15 +76,32 @@ def check_tf_version(records: list[dict], expected: str | None) -> None:
 
 # --- record files ------------------------------------------------------------
 
-def records_path(results: Path, version: str) -> Path:
-    return Path(results) / RECORDS_DIR / f"tf-{version}.jsonl"
+def asv_machine(results: Path) -> str:
+    """The asv machine name the running asv suite files its results under.
+
+    asv does not tell a benchmark its machine, so, in order: $ASV_MACHINE (set
+    it with `asv run --machine NAME`; the GitHub workflow does); else the
+    machine whose results/<machine>/machine.json was written last (`asv run`
+    rewrites it as it starts, before any benchmark runs); else asv's default
+    name, the host name (platform.uname().node).
+    """
+    if os.environ.get("ASV_MACHINE"):
+        return os.environ["ASV_MACHINE"]
+    written = sorted(Path(results).glob("*/machine.json"), key=lambda p: p.stat().st_mtime)
+    return written[-1].parent.name if written else platform.uname().node
 
 
-def write_records(results: Path, version: str, records: list[dict]) -> Path:
-    """Store one environment's records: replace those of the same pair and
-    variant, keep the others, rewrite the file atomically (a rerun never
-    appends duplicates; a run of a few pairs does not drop the rest)."""
-    path = records_path(results, version)
+def records_path(results: Path, machine: str, version: str) -> Path:
+    return Path(results) / RECORDS_DIR / machine / f"tf-{version}.jsonl"
+
+
+def write_records(results: Path, machine: str, version: str, records: list[dict]) -> Path:
+    """Store one environment's records under its machine: replace those of the
+    same pair and variant, keep the others, rewrite the file atomically (a
+    rerun never appends duplicates; a run of a few pairs does not drop the rest)."""
+    if not machine or machine in (".", "..") or "/" in machine or os.sep in machine:
+        raise VersionError(f"{machine!r} is not an asv machine name usable as a folder")
+    path = records_path(results, machine, version)
     path.parent.mkdir(parents=True, exist_ok=True)
     kept = {}
     if path.is_file():
@@ -132,32 +153,63 @@ def version_key(version: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+-]", version))
 
 
-def available(results: Path) -> dict[str, Path]:
-    """TF version -> records file in `results`, sorted by version.
+def _version_files(folder: Path) -> dict[str, Path]:
+    return {m.group(1): p for p in folder.glob("tf-*.jsonl") if (m := _FILE.fullmatch(p.name))}
+
+
+def machines(results: Path) -> list[str]:
+    """asv machine names with records in `results` (folders of records/ holding tf-<version>.jsonl)."""
+    folder = Path(results) / RECORDS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(d.name for d in folder.iterdir() if d.is_dir() and _version_files(d))
+
+
+def pick_machine(results: Path, machine: str | None = None) -> str:
+    """`machine` if `results` holds its records, else the only machine there.
+
+    Raises VersionError (one line) when there is none, when `machine` is not
+    there, or when several are there and none was named.
+    """
+    results = Path(results)
+    if not results.is_dir():
+        raise VersionError(f"no results directory at {results}")
+    found = machines(results)
+    if not found:
+        if _version_files(results / RECORDS_DIR):
+            raise VersionError(f"{results / RECORDS_DIR} holds records without a machine folder "
+                               f"(the layout before {RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
+                               f"move them into {RECORDS_DIR}/<asv machine name>/")
+        raise VersionError(f"{results} holds no leakbench records ({RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
+                           "run the asv suite first, or pass --results")
+    if machine is None:
+        if len(found) > 1:
+            raise VersionError(f"{results} holds records of {len(found)} machines ({', '.join(found)}): "
+                               "pick one with --machine")
+        return found[0]
+    if machine not in found:
+        raise VersionError(f"no records of machine {machine!r} in {results} (have: {', '.join(found)})")
+    return machine
+
+
+def available(results: Path, machine: str | None = None) -> dict[str, Path]:
+    """TF version -> records file of one machine in `results` (pick_machine), sorted by version.
 
     Raises VersionError when `results` is not a directory of leakbench records.
     """
-    results = Path(results)
-    folder = results / RECORDS_DIR
-    if not results.is_dir():
-        raise VersionError(f"no results directory at {results}")
-    files = {m.group(1): p for p in folder.glob("tf-*.jsonl") if (m := _FILE.fullmatch(p.name))} \
-        if folder.is_dir() else {}
-    if not files:
-        raise VersionError(f"{results} holds no leakbench records ({RECORDS_DIR}/tf-<version>.jsonl): "
-                           "run the asv suite first, or pass --results")
-    return dict(sorted(files.items(), key=lambda kv: version_key(kv[0])))
+    folder = Path(results) / RECORDS_DIR / pick_machine(results, machine)
+    return dict(sorted(_version_files(folder).items(), key=lambda kv: version_key(kv[0])))
 
 
-def resolve(results: Path, what: str) -> tuple[str, list[dict]]:
-    """A label and the records for `what`: a TF version in `results`, or a records file."""
+def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, list[dict]]:
+    """A label and the records for `what`: a TF version in `results` (of `machine`), or a records file."""
     path = Path(what)
     if what.endswith(".jsonl") or path.is_file():
         if not path.is_file():
             raise VersionError(f"no records file at {path}")
         recs = read_records(path)
         return recs[0]["environment"].get("tensorflow") or path.stem, recs
-    files = available(results)
+    files = available(results, machine)
     if what not in files:
         raise VersionError(f"TensorFlow {what} is not in {results} (have: {', '.join(files)})")
     return what, read_records(files[what])
@@ -178,9 +230,15 @@ class Metric:
     floor: float
 
 
+# malloc_trim gave back 2.5–6.7 MiB at the end of every pair here, leaking or not
+# (README table): a change below this is the allocator's noise, not fragmentation.
+TRIM_FLOOR = 8 * MIB
+
 METRICS = (
     Metric("peak_above_baseline_bytes", "peak above baseline", "MiB", MIB, verdict.PEAK_RISE_MIN / 2),
     Metric("rss_growth", "RSS growth", "KiB/rep", KIB, verdict.RSS_SLOPE_MIN / 2),
+    Metric("malloc_heap_growth", "malloc heap growth", "KiB/rep", KIB, verdict.RSS_SLOPE_MIN / 2),
+    Metric("trim_returned_bytes", "returned by malloc_trim", "MiB", MIB, TRIM_FLOOR),
     Metric("retained_heap", "retained heap", "KiB/rep", KIB, verdict.HEAP_SLOPE_MIN / 2),
     Metric("threads_growth", "threads", "/rep", 1.0, verdict.COUNT_SLOPE_MIN / 2),
     Metric("seconds_per_repetition", "seconds", "s/rep", 1.0, 0.05),
@@ -223,6 +281,7 @@ class Comparison:
     factor: float
     rows: list            # dicts: pair, variant, metric, unit, old, new, ratio, marker
     failures: list        # one line each: why compare exits 1
+    machine: str | None = None  # asv machine of both record files (None: files given by path)
 
     @property
     def exit_code(self) -> int:
@@ -232,10 +291,27 @@ class Comparison:
         return {**asdict(self), "exit_code": self.exit_code}
 
 
+FRAGMENTATION_NOTE = ("fragmentation: RSS grew while glibc's malloc heap in use did not, and malloc_trim "
+                      "gave the growth back: freed memory the allocator kept, not a leak.")
+SKIPPED_NOTE = "skipped: the pair needs a device this machine lacks (REQUIRES in the scenario); nothing measured."
+
+
+def _verdict_change(variant: str, old: str, new: str) -> str | None:
+    """Why a changed verdict fails compare, or None when it does not (a skip measured nothing)."""
+    if "skipped" in (old, new):
+        return None
+    if variant == "fixed" and new in ("leak", "over-cap"):
+        return ": the fix leaks again"
+    if variant == "fixed" and new == "fragmentation":
+        return ": RSS grows, but malloc_trim gives it back (fragmentation, not a leak)"
+    return ""
+
+
 def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
-            factor: float = DEFAULT_FACTOR) -> Comparison:
+            factor: float = DEFAULT_FACTOR, machine: str | None = None) -> Comparison:
     """Per pair, variant and metric: old, new, ratio, marker; and the failures:
-    a verdict that changed, a fixed variant whose peak regressed past `factor`."""
+    a verdict that changed (not to or from `skipped`: nothing was measured), a
+    fixed variant whose peak regressed past `factor`."""
     if factor <= 1:
         raise VersionError(f"--factor must be above 1, got {factor}")
     olds = {(r["pair"], r["variant"]): r for r in old}
@@ -248,10 +324,11 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
         changed = a is not None and b is not None and va != vb
         rows.append({**base, "metric": "verdict", "unit": None, "old": va, "new": vb, "ratio": None,
                      "marker": CHANGED if changed else ("" if a and b else f"only in {'old' if a else 'new'}")})
-        if changed:
-            starts = variant == "fixed" and vb in ("leak", "over-cap")
-            failures.append(f"{pair} ({variant}): verdict {va} → {vb}"
-                            + (": the fix leaks again" if starts else ""))
+        why = _verdict_change(variant, va, vb) if changed else None
+        if why is not None:
+            failures.append(f"{pair} ({variant}): verdict {va} → {vb}{why}")
+        if {va, vb} <= {"skipped", None}:
+            continue  # nothing measured on either side: no numbers to set side by side
         for m in METRICS:
             x, y = metric_value(a, m.key), metric_value(b, m.key)
             marker = mark(x, y, factor, m.floor)
@@ -261,7 +338,7 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
             if marker == REGRESSED and variant == "fixed" and m.key == "peak_above_baseline_bytes":
                 failures.append(f"{pair} (fixed): peak above baseline {x / MIB:,.1f} → {y / MIB:,.1f} MiB, "
                                 f"past {factor:g}×")
-    return Comparison(old_label, new_label, factor, rows, failures)
+    return Comparison(old_label, new_label, factor, rows, failures, machine)
 
 
 def _number(value, scale: float) -> str:
@@ -273,8 +350,10 @@ def _number(value, scale: float) -> str:
 
 def compare_markdown(c: Comparison) -> str:
     scales = {m.label: m.scale for m in METRICS}
-    lines = [f"## leakbench compare: TensorFlow {c.old} → {c.new} (marker past {c.factor:g}×)", "",
-             f"| pair | variant | metric | {c.old} | {c.new} | ratio | |",
+    lines = [f"## leakbench compare: TensorFlow {c.old} → {c.new} (marker past {c.factor:g}×)", ""]
+    if c.machine:
+        lines += [f"Records of asv machine `{c.machine}`.", ""]
+    lines += [f"| pair | variant | metric | {c.old} | {c.new} | ratio | |",
              "|---|---|---|---:|---:|---:|---|"]
     for r in c.rows:
         if r["metric"] == "verdict":
@@ -287,6 +366,10 @@ def compare_markdown(c: Comparison) -> str:
             r["marker"], r["marker"])
         lines.append(f"| {r['pair']} | {r['variant']} | {label} | {old} | {new} | {ratio} | {marker} |")
     lines.append("")
+    words = {r[side] for r in c.rows if r["metric"] == "verdict" for side in ("old", "new")}
+    notes = [note for word, note in (("fragmentation", FRAGMENTATION_NOTE), ("skipped", SKIPPED_NOTE))
+             if word in words]
+    lines += [" ".join(notes), ""] if notes else []
     if c.failures:
         lines.append(f"**{len(c.failures)} failure(s)** (exit 1):")
         lines += [f"- {f}" for f in c.failures]
@@ -297,9 +380,11 @@ def compare_markdown(c: Comparison) -> str:
 
 # --- matrix ----------------------------------------------------------------
 
-def matrix(results: Path) -> dict:
-    """The pair × TF version table of verdicts and growth, from every records file in `results`."""
-    files = available(results)
+def matrix(results: Path, machine: str | None = None) -> dict:
+    """The pair × TF version table of verdicts and growth, from every records file
+    of one machine in `results` (pick_machine)."""
+    machine = pick_machine(results, machine)
+    files = available(results, machine)
     by_version = {v: {(r["pair"], r["variant"]): r for r in read_records(p)} for v, p in files.items()}
     keys = sorted({k for recs in by_version.values() for k in recs}, key=_order)
     if not keys:
@@ -320,10 +405,13 @@ def matrix(results: Path) -> dict:
                 "rss_growth_bytes_per_rep": metric_value(rec, "rss_growth"),
                 "peak_above_baseline_bytes": metric_value(rec, "peak_above_baseline_bytes"),
                 "peak_exponent": scaling.get("exponent"),
+                "malloc_heap_growth_bytes_per_rep": metric_value(rec, "malloc_heap_growth"),
+                "trim_returned_bytes": metric_value(rec, "trim_returned_bytes"),
                 "signals": rec.get("signals", []),
+                "skip_reason": rec.get("skip_reason"),
             }
         rows.append({"pair": pair, "variant": variant, "cells": cells})
-    return {"versions": list(by_version), "rows": rows}
+    return {"machine": machine, "versions": list(by_version), "rows": rows}
 
 
 def _cell(cell: dict | None) -> str:
@@ -333,16 +421,25 @@ def _cell(cell: dict | None) -> str:
     if not cell["expected"] and cell["signals"]:
         word += f" ({', '.join(cell['signals'])})"  # which signal moved, where it should not have
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
-        return f"{word} k={cell['peak_exponent']:.2f}"
-    if cell["rss_growth_bytes_per_rep"] is not None:
-        return f"{word} {cell['rss_growth_bytes_per_rep'] / KIB:+,.0f}"
+        word += f" k={cell['peak_exponent']:.2f}"
+    elif cell["rss_growth_bytes_per_rep"] is not None:
+        word += f" {cell['rss_growth_bytes_per_rep'] / KIB:+,.0f}"
+    if cell["verdict"] == "fragmentation" or not cell["expected"]:  # the evidence for leak vs fragmentation
+        if cell.get("malloc_heap_growth_bytes_per_rep") is not None:
+            word += f" · malloc {cell['malloc_heap_growth_bytes_per_rep'] / KIB:+,.0f}"
+        if cell.get("trim_returned_bytes") is not None:
+            word += f" · trim {cell['trim_returned_bytes'] / MIB:,.1f} MiB"
     return word
 
 
 def matrix_markdown(m: dict) -> str:
-    lines = ["## leakbench matrix: verdict per TensorFlow version", "",
+    where = f" (asv machine `{m['machine']}`)" if m.get("machine") else ""
+    lines = [f"## leakbench matrix: verdict per TensorFlow version{where}", "",
              "Growth pairs: RSS growth in KiB/repetition. Peak pairs: k in peak ∝ size^k. "
-             "**Bold**: not the expected verdict (a scenario that does not leak, a fix that does).", "",
+             "**Bold**: not the expected verdict (a scenario that does not leak, a fix that does). "
+             "Cells reading fragmentation, and bold ones, add glibc's malloc heap growth (KiB/repetition) "
+             "and what malloc_trim gave back at the end (MiB).", "",
+             FRAGMENTATION_NOTE + " " + SKIPPED_NOTE, "",
              "| pair | variant | " + " | ".join(m["versions"]) + " |",
              "|---|---|" + "---|" * len(m["versions"])]
     for row in m["rows"]:

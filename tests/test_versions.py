@@ -2,13 +2,18 @@
 TF pin check, `leakbench compare` (exit 0 unchanged, 1 regression, 2 bad
 input; markdown and JSON) and `leakbench matrix`. No TensorFlow needed.
 
-The fixture records: 2.13.1 is the reference; 2.21.0 moves numbers by less
-than 1.5× or less than the noise floor; in 2.99.0 the `growing` fix leaks
-again and the `peaking` fix's peak triples (25 → 80 MiB).
+The fixture records (tests/data/results/records/fixture/, asv machine
+`fixture`): 2.13.1 is the reference; 2.21.0 moves numbers by less than 1.5×
+or less than the noise floor; in 2.99.0 the `growing` fix leaks again, the
+`peaking` fix's peak triples (25 → 80 MiB) and the `fragmenting` fix reads
+fragmentation (RSS +500 KiB/rep, malloc heap +1, 6.5 MiB given back by the
+trim). `fragmenting` leaky reads fragmentation everywhere; `gpu_only` is
+skipped everywhere (REQUIRES = "GPU", no GPU visible to TensorFlow).
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -18,7 +23,8 @@ from click.testing import CliRunner
 from leakbench import cli, versions
 
 RESULTS = Path(__file__).parent / "data" / "results"
-FILES = RESULTS / "records"
+MACHINE = "fixture"  # the asv machine name of the fixture records
+FILES = RESULTS / "records" / MACHINE
 
 
 def invoke(*args):
@@ -71,12 +77,12 @@ def test_installed_version_comes_from_pip_metadata(monkeypatch):
 
 def test_write_records_rewrites_the_version_file(tmp_path):
     recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
-    versions.write_records(tmp_path, "2.13.1", recs)
-    versions.write_records(tmp_path, "2.13.1", recs)  # a rerun replaces, never appends
-    assert len(versions.read_records(tmp_path / "records" / "tf-2.13.1.jsonl")) == len(recs)
+    versions.write_records(tmp_path, "box", "2.13.1", recs)
+    versions.write_records(tmp_path, "box", "2.13.1", recs)  # a rerun replaces, never appends
+    assert len(versions.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")) == len(recs)
     changed = {**recs[0], "verdict": "no-leak"}
-    versions.write_records(tmp_path, "2.13.1", [changed])  # a partial run keeps the other records
-    again = versions.read_records(tmp_path / "records" / "tf-2.13.1.jsonl")
+    versions.write_records(tmp_path, "box", "2.13.1", [changed])  # a partial run keeps the other records
+    again = versions.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")
     assert len(again) == len(recs)
     assert [r["verdict"] for r in again if (r["pair"], r["variant"]) == (changed["pair"], changed["variant"])] == ["no-leak"]
 
@@ -111,7 +117,10 @@ def test_compare_factor_is_configurable():
     # 25 → 80 MiB is 3.2×: at 4× the peak is no failure, the verdict change still is
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--factor", "4", "--format", "json")
     assert result.exit_code == 1
-    assert json.loads(result.output)["failures"] == ["growing (fixed): verdict no-leak → leak: the fix leaks again"]
+    assert json.loads(result.output)["failures"] == [
+        "fragmenting (fixed): verdict no-leak → fragmentation: RSS grows, but malloc_trim gives it back "
+        "(fragmentation, not a leak)",
+        "growing (fixed): verdict no-leak → leak: the fix leaks again"]
 
 
 def test_compare_json():
@@ -161,7 +170,7 @@ def test_compare_wrong_directory_exits_2(tmp_path):
 ])
 def test_corrupt_records_exit_2(tmp_path, text, message):
     shutil.copytree(RESULTS, tmp_path / "results")
-    (tmp_path / "results" / "records" / "tf-2.21.0.jsonl").write_text(text)
+    (tmp_path / "results" / "records" / MACHINE / "tf-2.21.0.jsonl").write_text(text)
     assert message in one_error_line(invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path / "results"))
     assert message in one_error_line(invoke("matrix", "--results", tmp_path / "results"))
 
@@ -173,13 +182,13 @@ def test_matrix_markdown():
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "| pair | variant | 2.13.1 | 2.21.0 | 2.99.0 |" in lines
-    assert "| growing | fixed | no-leak +4 | no-leak +9 | **leak** (rss) +900 |" in lines
+    assert "| growing | fixed | no-leak +4 | no-leak +9 | **leak** (rss) +900 · malloc +880 · trim 3.0 MiB |" in lines
     assert "| peaking | leaky | leak k=0.80 | leak k=0.80 | leak k=0.80 |" in lines
 
 
 def test_matrix_json():
     found = json.loads(invoke("matrix", "--results", RESULTS, "--format", "json").output)
-    assert found["versions"] == ["2.13.1", "2.21.0", "2.99.0"]
+    assert found["versions"] == ["2.13.1", "2.21.0", "2.99.0"] and found["machine"] == MACHINE
     cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("growing", "fixed"))["cells"]["2.99.0"]
     assert cell["verdict"] == "leak" and cell["expected"] is False
     assert cell["rss_growth_bytes_per_rep"] == 900 * 1024
@@ -188,7 +197,7 @@ def test_matrix_json():
 def test_matrix_marks_a_version_without_a_pair(tmp_path):
     shutil.copytree(RESULTS, tmp_path / "results")
     recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
-    versions.write_records(tmp_path / "results", "2.12.1", [{**r, "environment": {"tensorflow": "2.12.1"}}
+    versions.write_records(tmp_path / "results", MACHINE, "2.12.1", [{**r, "environment": {"tensorflow": "2.12.1"}}
                                                             for r in recs if r["pair"] == "growing"])
     found = versions.matrix(tmp_path / "results")
     assert found["versions"][0] == "2.12.1"
@@ -200,3 +209,136 @@ def test_matrix_marks_a_version_without_a_pair(tmp_path):
 def test_empty_matrix_exits_2(tmp_path):
     (tmp_path / "records").mkdir()
     assert "holds no leakbench records" in one_error_line(invoke("matrix", "--results", tmp_path))
+
+
+# --- fragmentation, malloc heap and trim (issue 8), the skipped GPU pair -------------
+
+def test_compare_shows_malloc_heap_growth_and_trim():
+    result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
+    assert "| growing | fixed | malloc heap growth (KiB/rep) | 2.00 | 880 | 440.00× | ▲ regressed |" in result.output
+    assert "| growing | leaky | returned by malloc_trim (MiB) | 4.00 | 4.00 | 1.00× |  |" in result.output
+    # 3.0 → 6.5 MiB given back is 2.2×, but under the 8 MiB floor: the allocator's noise here
+    assert "| fragmenting | fixed | returned by malloc_trim (MiB) | 3.00 | 6.50 | 2.17× |  |" in result.output
+    rows = json.loads(invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--format", "json").output)["rows"]
+    trim = next(r for r in rows if (r["pair"], r["variant"], r["metric"]) == ("growing", "leaky", "returned by malloc_trim"))
+    assert trim["old"] == trim["new"] == 4 << 20 and trim["unit"] == "MiB"
+
+
+def test_compare_shows_fragmentation_apart_from_leak():
+    result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
+    assert "| fragmenting | leaky | verdict | fragmentation | fragmentation |  |  |" in result.output
+    assert "| fragmenting | fixed | verdict | no-leak | fragmentation |  | **changed** |" in result.output
+    assert "fragmentation (fixed)" not in result.output and versions.FRAGMENTATION_NOTE in result.output
+    assert ("fragmenting (fixed): verdict no-leak → fragmentation: RSS grows, but malloc_trim gives it back "
+            "(fragmentation, not a leak)") in result.output
+    assert "the fix leaks again" not in next(l for l in result.output.splitlines() if l.startswith("- fragmenting"))
+
+
+def test_matrix_shows_fragmentation_with_its_evidence():
+    lines = invoke("matrix", "--results", RESULTS).output.splitlines()
+    assert ("| fragmenting | leaky | fragmentation +600 · malloc +2 · trim 9.0 MiB "
+            "| fragmentation +600 · malloc +2 · trim 9.0 MiB | fragmentation +600 · malloc +2 · trim 9.0 MiB |") in lines
+    assert "| fragmenting | fixed | no-leak +8 | no-leak +8 | **fragmentation** (rss) +500 · malloc +1 · trim 6.5 MiB |" in lines
+    found = versions.matrix(RESULTS)
+    cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("fragmenting", "leaky"))["cells"]["2.13.1"]
+    assert cell["verdict"] == "fragmentation" and cell["expected"] is True
+    assert cell["malloc_heap_growth_bytes_per_rep"] == 2 * 1024 and cell["trim_returned_bytes"] == 9 << 20
+
+
+def test_skipped_pair_in_matrix_and_compare():
+    lines = invoke("matrix", "--results", RESULTS).output.splitlines()
+    assert "| gpu_only | leaky | skipped | skipped | skipped |" in lines  # not bold: nothing unexpected
+    cell = next(r for r in versions.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"]["2.21.0"]
+    assert cell["verdict"] == "skipped" and cell["expected"] is True
+    assert cell["skip_reason"] == "no GPU visible to TensorFlow"
+    result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
+    assert result.exit_code == 0, result.output
+    assert [l for l in result.output.splitlines() if l.startswith("| gpu_only |")] == [
+        "| gpu_only | leaky | verdict | skipped | skipped |  |  |",
+        "| gpu_only | fixed | verdict | skipped | skipped |  |  |"]  # no metric rows: nothing measured
+
+
+def test_a_skip_against_a_measurement_is_shown_not_failed(tmp_path):
+    recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
+    measured = [{**r, "verdict": "leak" if r["variant"] == "leaky" else "no-leak"} if r["pair"] == "gpu_only" else r
+                for r in recs]
+    found = versions.compare("gpu", measured, "cpu", recs)
+    row = next(r for r in found.rows if (r["pair"], r["variant"], r["metric"]) == ("gpu_only", "fixed", "verdict"))
+    assert (row["old"], row["new"], row["marker"]) == ("no-leak", "skipped", versions.CHANGED)
+    assert found.failures == []
+
+
+# --- records per asv machine ------------------------------------------------------
+
+def two_machines(tmp_path) -> Path:
+    shutil.copytree(RESULTS, tmp_path / "results")
+    shutil.copytree(FILES, tmp_path / "results" / "records" / "gpu-box")
+    (tmp_path / "results" / "records" / "gpu-box" / "tf-2.99.0.jsonl").unlink()
+    return tmp_path / "results"
+
+
+def test_records_live_under_their_machine():
+    assert versions.machines(RESULTS) == [MACHINE]
+    assert versions.records_path(RESULTS, MACHINE, "2.13.1") == FILES / "tf-2.13.1.jsonl"
+    assert list(versions.available(RESULTS)) == ["2.13.1", "2.21.0", "2.99.0"]
+    assert versions.available(RESULTS, MACHINE) == versions.available(RESULTS)
+
+
+def test_several_machines_need_machine_one_line(tmp_path):
+    results = two_machines(tmp_path)
+    for args in (("matrix",), ("compare", "2.13.1", "2.21.0"), ("site", "--no-asv", "--out", tmp_path / "site")):
+        line = one_error_line(invoke(*args, "--results", results))
+        assert line == (f"leakbench: error: {results} holds records of 2 machines (fixture, gpu-box): "
+                        "pick one with --machine"), args
+
+
+def test_machine_option_picks_the_records(tmp_path):
+    results = two_machines(tmp_path)
+    found = json.loads(invoke("matrix", "--results", results, "--machine", "gpu-box", "--format", "json").output)
+    assert found["machine"] == "gpu-box" and found["versions"] == ["2.13.1", "2.21.0"]
+    result = invoke("compare", "2.13.1", "2.21.0", "--results", results, "--machine", "fixture")
+    assert result.exit_code == 0 and "Records of asv machine `fixture`." in result.output
+    assert "TensorFlow 2.99.0 is not in" in one_error_line(
+        invoke("compare", "2.13.1", "2.99.0", "--results", results, "--machine", "gpu-box"))
+    assert "no records of machine 'laptop'" in one_error_line(
+        invoke("matrix", "--results", results, "--machine", "laptop"))
+
+
+def test_record_files_need_no_machine(tmp_path):
+    results = two_machines(tmp_path)  # two machines, but the files are named: nothing to pick
+    result = invoke("compare", FILES / "tf-2.13.1.jsonl", FILES / "tf-2.21.0.jsonl", "--results", results)
+    assert result.exit_code == 0, result.output
+    assert "Records of asv machine" not in result.output
+
+
+def test_records_of_the_old_layout_are_named(tmp_path):
+    (tmp_path / "records").mkdir()
+    shutil.copy(FILES / "tf-2.13.1.jsonl", tmp_path / "records")
+    line = one_error_line(invoke("matrix", "--results", tmp_path))
+    assert "holds records without a machine folder" in line and "records/<asv machine name>/" in line
+
+
+def test_write_records_refuses_a_machine_name_that_is_no_folder(tmp_path):
+    for bad in ("", "..", "a/b"):
+        with pytest.raises(versions.VersionError, match="not an asv machine name"):
+            versions.write_records(tmp_path, bad, "2.13.1", [])
+
+
+def test_asv_machine_follows_asv(tmp_path, monkeypatch):
+    monkeypatch.delenv("ASV_MACHINE", raising=False)
+    monkeypatch.setattr(versions.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
+    assert versions.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
+    for name, when in (("vm", 1_000), ("ci-runner", 2_000)):  # asv run rewrites machine.json as it starts
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "machine.json").write_text("{}")
+        os.utime(tmp_path / name / "machine.json", (when, when))
+    assert versions.asv_machine(tmp_path) == "ci-runner"
+    monkeypatch.setenv("ASV_MACHINE", "github-ubuntu-latest")
+    assert versions.asv_machine(tmp_path) == "github-ubuntu-latest"
+
+
+def test_committed_records_are_per_machine():
+    committed = Path(__file__).resolve().parents[1] / "results"
+    assert versions.machines(committed) == ["vm"]  # asv's results/vm/machine.json
+    assert (committed / "vm" / "machine.json").is_file()
+    assert not list((committed / "records").glob("tf-*.jsonl"))
