@@ -9,12 +9,19 @@ files (scenarios/X.py, fixes/X.py), and writes into one folder:
     lessons/<pair>.html   what goes wrong, the two files side by side (differing
                           lines marked), memory over repetitions (inline SVG),
                           peak and growth per TF version, how to see it yourself
+    flamegraphs/tf-<v>/<pair>-leaky.html
+                          memray's flame graph of the leaky run's retained
+                          allocations, copied from results/flamegraphs/
     style.css
     asv/                  `asv publish` of the same results (optional)
+    vendor/               local copies of the libraries asv's pages and memray's
+                          flame graphs load from CDNs (leakbench.assets)
 
 Every link is relative, so the folder works from file:// and from any static
-server. Templates autoescape: all text from scenario files and records is
-escaped. Nothing here imports TensorFlow or runs a scenario.
+server (asv's pages read their JSON with XMLHttpRequest: they need a server).
+A rebuild replaces all of the above, so a pair removed from scenarios/ leaves
+no lesson behind. Templates autoescape: all text from scenario files and
+records is escaped. Nothing here imports TensorFlow or runs a scenario.
 """
 from __future__ import annotations
 
@@ -32,10 +39,11 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from leakbench import catalog, contract, verdict, versions
+from leakbench import assets, catalog, contract, verdict, versions
 
 KIB, MIB = 1 << 10, 1 << 20
 DEFAULT_TF = "2.21.0"
+FLAMEGRAPHS = "flamegraphs"   # results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -64,7 +72,9 @@ class Built:
     pages: list = field(default_factory=list)
     seconds: float = 0.0
     asv: str = ""          # "asv/index.html" when asv publish ran, else ""
+    asv_offline: bool = False  # asv's pages load their libraries from vendor/, not from CDNs
     notes: list = field(default_factory=list)
+    vendored: list = field(default_factory=list)  # third-party files copied (leakbench.assets)
 
 
 # --- data ----------------------------------------------------------------------
@@ -156,6 +166,12 @@ def cell_view(cell: dict | None) -> dict | None:
             "expected": cell["expected"], "number": number, "signals": ", ".join(cell["signals"])}
 
 
+def _verdict_view(rec: dict | None) -> dict | None:
+    if not rec:
+        return None
+    return {"verdict": rec["verdict"], "css": f"v-{rec['verdict']}" if rec["verdict"] in verdict.VERDICTS else "v-unknown"}
+
+
 def version_row(version: str, recs: dict) -> dict:
     """Peak and growth of both variants of a pair on one TF version (a lesson's table row)."""
     row = {"version": version}
@@ -163,10 +179,11 @@ def version_row(version: str, recs: dict) -> dict:
         rec = recs.get(variant)
         scaling = ((rec or {}).get("metrics") or {}).get("peak_scaling") or {}
         row[variant] = rec and {
-            "verdict": rec["verdict"],
-            "css": f"v-{rec['verdict']}" if rec["verdict"] in verdict.VERDICTS else "v-unknown",
+            **_verdict_view(rec),
             "peak": _mib(versions.metric_value(rec, "peak_above_baseline_bytes")),
             "rss": _kib(versions.metric_value(rec, "rss_growth")),
+            "malloc": _malloc_growth(rec),
+            "malloc_na": malloc_unavailable(rec),
             "heap": _kib(versions.metric_value(rec, "retained_heap")),
             "threads": _count(versions.metric_value(rec, "threads_growth")),
             "k": "—" if scaling.get("exponent") is None else f"{scaling['exponent']:.2f}",
@@ -175,15 +192,37 @@ def version_row(version: str, recs: dict) -> dict:
     return row
 
 
+def malloc_unavailable(rec: dict | None) -> str | None:
+    """Why a record's malloc heap is n/a (probes.malloc_heap_unavailable, as the record keeps it), else None."""
+    if not rec:
+        return None
+    run = (rec.get("runs") or [{}])[0]
+    return run.get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get("malloc_heap_unavailable")
+
+
+def _malloc_growth(rec: dict) -> str:
+    """glibc's bytes in use, KiB/repetition: heap plus mmapped chunks (records before mmap_used: heap_used only)."""
+    if malloc_unavailable(rec):
+        return "n/a"
+    found = versions.metric_value(rec, "malloc_heap_growth")
+    return _kib(found if found is not None else versions.metric_value(rec, "heap_used_growth"))
+
+
 # --- the memory chart ------------------------------------------------------------
 
-def memory_svg(series: dict) -> Markup | None:
-    """RSS, memray heap (MiB) and threads over repetitions of both variants, as inline SVG.
+# (series key, panel title, scale) in the order drawn, two by two
+PANELS = (("rss", "RSS (MiB)", MIB), ("malloc", "malloc heap in use (MiB)", MIB),
+          ("heap", "memray heap (MiB)", MIB), ("threads", "threads", 1))
 
-    series: variant -> {"rss": [...bytes], "heap": [...bytes], "threads": [...]}.
+def memory_svg(series: dict) -> Markup | None:
+    """RSS, malloc heap, memray heap (MiB) and threads over repetitions of both variants, as inline SVG.
+
+    series: variant -> {"rss": [...bytes], "malloc": [...bytes], "heap": [...bytes], "threads": [...],
+    "malloc_na": why the malloc heap is n/a, or None}. A variant whose malloc heap is n/a is
+    named in its panel ("n/a"); the reason is the page's to print (escaped), not the SVG's.
     None when matplotlib is missing or nothing was measured.
     """
-    if not any(any(v for v in s.values()) for s in series.values()):
+    if not any(any(found.get(key) for key, _, _ in PANELS) for found in series.values()):
         return None
     try:
         import matplotlib
@@ -191,17 +230,23 @@ def memory_svg(series: dict) -> Markup | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    panels = (("rss", "RSS (MiB)", MIB), ("heap", "memray heap (MiB)", MIB), ("threads", "threads", 1))
     colours = {"leaky": "#c0392b", "fixed": "#1e7b45"}
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "leakbench", "font.size": 9,
                                 "axes.spines.top": False, "axes.spines.right": False}):
-        fig, axes = plt.subplots(1, 3, figsize=(9, 2.6), layout="constrained")
-        for ax, (key, label, scale) in zip(axes, panels):
+        fig, grid = plt.subplots(2, 2, figsize=(8, 5), layout="constrained")
+        axes = grid.ravel()
+        for ax, (key, label, scale) in zip(axes, PANELS):
+            missing = []
             for variant, found in series.items():
                 values = [v for v in (found.get(key) or []) if v is not None]
-                if values:
+                if key == "malloc" and found.get("malloc_na"):
+                    missing.append(variant)
+                elif values:
                     ax.plot(range(1, len(values) + 1), [v / scale for v in values], marker="o",
                             markersize=2.5, linewidth=1.4, color=colours.get(variant), label=variant)
+            if missing:
+                ax.text(0.5, 0.5, f"n/a for {' and '.join(missing)} (see below)", transform=ax.transAxes,
+                        ha="center", va="center", color="#555")
             ax.set_title(label)
             ax.set_xlabel("repetition")
             ax.grid(alpha=0.3)
@@ -216,12 +261,19 @@ def memory_svg(series: dict) -> Markup | None:
 
 
 def _series(rec: dict | None) -> dict:
+    """The chart's series of a record's default-size run (see memory_svg)."""
     if not rec or not rec.get("runs"):
         return {}
     run = rec["runs"][0]
     found = run.get("series") or {}
+    used, mapped = found.get("heap_used_bytes") or [], found.get("mmap_used_bytes")
+    if mapped and len(mapped) == len(used):  # what the verdict judges: heap plus mmapped chunks
+        used = [h + m if h is not None and m is not None else None for h, m in zip(used, mapped)]
+    why = malloc_unavailable(rec)
+    if not why and used and all(v is None for v in used):
+        why = "the record has no malloc heap values"
     return {"rss": found.get("rss_bytes") or [], "threads": found.get("threads") or [],
-            "heap": (run.get("heap") or {}).get("heap_bytes") or []}
+            "malloc": used, "malloc_na": why, "heap": (run.get("heap") or {}).get("heap_bytes") or []}
 
 
 # --- asv -----------------------------------------------------------------------
@@ -252,8 +304,11 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
           machine: str | None = None) -> Built:
     """Write the site for `results` into `out` (replacing our pages there); return what was written.
 
-    root: the checkout holding scenarios/ and fixes/ (default: catalog.find_root()).
-    asv: also run `asv publish` into out/asv (the results must be root/results).
+    root: the checkout holding scenarios/ and fixes/ (default: catalog.find_root()); a pair
+    with records but no scenarios/ file there is left out. Without a scenarios/ folder
+    (results alone), every pair in the records gets a lesson.
+    asv: also run `asv publish` into out/asv (the results must be root/results), and point
+    its pages at local copies of their libraries (root/vendor, `npm ci` there if needed).
     machine: the asv machine whose records to read (default: the only one; versions.pick_machine).
     Raises versions.VersionError for results without records, SiteError for a bad `out`.
     """
@@ -267,6 +322,11 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise SiteError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / "index.html").is_file():
+        raise SiteError(f"--out {out} holds other files and no index.html of an earlier site: "
+                        "pick a new folder (a rebuild replaces lessons/, asv/ and vendor/ in it)")
+    for ours in ("lessons", FLAMEGRAPHS, "vendor", "asv"):  # a rebuild leaves nothing stale behind
+        shutil.rmtree(out / ours, ignore_errors=True)
     (out / "lessons").mkdir(parents=True, exist_ok=True)
     built = Built(out)
 
@@ -274,27 +334,35 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
 
+    current = set(catalog.pair_names(root)) if (root / "scenarios").is_dir() else None
     pairs = []
     for name in dict.fromkeys(row["pair"] for row in found["rows"]):
         if not _SAFE_NAME.fullmatch(name):
             built.notes.append(f"pair {name!r} skipped: not a file name")
             continue
-        pairs.append(_lesson_data(name, root, by_version, found, default))
+        if current is not None and name not in current:
+            built.notes.append(f"pair {name!r} skipped: it has records but no scenarios/{name}.py")
+            continue
+        pair = _lesson_data(name, root, by_version, found, default)
+        pair["flamegraph"] = _flamegraph(Path(results), out, name, [default, *reversed(tf_versions)], built)
+        pairs.append(pair)
 
     if asv:
         if Path(results).resolve() != (root / "results").resolve():
             built.notes.append("asv site skipped: asv publishes root/results only")
         else:
-            shutil.rmtree(out / "asv", ignore_errors=True)
             problem = publish_asv(root, out)
             if problem:
                 built.notes.append(problem)
             else:
                 built.asv = "asv/index.html"
+                _vendor_asv(root, out, built)
+    if built.vendored:
+        assets.write_notice(out, built.vendored)
 
     sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
-    common = {"default": default, "versions": tf_versions, "asv": built.asv,
-              "verdicts": verdict.VERDICTS, "flamegraph_note": FLAMEGRAPH_NOTE}
+    common = {"default": default, "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
+              "verdicts": verdict.VERDICTS, "verdict_help": VERDICT_HELP, "flamegraphs": FLAMEGRAPHS}
     _write(out, "style.css", (Path(__file__).parent / "templates" / "style.css").read_text(), built)
     _write(out, "index.html", env.get_template("index.html.j2").render(
         pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="", **common), built)
@@ -305,9 +373,49 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
     return built
 
 
-FLAMEGRAPH_NOTE = ("No memray flame graph: the committed results keep memray's heap series, not its "
-                   "capture files, and making one means running the leaky scenario. Run "
-                   "`memray run` and `memray flamegraph --leaks` on the scenario to see it.")
+# What each verdict means, for the legends (verdict.VERDICTS' words).
+VERDICT_HELP = {
+    "leak": "a signal grew with every repetition, or the peak grew with the data",
+    "no-leak": "every signal stayed within its threshold",
+    "fragmentation": "RSS grew but nothing was held: malloc's bytes in use stayed flat and malloc_trim "
+                     "gave the growth back",
+    "over-cap": "killed past the memory cap",
+    "hang": "killed past the timeout",
+    "error": "the scenario raised or its process crashed",
+    "skipped": "not measured: the scenario needs a device this machine lacks",
+}
+
+
+def _flamegraph(results: Path, out: Path, name: str, order: list[str], built: Built) -> dict | None:
+    """Copy the leaky variant's flame graph of the first version in `order` that has one; None if none does."""
+    for version in dict.fromkeys(order):
+        source = results / FLAMEGRAPHS / f"tf-{version}" / f"{name}-leaky.html"
+        if not source.is_file():
+            continue
+        rel = f"{FLAMEGRAPHS}/tf-{version}/{name}-leaky.html"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, out / rel)
+        left, copied = assets.vendor_flamegraph(out / rel, out)
+        built.vendored.extend(copied)
+        if left:
+            built.notes.append(f"{rel} still loads {len(left)} file(s) from CDNs (drawn by another memray "
+                               f"release than the one installed): {', '.join(left)}")
+        built.pages.append((rel, (out / rel).stat().st_size))
+        return {"href": f"../{rel}", "version": version, "kib": (out / rel).stat().st_size / KIB,
+                "offline": not left}
+    return None
+
+
+def _vendor_asv(root: Path, out: Path, built: Built) -> None:
+    modules, problem = assets.npm_modules(root / "vendor")
+    if modules is None:
+        built.notes.append(f"asv's pages load their libraries from CDNs: {problem}")
+        return
+    left, copied = assets.vendor_asv(out / "asv" / "index.html", modules, out)
+    built.vendored.extend(copied)
+    built.asv_offline = not left
+    if left:
+        built.notes.append(f"asv's pages still load {', '.join(left)} from CDNs (not in leakbench.assets.ASV_CDN)")
 
 
 def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: str) -> dict:
@@ -326,6 +434,7 @@ def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: 
     signals = list(dict.fromkeys(s for v in found["versions"]
                                  for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])))
     code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
+    charted = {v: _series(newest[v][1]) for v in ("leaky", "fixed")}
     return {
         "name": name,
         "title": leaky_meta.title if leaky_meta else some.get("title") or name,
@@ -340,8 +449,10 @@ def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: 
         "short_diff": short_diff(leaky_text, fixed_text) if code else [],
         "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
                     (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
-        "chart": memory_svg({v: _series(newest[v][1]) for v in ("leaky", "fixed")}),
+        "chart": memory_svg(charted),
         "chart_versions": {v: newest[v][0] for v in ("leaky", "fixed")},
+        "chart_verdicts": {v: _verdict_view(newest[v][1]) for v in ("leaky", "fixed")},
+        "malloc_na": [(v, charted[v]["malloc_na"]) for v in ("leaky", "fixed") if charted[v].get("malloc_na")],
         "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
                       for variant in ("leaky", "fixed")} for v in found["versions"]},
         "history": [version_row(v, {variant: by_version[v].get((name, variant)) for variant in ("leaky", "fixed")})

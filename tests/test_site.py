@@ -2,12 +2,17 @@
 
 The fixture results (tests/data/site_results/records/) are trimmed real
 records: stateful_map on TF 2.15.1 and 2.16.2, and `xss_pair` (unbounded_cache's
-numbers, only on 2.16.2) whose title holds a <script> tag. The pair files are
-written into a temporary checkout; xss_pair's docstring holds a <script> tag too.
+numbers, only on 2.16.2) whose title holds a <script> tag. The tests add, in a
+copy: `frag_pair` on 2.16.2, made from stateful_map's fixed records, whose leaky
+variant reads `fragmentation` and whose fixed variant has its malloc heap n/a
+(the reason holds a <b> tag), and a real memray flame graph of a small capture
+as stateful_map's. The pair files are written into a temporary checkout;
+xss_pair's docstring holds a <script> tag too.
 
 The browser test loads every page in headless Debian chromium from a localhost
-server and keeps screenshots in test-artifacts/ (gitignored); without chromium
-it skips.
+server with every other host unresolvable (asv's pages and the flame graphs
+included), and keeps screenshots in test-artifacts/ (gitignored); without
+chromium it skips.
 """
 from __future__ import annotations
 
@@ -29,10 +34,11 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from leakbench import cli, site, versions
+from leakbench import assets, cli, heap, site, verdict, versions
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).parent / "data" / "site_results"
+FIXTURE = Path(__file__).parent / "data" / "site_results"
+NA_REASON = "libjemalloc is loaded: glibc's mallinfo2 does not describe its <b>heap</b>"
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("LEAKBENCH_TEST_ARTIFACTS", REPO / "test-artifacts"))
 
@@ -91,20 +97,55 @@ def relative(link: str) -> bool:
     return not urlsplit(link).scheme and not link.startswith(("#", "//"))
 
 
+def frag_records(fixed: dict) -> list[dict]:
+    """frag_pair: a leaky variant that reads fragmentation, a fixed one whose malloc heap is n/a."""
+    leaky = json.loads(json.dumps(fixed))
+    leaky.update(pair="frag_pair", variant="leaky", verdict="fragmentation", signals=["rss"])
+    series = leaky["runs"][0]["series"]
+    series["rss_bytes"] = [v + i * 600 * 1024 for i, v in enumerate(series["rss_bytes"])]
+    series["mmap_used_bytes"] = [1 << 20] * len(series["heap_used_bytes"])  # heap + mmap is drawn
+    na = json.loads(json.dumps(fixed))
+    na.update(pair="frag_pair", variant="fixed")
+    na["runs"][0]["malloc_heap_unavailable"] = NA_REASON
+    na["runs"][0]["series"]["heap_used_bytes"] = [None] * len(series["rss_bytes"])
+    na["metrics"]["malloc_heap_unavailable"] = NA_REASON
+    return [leaky, na]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """A copy of the fixture results with frag_pair's records and a flame graph of stateful_map."""
+    import memray
+
+    found = tmp_path_factory.mktemp("results") / "results"
+    shutil.copytree(FIXTURE, found)
+    path = versions.available(found)["2.16.2"]
+    fixed = next(r for r in versions.read_records(path) if r["pair"] == "stateful_map" and r["variant"] == "fixed")
+    with open(path, "a") as f:
+        for rec in frag_records(fixed):
+            f.write(json.dumps(rec) + "\n")
+    capture = found.parent / "capture.bin"
+    with memray.Tracker(capture, native_traces=False):
+        kept = [bytearray(4096) for _ in range(64)]
+    assert kept and heap.render_flamegraph(capture, found / "flamegraphs" / "tf-2.16.2" / "stateful_map-leaky.html") is None
+    return found
+
+
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("checkout")
     for folder in ("scenarios", "fixes"):
         (root / folder).mkdir()
         shutil.copy(REPO / folder / "stateful_map.py", root / folder / "stateful_map.py")
+        (root / folder / "frag_pair.py").write_text((REPO / folder / "stateful_map.py").read_text())
     (root / "scenarios" / "xss_pair.py").write_text(XSS_SCENARIO)
     (root / "fixes" / "xss_pair.py").write_text(XSS_SCENARIO.replace("CACHE.append", "len"))
     return root
 
 
 @pytest.fixture(scope="module")
-def built(checkout, tmp_path_factory) -> site.Built:
-    return site.build(RESULTS, tmp_path_factory.mktemp("site") / "out", root=checkout, asv=False)
+def built(results, checkout, tmp_path_factory) -> site.Built:
+    return site.build(results, tmp_path_factory.mktemp("site") / "out", root=checkout, asv=False)
 
 
 def pages(out: Path) -> list[Path]:
@@ -114,12 +155,14 @@ def pages(out: Path) -> list[Path]:
 def test_pages_exist(built):
     out = built.out
     assert {rel for rel, _ in built.pages} == {"style.css", "index.html", "lessons/stateful_map.html",
-                                               "lessons/xss_pair.html"}
+                                               "lessons/xss_pair.html", "lessons/frag_pair.html",
+                                               "flamegraphs/tf-2.16.2/stateful_map-leaky.html"}
     for rel, size in built.pages:
         assert (out / rel).stat().st_size == size > 0
     for page in pages(out):
-        text = page.read_text()
-        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+        if page.parent.name == "lessons" or page.parent == out:
+            text = page.read_text()
+            assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
     assert built.asv == ""
 
 
@@ -149,9 +192,9 @@ def test_text_from_records_and_scenarios_is_escaped(built):
     assert not parse(built.out / "lessons" / "xss_pair.html").scripts
 
 
-def test_record_title_is_escaped_without_a_scenario_file(tmp_path):
-    """Pairs whose files are not in the checkout take their title from the record."""
-    built = site.build(RESULTS, tmp_path / "out", root=tmp_path, asv=False)
+def test_record_title_is_escaped_without_a_scenario_file(results, tmp_path):
+    """Pairs whose files are not in the checkout take their title from the record (no scenarios/: results alone)."""
+    built = site.build(results, tmp_path / "out", root=tmp_path, asv=False)
     index = (built.out / "index.html").read_text()
     assert "&lt;script&gt;alert(&#39;record&#39;)&lt;/script&gt; &amp; co" in index
     assert "<script>alert" not in index
@@ -170,12 +213,12 @@ def matrix_cells(index: str) -> dict:
     return found
 
 
-def test_matrix_cells(built):
+def test_matrix_cells(built, results):
     index = (built.out / "index.html").read_text()
     assert re.findall(r"<th scope=\"col\">TF ([\d.]+)", index) == ["2.15.1", "2.16.2"]
     cells = matrix_cells(index)
     recs = {v: {(r["pair"], r["variant"]): r for r in versions.read_records(p)}
-            for v, p in versions.available(RESULTS).items()}
+            for v, p in versions.available(results).items()}
 
     def kib(version, pair, variant):
         return f"{versions.metric_value(recs[version][(pair, variant)], 'rss_growth') / 1024:+,.0f}"
@@ -215,7 +258,12 @@ def test_lesson(built):
     # how to see it: the signals that moved, and the commands
     assert "<strong>rss</strong>" in lesson and "<strong>heap</strong>" in lesson
     assert "leakbench run scenarios/stateful_map.py" in lesson and "leakbench check" in lesson
-    assert "No memray flame graph" in lesson
+    # the flame graph of the leaky run, linked; xss_pair has none and says so
+    assert ('<a href="../flamegraphs/tf-2.16.2/stateful_map-leaky.html">Flame graph of the allocations still live '
+            'at the end of the memray pass,\nleaky variant, TF 2.16.2</a>') in lesson
+    other = (built.out / "lessons" / "xss_pair.html").read_text()
+    assert "No flame graph is recorded for this pair" in other
+    assert "leakbench run xss_pair --variant leaky --flamegraph-dir results/flamegraphs/tf-VERSION" in other
 
 
 def test_lesson_links_its_report(built):
@@ -230,14 +278,106 @@ def test_default_version_and_source_links():
     assert site.source_link("caching") is None
 
 
-def test_cli(tmp_path):
+def test_cli(results, checkout, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(checkout))
     out = tmp_path / "site"
-    result = CliRunner().invoke(cli.main, ["site", "--results", str(RESULTS), "--out", str(out), "--no-asv"])
+    result = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"])
     assert result.exit_code == 0, result.output
     assert (out / "index.html").is_file() and (out / "lessons" / "stateful_map.html").is_file()
-    assert f"4 files in" in result.output
+    assert "6 files in" in result.output and "stateful_map-leaky.html" in result.output
     bad = CliRunner().invoke(cli.main, ["site", "--results", str(tmp_path / "none"), "--out", str(out)])
     assert bad.exit_code == 2 and "no results directory" in bad.stderr
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not a site")
+    bad = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(tmp_path / "mine")])
+    assert bad.exit_code == 2 and "holds other files and no index.html" in bad.stderr
+    assert (tmp_path / "mine" / "notes.txt").is_file()
+
+
+def test_a_rebuild_drops_what_is_gone(results, checkout, tmp_path):
+    """A pair removed from scenarios/ loses its lesson (its old records stay in results/); stray pages go too."""
+    out = tmp_path / "out"
+    site.build(results, out, root=checkout, asv=False)
+    assert (out / "lessons" / "xss_pair.html").is_file()
+    (out / "lessons" / "renamed_long_ago.html").write_text("stale")
+    (out / "flamegraphs" / "tf-2.15.1").mkdir(parents=True)
+    (out / "flamegraphs" / "tf-2.15.1" / "old-leaky.html").write_text("stale")
+    smaller = tmp_path / "checkout"
+    shutil.copytree(checkout, smaller)
+    for folder in ("scenarios", "fixes"):
+        (smaller / folder / "xss_pair.py").unlink()
+    again = site.build(results, out, root=smaller, asv=False)
+    assert sorted(p.name for p in (out / "lessons").iterdir()) == ["frag_pair.html", "stateful_map.html"]
+    assert not (out / "flamegraphs" / "tf-2.15.1").exists()
+    assert "xss_pair" not in (out / "index.html").read_text()
+    assert "pair 'xss_pair' skipped: it has records but no scenarios/xss_pair.py" in again.notes
+
+
+def test_every_verdict_has_its_colour_and_legend(built):
+    css = (built.out / "style.css").read_text()
+    colours = {}
+    for word in verdict.VERDICTS:
+        rule = re.search(rf"\.v-{re.escape(word)} {{ background: (#[0-9a-f]+)", css)
+        assert rule, f"no colour for {word}"
+        colours[word] = rule.group(1)
+    assert len(set(colours.values())) == len(colours), colours
+    for page in ("index.html", "lessons/frag_pair.html"):
+        legend = (built.out / page).read_text().split('<dl class="legend">', 1)[1].split("</dl>", 1)[0]
+        for word in verdict.VERDICTS:
+            assert f'<span class="verdict v-{word}">{word}</span>' in legend, (page, word)
+    assert "malloc_trim" in legend  # fragmentation says what it means
+
+
+def test_fragmentation_and_malloc_heap_na(built):
+    cells = matrix_cells((built.out / "index.html").read_text())
+    assert cells["frag_pair"][1].startswith("leaky: fragmentation")
+    index = (built.out / "index.html").read_text()
+    assert '<span class="verdict v-fragmentation" title="signals: rss">fragmentation' in index
+    lesson = (built.out / "lessons" / "frag_pair.html").read_text()
+    history = lesson.split('<table class="history">', 1)[1].split("</table>", 1)[0]
+    assert '<span class="verdict v-fragmentation" title="signals: rss">fragmentation</span>' in history
+    # the malloc heap: a panel of the chart, n/a for the fixed variant with the record's reason (escaped)
+    chart = lesson.split('<figure class="chart">', 1)[1].split("</figure>", 1)[0]
+    for title in ("RSS (MiB)", "malloc heap in use (MiB)", "memray heap (MiB)", "threads"):
+        assert f">{title}<" in chart, title
+    assert "n/a for fixed (see below)" in chart
+    assert ("<strong>malloc heap n/a for fixed:</strong> libjemalloc is loaded: glibc&#39;s mallinfo2 does not "
+            "describe its &lt;b&gt;heap&lt;/b&gt;") in chart
+    assert '<span class="verdict v-fragmentation">fragmentation</span>' in chart  # the charted run's verdict
+    assert 'title="n/a: libjemalloc is loaded' in history and ">n/a</td>" in history
+    # a lesson without n/a draws the malloc heap of both variants and names no reason
+    plain = (built.out / "lessons" / "stateful_map.html").read_text()
+    assert "malloc heap in use (MiB)" in plain and "malloc heap n/a" not in plain and "n/a for" not in plain
+
+
+def test_chart_series_heap_plus_mmap():
+    rec = {"runs": [{"series": {"rss_bytes": [1, 2], "threads": [3, 3], "heap_used_bytes": [10, 20],
+                                "mmap_used_bytes": [100, 200]}, "heap": None}], "metrics": {}}
+    assert site._series(rec)["malloc"] == [110, 220] and site._series(rec)["malloc_na"] is None
+    del rec["runs"][0]["series"]["mmap_used_bytes"]  # records from before mmap_used: heap_used alone
+    assert site._series(rec)["malloc"] == [10, 20]
+
+
+def test_localize_points_cdn_tags_at_copies():
+    page = ('<script src="https://cdn.example/npm/x@1/x.min.js" integrity="sha256-abc" crossorigin="anonymous" '
+            'onerror="f()"></script><link rel="stylesheet" href="//cdn.example/y.css">'
+            '<a href="https://example.org/docs">docs</a><script src="local.js"></script>'
+            '<script src="https://cdn.example/unknown.js"></script>')
+    html, left = assets.localize(page, {"https://cdn.example/npm/x@1/x.min.js": "../vendor/x@1/x.min.js",
+                                        "//cdn.example/y.css": "../vendor/y.css"})
+    assert '<script src="../vendor/x@1/x.min.js" onerror="f()"></script>' in html
+    assert '<link rel="stylesheet" href="../vendor/y.css">' in html
+    assert '<a href="https://example.org/docs">' in html and '<script src="local.js">' in html
+    assert left == ["https://cdn.example/unknown.js"]
+
+
+def test_without_npm_asv_keeps_its_cdns(tmp_path, monkeypatch):
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    shutil.copy(REPO / "vendor" / "package-lock.json", vendor)
+    monkeypatch.setattr(assets.shutil, "which", lambda name: None)
+    modules, problem = assets.npm_modules(vendor)
+    assert modules is None and problem.startswith("npm is not installed")
 
 
 @pytest.fixture(scope="module")
