@@ -6,15 +6,23 @@ one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
 
     {"phase": P}                      entering phase P (import, setup, warm-up,
                                       repetitions, heap, teardown)
+    {"device": {...}, "versions": {...}}  after the import: the device measured
+                                      (a GPU TensorFlow sees, or why none) and versions
+    {"skipped": "..."}                the scenario REQUIRES a GPU and TensorFlow sees
+                                      none: nothing is measured; the child exits 0
     {"sample": {...}, "rep": i}       probes after measured repetition i
     {"result": {...}}                 everything measured, sent before teardown
     {"teardown_seconds": s}           teardown finished
     {"error": "...", "phase": P}      the scenario raised; the child then exits 1
 
-Protocol: import the scenario; garbage-collect, sample the import baseline
+Protocol: import the scenario; look for a GPU (only if the scenario imported
+TensorFlow; a scenario with REQUIRES = "GPU" and none visible is skipped
+here); garbage-collect, sample the import baseline
 and reset the kernel's high-water mark; setup(**params); `warmup`
-repetitions; garbage-collect and sample the baseline; `reps` measured
-repetitions, each followed by a sample; read the high-water mark, whose
+repetitions; reset the GPU allocator's peak (where there is a GPU);
+garbage-collect and sample the baseline; `reps` measured
+repetitions, each followed by a sample (with the GPU allocator's bytes in
+use); read the GPU allocator's peak and the high-water mark, whose
 excess over the import baseline is the peak the pipeline cost; trim malloc
 and see how much RSS that gives back (fragmentation, not a leak); then, if
 `heap_reps` > 0, a heap pass of that many repetitions under memray; then drop
@@ -79,6 +87,11 @@ def main(config: dict) -> int:
         module = adapter.load(target) if target else contract.load_module(Path(config["path"]))
         evidence = {} if config.get("diagnose") else None  # check's extra readings (leakbench.diagnose)
         seconds["import"] = time.perf_counter() - start
+        gpu, no_gpu = probes.Gpu.find()
+        channel.send(device=_device(gpu, no_gpu), versions=_versions())
+        if getattr(module, "REQUIRES", None) == "GPU" and gpu is None:
+            channel.send(skipped=no_gpu)
+            return 0
 
         # The peak is measured against the process before the pipeline exists:
         # a cache filled during warm-up is part of what the pipeline costs.
@@ -94,15 +107,18 @@ def main(config: dict) -> int:
         seconds["warm-up"] = time.perf_counter() - start
 
         start = enter("repetitions")
-        baseline = probes.sample(process)
+        if gpu:
+            gpu.reset_peak()  # the GPU peak of the measured repetitions alone
+        baseline = probes.sample(process, gpu)
         if evidence is not None:
             evidence["types_baseline"] = diagnose.type_counts()
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
-            samples.append(probes.sample(process))
+            samples.append(probes.sample(process, gpu))
             channel.send(sample=samples[-1], rep=rep)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
+        gpu_peak = gpu.peak_bytes() if gpu else None
         if evidence is not None:
             evidence["types_end"] = diagnose.type_counts()  # after `reps` repetitions
         seconds["repetitions"] = time.perf_counter() - start
@@ -122,6 +138,7 @@ def main(config: dict) -> int:
             "baseline": baseline,
             "samples": samples,
             "high_water_mark_bytes": hwm,
+            "gpu_peak_bytes": gpu_peak,
             "trim": trim,
             "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
             "heap": heap,
@@ -143,6 +160,13 @@ def main(config: dict) -> int:
                      traceback=traceback.format_exc(limit=8))
         return 1
     return 0
+
+
+def _device(gpu, no_gpu: str | None) -> dict:
+    """What the record's environment says about the device measured."""
+    if gpu is None:
+        return {"device": "CPU", "gpu": None, "gpu_unavailable": no_gpu}
+    return {"device": gpu.device, "gpu": gpu.details(), "gpu_unavailable": None}
 
 
 def _versions() -> dict:

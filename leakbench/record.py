@@ -5,7 +5,14 @@ is versioned by SCHEMA; a change of meaning bumps it.
 
     schema, pair, variant, path, title, source, kind, repetition, size_param,
     params, settings, environment, runs[], metrics{}, signals[], verdict,
-    phase, error, seconds
+    phase, error, skip_reason, seconds
+
+environment.device is "GPU:0" where TensorFlow saw a GPU (then
+environment.gpu holds its name, compute capability, driver and count, and
+metrics hold gpu_memory_growth and gpu_peak_bytes), else "CPU" with gpu and
+the GPU metrics null and gpu_unavailable saying why ("no GPU visible to
+TensorFlow"). A scenario that REQUIRES a GPU it cannot see reads `skipped`,
+its reason in skip_reason; its run has status skipped and empty series.
 
 Units are in the names: *_bytes in bytes, growth metrics in units per
 repetition (each metric carries "unit"), seconds in seconds.
@@ -33,9 +40,16 @@ _GROWTH = {
 }
 
 
-def environment(child_versions: dict | None) -> dict:
-    """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device."""
+NOT_REPORTED = "not reported: the child ended before it looked for a GPU"
+
+
+def environment(child_versions: dict | None, device: dict | None = None) -> dict:
+    """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device and GPU.
+
+    device: the child's device message (leakbench.child._device); None if it never came.
+    """
     versions = child_versions or {}
+    device = device or {"device": "CPU", "gpu": None, "gpu_unavailable": NOT_REPORTED}
     return {
         "tensorflow": versions.get("tensorflow"),
         "python": versions.get("python", platform.python_version()),
@@ -43,7 +57,9 @@ def environment(child_versions: dict | None) -> dict:
         "cpu": _cpu_model(),
         "cores": psutil.cpu_count(),
         "ram_bytes": psutil.virtual_memory().total,
-        "device": "CPU",
+        "device": device["device"],
+        "gpu": device["gpu"],                          # name, compute_capability, driver, count
+        "gpu_unavailable": device["gpu_unavailable"],  # why there is no GPU reading, or None
     }
 
 
@@ -79,8 +95,9 @@ def run_entry(outcome) -> dict:
         "max_rss_bytes": outcome.max_rss_bytes,
         "import_baseline": before,
         "baseline": baseline,
-        "series": {name: [s[name] for s in samples] for name in SERIES_UNITS},
+        "series": {name: [s.get(name) for s in samples] for name in SERIES_UNITS},
         "high_water_mark_bytes": hwm,
+        "gpu_peak_bytes": result.get("gpu_peak_bytes"),
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
         "trim": result.get("trim"),
@@ -115,6 +132,10 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
     out["peak_above_baseline_bytes"] = first["peak_above_baseline_bytes"]
+    # The GPU allocator's bytes in use (live tensors) per repetition, and its peak
+    # over the measured repetitions; None without a GPU (gpu_unavailable says why).
+    out["gpu_memory_growth"] = _trend(first["series"]["gpu_current_bytes"], "bytes/repetition")
+    out["gpu_peak_bytes"] = first.get("gpu_peak_bytes")
     spent = first["seconds"].get("repetitions")
     out["seconds_per_repetition"] = spent / reps if spent else None
     if scenario.kind == "peak" and len(runs) > 1:
@@ -134,8 +155,10 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
     measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
     found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
     word, signals = verdict.decide(statuses, found)
-    failed = next((r for r in runs if r["status"] != "ok"), None)
-    versions = next((o.result["versions"] for o in outcomes if o.result), None)
+    failed = next((r for r in runs if r["status"] not in ("ok", "skipped")), None)
+    versions = next((o.result["versions"] for o in outcomes if o.result),
+                    next((o.versions for o in outcomes if o.versions), None))
+    device = next((o.device for o in outcomes if o.device), None)
     return {
         "schema": SCHEMA,
         "pair": scenario.name,
@@ -148,12 +171,13 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "size_param": scenario.size_param,
         "params": params,
         "settings": settings,
-        "environment": environment(versions),
+        "environment": environment(versions, device),
         "runs": runs,
         "metrics": found,
         "signals": signals,
         "verdict": word,
         "phase": failed and failed["phase"],
         "error": failed and failed["error"],
+        "skip_reason": next((o.skipped for o in outcomes if o.status == "skipped"), None),
         "seconds": sum(r["wall_seconds"] for r in runs),
     }

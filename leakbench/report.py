@@ -69,7 +69,8 @@ def listing(scenarios) -> Table:
         t.add_column(h)
     for s in scenarios:
         # Text from scenario files is escaped: "[...]" would otherwise be read as rich markup.
-        t.add_row(*map(escape, (s.name, s.kind, s.source, f"{s.size_param}={s.params[s.size_param]}", s.title)))
+        kind = f"{s.kind}, needs a {s.requires}" if s.requires else s.kind  # REQUIRES: skipped without one
+        t.add_row(*map(escape, (s.name, kind, s.source, f"{s.size_param}={s.params[s.size_param]}", s.title)))
     return t
 
 

@@ -37,7 +37,7 @@ def default_cap_bytes() -> int:
 
 @dataclass
 class Outcome:
-    """What one child run produced. status: ok, over-cap, hang or error."""
+    """What one child run produced. status: ok, over-cap, hang, error or skipped."""
 
     status: str
     phase: str | None
@@ -49,6 +49,9 @@ class Outcome:
     teardown_seconds: float | None = None
     error: str | None = None
     missing_module: str | None = None
+    device: dict | None = None                 # the child's "device" message (leakbench.child._device)
+    versions: dict | None = None               # ... and the versions it sent with it
+    skipped: str | None = None                 # why the child measured nothing (REQUIRES a GPU, none visible)
 
 
 def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: int,
@@ -134,7 +137,9 @@ def _watch(proc, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_s
         # Judged by what the child said, not its exit code: a kill after the
         # final message is ours, not the scenario's.
         finished = outcome.result is not None and outcome.teardown_seconds is not None
-        if outcome.error or not finished:
+        if outcome.skipped and not outcome.error:
+            outcome.status = "skipped"
+        elif outcome.error or not finished:
             outcome.status = "error"
     return outcome
 
@@ -146,6 +151,12 @@ def _take(outcome: Outcome, message: dict, on_message) -> None:
         outcome.samples.append(message["sample"])
     if "result" in message:
         outcome.result = message["result"]
+    if "device" in message:
+        outcome.device = message["device"]
+        outcome.versions = message.get("versions")
+    if "skipped" in message:
+        outcome.skipped = message["skipped"]
+        outcome.phase = None  # not cut short in a phase: nothing was to be measured
     if "teardown_seconds" in message:
         outcome.teardown_seconds = message["teardown_seconds"]
         outcome.phase = None
