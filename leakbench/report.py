@@ -84,6 +84,7 @@ CHECK_SERIES = (  # metric, label, unit divisor, unit label, digits
     ("threads_growth", "threads", 1.0, "/rep", 1),
     ("open_files_growth", "open files", 1.0, "/rep", 1),
     ("python_objects_growth", "Python objects", 1.0, "/rep", 0),
+    ("gpu_memory_growth", "GPU allocator in use", KIB, "KiB/rep", 0),  # only where TensorFlow sees a GPU
 )
 
 
