@@ -342,3 +342,42 @@ def test_committed_records_are_per_machine():
     assert versions.machines(committed) == ["vm"]  # asv's results/vm/machine.json
     assert (committed / "vm" / "machine.json").is_file()
     assert not list((committed / "records").glob("tf-*.jsonl"))
+
+
+# --- the asv glue (benchmarks/benchmark_pairs.py), with the engine stubbed -------------
+
+def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp_path, monkeypatch):
+    import math
+
+    from benchmarks import benchmark_pairs as glue
+    from leakbench import measure as measure_module
+
+    def fake_measure(target, params, settings):
+        if target.scenario.requires == "GPU":  # as the child reports it on this CPU-only machine
+            return {"pair": target.scenario.name, "variant": target.variant, "verdict": "skipped", "metrics": {},
+                    "signals": [], "skip_reason": "no GPU visible to TensorFlow", "schema": 1,
+                    "environment": {"tensorflow": "2.21.0"}}
+        metrics = {"malloc_heap_growth": {"slope": 300 * 1024.0}, "trim_returned_bytes": 5 << 20,
+                   "rss_growth": {"slope": 310 * 1024.0}}
+        return {"pair": target.scenario.name, "variant": target.variant, "verdict": "leak", "metrics": metrics,
+                "signals": ["rss"], "schema": 1, "environment": {"tensorflow": "2.21.0"}}
+
+    monkeypatch.setattr(measure_module, "measure", fake_measure)
+    monkeypatch.setattr(versions, "installed_tf_version", lambda: "2.21.0")
+    monkeypatch.setattr(glue, "RESULTS", tmp_path)
+    monkeypatch.setattr(glue, "PAIRS", ["stateful_map", "kept_device_batches"])
+    monkeypatch.setattr(glue, "SELECTED", [])
+    monkeypatch.setenv("ASV_MACHINE", "box")
+    pairs = glue.Pairs()
+    cache = pairs.setup_cache()
+    stored = versions.read_records(tmp_path / "records" / "box" / "tf-2.21.0.jsonl")
+    assert {(r["pair"], r["variant"]) for r in stored} == {(p, v) for p in ("stateful_map", "kept_device_batches")
+                                                            for v in ("leaky", "fixed")}
+    pairs.setup(cache, "stateful_map", "leaky")  # measured: no skip
+    assert pairs.track_malloc_heap_growth(cache, "stateful_map", "leaky") == 300 * 1024
+    assert pairs.track_trim_returned(cache, "stateful_map", "leaky") == 5 << 20
+    assert glue.Pairs.track_malloc_heap_growth.unit == "bytes/repetition"
+    assert glue.Pairs.track_trim_returned.unit == "bytes"
+    with pytest.raises(NotImplementedError, match="no GPU visible to TensorFlow"):  # asv: skipped
+        pairs.setup(cache, "kept_device_batches", "fixed")
+    assert math.isnan(pairs.track_rss_growth(cache, "kept_device_batches", "fixed"))
