@@ -438,10 +438,13 @@ def matrix_markdown(m: dict) -> str:
              "Growth pairs: RSS growth in KiB/repetition. Peak pairs: k in peak ∝ size^k. "
              "**Bold**: not the expected verdict (a scenario that does not leak, a fix that does). "
              "Cells reading fragmentation, and bold ones, add glibc's malloc heap growth (KiB/repetition) "
-             "and what malloc_trim gave back at the end (MiB).", "",
-             FRAGMENTATION_NOTE + " " + SKIPPED_NOTE, "",
-             "| pair | variant | " + " | ".join(m["versions"]) + " |",
-             "|---|---|" + "---|" * len(m["versions"])]
+             "and what malloc_trim gave back at the end (MiB).", ""]
+    words = {c["verdict"] for row in m["rows"] for c in row["cells"].values() if c}
+    notes = [note for word, note in (("fragmentation", FRAGMENTATION_NOTE), ("skipped", SKIPPED_NOTE))
+             if word in words]
+    lines += [" ".join(notes), ""] if notes else []
+    lines += ["| pair | variant | " + " | ".join(m["versions"]) + " |",
+              "|---|---|" + "---|" * len(m["versions"])]
     for row in m["rows"]:
         cells = [_cell(row["cells"][v]) for v in m["versions"]]
         lines.append(f"| {row['pair']} | {row['variant']} | " + " | ".join(cells) + " |")
