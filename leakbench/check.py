@@ -157,6 +157,11 @@ def hints(rec: dict, found: dict) -> list[str]:
         out.append(f"threads grew {per:.1f}/repetition: likely live iterators kept alive (dangling references: "
                    "an iterator held by a list, a closure or a stored exception's traceback); each live tf.data "
                    "iterator holds a few threads.")
+    if "gpu" in signals:
+        per = metrics["gpu_memory_growth"]["slope"]
+        out.append(f"the GPU allocator's bytes in use grew {_mib(per)}/repetition: likely device tensors kept "
+                   "across repetitions (dangling references: batches or losses kept as tensors in a list); keep "
+                   "host numbers (float(loss)) or only the current batch.")
     if "open files" in signals:
         out.append("open file descriptors grew: likely files or iterators opened every repetition and never "
                    "closed (dangling references).")

@@ -131,3 +131,22 @@ def test_gpu_pair_is_skipped_without_a_gpu():
         env = rec["environment"]
         assert env["tensorflow"] and env["device"] == "CPU" and env["gpu"] is None
         assert verdict.expected_ok(rec, target.expected)
+
+
+# --- leakbench check and the pytest plugin ---------------------------------------------------
+
+def test_check_hints_at_kept_device_tensors():
+    from leakbench import check
+
+    rec = {"verdict": "leak", "signals": ["gpu"], "metrics": {"gpu_memory_growth": {"slope": 8.0 * MIB}}}
+    found = {"types": [], "attribution": {}, "top_stacks": []}
+    (hint,) = check.hints(rec, found)
+    assert hint.startswith("the GPU allocator's bytes in use grew 8.0 MiB/repetition: likely device tensors kept")
+
+
+@pytest.mark.timeout(60)
+def test_assert_no_leak_skips_a_scenario_that_needs_a_gpu():
+    from leakbench.pytest_plugin import assert_no_leak
+
+    with pytest.raises(pytest.skip.Exception, match="no GPU visible to TensorFlow"):
+        assert_no_leak(str(DATA / "python_requires_gpu.py"), cap="1GiB", timeout=60, reps=5, heap_reps=0)
