@@ -107,8 +107,9 @@ def main(config: dict) -> int:
         seconds["warm-up"] = time.perf_counter() - start
 
         start = enter("repetitions")
-        if gpu:
-            gpu.reset_peak()  # the GPU peak of the measured repetitions alone
+        gpu_problem = gpu and gpu.start()  # resets the GPU peak: that of the measured repetitions alone
+        if gpu_problem:
+            gpu = None
         baseline = probes.sample(process, gpu)
         if evidence is not None:
             evidence["types_baseline"] = diagnose.type_counts()
@@ -139,6 +140,7 @@ def main(config: dict) -> int:
             "samples": samples,
             "high_water_mark_bytes": hwm,
             "gpu_peak_bytes": gpu_peak,
+            "gpu_unavailable": gpu_problem or None,
             "trim": trim,
             "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
             "heap": heap,

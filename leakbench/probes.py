@@ -99,6 +99,20 @@ class Gpu:
         """Start a new peak at the current bytes in use (reset_memory_stats)."""
         self.tf.config.experimental.reset_memory_stats(self.device)
 
+    def start(self) -> str | None:
+        """Reset the peak and read the bytes in use once: None if that works, else why not.
+
+        A device TensorFlow lists as a GPU may not keep allocator statistics
+        (get_memory_info raises there): the measurement then goes on without
+        GPU readings instead of failing.
+        """
+        try:
+            self.reset_peak()
+            self.current_bytes()
+        except Exception as err:
+            return f"GPU memory statistics unavailable ({type(err).__name__}: {err})"
+        return None
+
     def details(self) -> dict:
         """Name, compute capability (get_device_details), driver (nvidia-smi, if installed), count."""
         gpus = self.tf.config.list_physical_devices("GPU")

@@ -43,13 +43,16 @@ _GROWTH = {
 NOT_REPORTED = "not reported: the child ended before it looked for a GPU"
 
 
-def environment(child_versions: dict | None, device: dict | None = None) -> dict:
+def environment(child_versions: dict | None, device: dict | None = None, gpu_problem: str | None = None) -> dict:
     """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device and GPU.
 
     device: the child's device message (leakbench.child._device); None if it never came.
+    gpu_problem: why a GPU that is there gave no readings (probes.Gpu.start), if it did not.
     """
     versions = child_versions or {}
     device = device or {"device": "CPU", "gpu": None, "gpu_unavailable": NOT_REPORTED}
+    if gpu_problem:
+        device = {**device, "gpu_unavailable": gpu_problem}
     return {
         "tensorflow": versions.get("tensorflow"),
         "python": versions.get("python", platform.python_version()),
@@ -98,6 +101,7 @@ def run_entry(outcome) -> dict:
         "series": {name: [s.get(name) for s in samples] for name in SERIES_UNITS},
         "high_water_mark_bytes": hwm,
         "gpu_peak_bytes": result.get("gpu_peak_bytes"),
+        "gpu_unavailable": result.get("gpu_unavailable"),  # a GPU whose allocator statistics could not be read
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
         "trim": result.get("trim"),
@@ -171,7 +175,8 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "size_param": scenario.size_param,
         "params": params,
         "settings": settings,
-        "environment": environment(versions, device),
+        "environment": environment(versions, device, next((r["gpu_unavailable"] for r in runs
+                                                           if r["gpu_unavailable"]), None)),
         "runs": runs,
         "metrics": found,
         "signals": signals,

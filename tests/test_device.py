@@ -73,6 +73,18 @@ def test_bounded_gpu_use_is_no_leak():
     assert rec["verdict"] == "no-leak" and rec["signals"] == []
 
 
+@pytest.mark.timeout(60)
+def test_a_gpu_without_allocator_statistics_is_measured_without_gpu_readings():
+    rec = run("python_fake_gpu", {"stats": 0})
+    assert rec["verdict"] == "no-leak", (rec["error"], rec["signals"])  # not an error: the host was measured
+    env = rec["environment"]
+    assert env["device"] == "GPU:0" and env["gpu"]["name"] == "Fake GPU 0"
+    assert env["gpu_unavailable"] == ("GPU memory statistics unavailable "
+                                      "(ValueError: memory stats not supported for this device)")
+    assert rec["runs"][0]["series"]["gpu_current_bytes"] == [None] * SETTINGS.reps
+    assert rec["metrics"]["gpu_memory_growth"] is None and rec["metrics"]["gpu_peak_bytes"] is None
+
+
 def test_gpu_signal_threshold():
     def trend(slope):
         return {"slope": slope, "low": slope, "high": slope, "p_increasing": 0.0001,

@@ -5,7 +5,9 @@ tf.config answers like TensorFlow's documented API on a machine with one GPU:
 list_physical_devices("GPU"), experimental.get_memory_info("GPU:0")
 (current and peak bytes of a made-up allocator), reset_memory_stats and
 get_device_details. Each repetition allocates GPU_BYTES_PER_REP on the fake
-GPU and keeps it when `keep` is 1; with `keep` 0 it frees it again. This
+GPU and keeps it when `keep` is 1; with `keep` 0 it frees it again. With
+`stats` 0 the fake GPU keeps no allocator statistics (get_memory_info
+raises, as on a device that does not support it). This
 tests leakbench's plumbing, not TensorFlow: the real GPU path is untested.
 """
 import sys
@@ -16,17 +18,20 @@ SOURCE = "dangling references"
 REPETITION = "allocate one tensor on the fake GPU"
 KIND = "growth"
 SIZE_PARAM = "gpu_bytes_per_rep"
-PARAMS = {"gpu_bytes_per_rep": 1048576, "keep": 1}
+PARAMS = {"gpu_bytes_per_rep": 1048576, "keep": 1, "stats": 1}
 REQUIRES = "GPU"
 
 
 class _Allocator:
     current = 0
     peak = 0
+    stats = 1
 
 
 def _get_memory_info(device):
     assert device == "GPU:0", device
+    if not _Allocator.stats:
+        raise ValueError("memory stats not supported for this device")
     return {"current": _Allocator.current, "peak": _Allocator.peak}
 
 
@@ -44,7 +49,8 @@ _config = types.SimpleNamespace(
 sys.modules["tensorflow"] = types.SimpleNamespace(__version__="0.0-fake", config=_config)
 
 
-def setup(gpu_bytes_per_rep, keep):
+def setup(gpu_bytes_per_rep, keep, stats):
+    _Allocator.stats = stats
     return {"bytes": gpu_bytes_per_rep, "keep": keep}
 
 
