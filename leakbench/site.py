@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import difflib
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -214,8 +215,9 @@ def _malloc_growth(rec: dict) -> str:
 PANELS = (("rss", "RSS (MiB)", MIB), ("malloc", "malloc heap in use (MiB)", MIB),
           ("heap", "memray heap (MiB)", MIB), ("threads", "threads", 1))
 
-def memory_svg(series: dict) -> Markup | None:
-    """RSS, malloc heap, memray heap (MiB) and threads over repetitions of both variants, as inline SVG.
+def memory_svg(series: dict) -> list[Markup] | None:
+    """RSS, malloc heap, memray heap (MiB) and threads over repetitions of both variants:
+    one inline SVG per panel (two by two on a wide screen, one above the other on a phone).
 
     series: variant -> {"rss": [...bytes], "malloc": [...bytes], "heap": [...bytes], "threads": [...],
     "malloc_na": why the malloc heap is n/a, or None}. A variant whose malloc heap is n/a is
@@ -231,11 +233,11 @@ def memory_svg(series: dict) -> Markup | None:
     except ImportError:
         return None
     colours = {"leaky": "#c0392b", "fixed": "#1e7b45"}
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "leakbench", "font.size": 9,
-                                "axes.spines.top": False, "axes.spines.right": False}):
-        fig, grid = plt.subplots(2, 2, figsize=(8, 5), layout="constrained")
-        axes = grid.ravel()
-        for ax, (key, label, scale) in zip(axes, PANELS):
+    panels = []
+    for key, label, scale in PANELS:
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "leakbench", "font.size": 9,
+                                    "axes.spines.top": False, "axes.spines.right": False}):
+            fig, ax = plt.subplots(figsize=(4, 2.5), layout="constrained")
             missing = []
             for variant, found in series.items():
                 values = [v for v in (found.get(key) or []) if v is not None]
@@ -250,14 +252,18 @@ def memory_svg(series: dict) -> Markup | None:
             ax.set_title(label)
             ax.set_xlabel("repetition")
             ax.grid(alpha=0.3)
-        axes[0].legend(frameon=False)
-        buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-        plt.close(fig)
-    svg = buffer.getvalue()
-    svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE: inline in HTML
-    svg = svg.replace("<svg ", '<svg role="img" aria-label="memory over repetitions" ', 1)
-    return Markup(svg)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(frameon=False, fontsize=8)
+            buffer = io.StringIO()
+            fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+            plt.close(fig)
+        svg = buffer.getvalue()
+        svg = svg[svg.index("<svg"):]  # drop the XML declaration and DOCTYPE: inline in HTML
+        # matplotlib numbers its ids per figure (figure_1, axes_1, ...): prefix them, unique in the page
+        svg = re.sub(r'(\bid="|url\(#|href="#)', rf"\g<1>{key}-", svg)
+        svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label} over repetitions" ', 1)
+        panels.append(Markup(svg))
+    return panels
 
 
 def _series(rec: dict | None) -> dict:
@@ -402,8 +408,28 @@ def _flamegraph(results: Path, out: Path, name: str, order: list[str], built: Bu
                                f"release than the one installed): {', '.join(left)}")
         built.pages.append((rel, (out / rel).stat().st_size))
         return {"href": f"../{rel}", "version": version, "kib": (out / rel).stat().st_size / KIB,
-                "offline": not left}
+                "offline": not left, **flamegraph_totals(source.read_text())}
     return None
+
+
+_PACKED = re.compile(r"const packed_data = (\{.*?\});\n", re.S)
+
+
+def flamegraph_totals(html: str) -> dict:
+    """Bytes a memray flame graph holds: all of them (its root) and those under a Python frame.
+
+    memray records no Python stack for an allocation made by a thread that runs
+    no Python (TensorFlow's own): those bytes sit on the root alone. Reads the
+    data memray 1.x embeds (`packed_data`); {} when the page is not in that form.
+    """
+    found = _PACKED.search(html)
+    try:
+        nodes = json.loads(found.group(1))["nodes"]
+        total = int(nodes["value"][0])
+        python = sum(int(nodes["value"][child]) for child in nodes["children"][0])
+    except (AttributeError, ValueError, KeyError, IndexError, TypeError):
+        return {}
+    return {"retained_mib": total / MIB, "python_share": python / total if total else None}
 
 
 def _vendor_asv(root: Path, out: Path, built: Built) -> None:

@@ -16,6 +16,8 @@ chromium it skips.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
@@ -249,8 +251,10 @@ def test_lesson(built):
     assert '<span class="line del">-    SEEN.append(x.copy())' in short
     assert '<span class="line ins">+    STATS[&#34;sum&#34;] += float(x.sum())' in short
     assert "SEEN.append(x.copy())" in lesson and "STATS[&#34;count&#34;] += 1" in lesson
-    # one inline SVG chart, no XML prolog inside the HTML
-    assert lesson.count("<svg ") == 1 and "<?xml" not in lesson and "<!DOCTYPE svg" not in lesson
+    # the chart: one inline SVG per panel, no XML prolog inside the HTML, ids unique in the page
+    assert lesson.count("<svg ") == 4 and "<?xml" not in lesson and "<!DOCTYPE svg" not in lesson
+    ids = re.findall(r'\bid="([^"]+)"', lesson)
+    assert len(ids) == len(set(ids)), [i for i in set(ids) if ids.count(i) > 1]
     assert "fixed on TensorFlow 2.16.2" in lesson
     # peak and growth per TF version
     history = lesson.split('<table class="history">', 1)[1].split("</table>", 1)[0]
@@ -388,8 +392,17 @@ def real_site(tmp_path_factory) -> site.Built:
 
 
 def test_committed_results(real_site):
-    names = sorted(p.stem for p in (REPO / "scenarios").glob("*.py"))
+    measured = {r["pair"] for p in versions.available(REPO / "results").values() for r in versions.read_records(p)}
+    names = sorted(p.stem for p in (REPO / "scenarios").glob("*.py") if p.stem in measured)
     assert sorted(Path(rel).stem for rel, _ in real_site.pages if rel.startswith("lessons/")) == names
+    # every lesson links its committed flame graph, or says plainly that there is none
+    for name in names:
+        lesson = (real_site.out / "lessons" / f"{name}.html").read_text()
+        graphs = sorted((REPO / "results" / site.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html"))
+        if graphs:
+            assert re.search(rf'<a href="../flamegraphs/tf-[^/"]+/{name}-leaky.html">Flame graph', lesson), name
+        else:
+            assert "No flame graph is recorded for this pair" in lesson, name
     if real_site.asv:
         assert (real_site.out / "asv" / "index.html").is_file()
         assert 'href="../index.html"' in (real_site.out / "asv" / "index.html").read_text()  # linked back
@@ -400,11 +413,51 @@ def test_committed_results(real_site):
                 assert (page.parent / urlsplit(link).path).is_file(), f"{page}: broken link {link}"
 
 
+def test_asv_pages_load_nothing_from_cdns(real_site):
+    """asv's index.html points at the copies in vendor/, and they are the libraries asv names:
+    byte for byte (asv's subresource-integrity hashes) where npm has the same file."""
+    if not real_site.asv:
+        pytest.skip("asv is not installed (pip install -e '.[test]' brings it)")
+    if not real_site.asv_offline:
+        why = [n for n in real_site.notes if "CDN" in n]
+        if any("npm is not installed" in n for n in why):
+            pytest.skip(why[0])
+        pytest.fail(f"asv's pages still use CDNs: {why}")
+    page = (real_site.out / "asv" / "index.html").read_text()
+    assert assets.remote_addresses(page) == []
+    import asv
+
+    original = (Path(asv.__file__).parent / "www" / "index.html").read_text()
+    same = []
+    for address, integrity in re.findall(r'(?:src|href)="(https://[^"]+)" integrity="([^"]+)"', original):
+        package, version, rel = next(v for end, v in assets.ASV_CDN.items() if address.endswith(end))
+        copy = real_site.out / "vendor" / f"{package}@{version}" / rel
+        assert f'"../vendor/{package}@{version}/{rel}"' in page
+        algorithm, digest = integrity.split("-", 1)
+        if base64.b64encode(hashlib.new(algorithm, copy.read_bytes()).digest()).decode() == digest:
+            same.append(rel.rsplit("/", 1)[-1])
+    # flot's npm package has the unminified files of 0.8.3; npm has stupid-table-plugin 1.1.3, not 1.0.1
+    assert sorted(same) == ["bootstrap.min.css", "bootstrap.min.js", "jquery.flot.orderBars.js", "jquery.min.js",
+                            "md5.min.js"]
+    notice = (real_site.out / "vendor" / "README.txt").read_text()
+    assert "jquery@3.3.1/  npm package jquery 3.3.1; licence: MIT" in notice
+    assert (real_site.out / "vendor" / "bootstrap@3.1.1" / "dist" / "fonts" / "glyphicons-halflings-regular.woff").is_file()
+
+
 # --- the browser test -----------------------------------------------------------------
 
 class _Quiet(SimpleHTTPRequestHandler):
+    served: list = []  # paths asked for, in order
+
     def log_message(self, *args):
         pass
+
+    def log_request(self, code="-", size="-"):
+        self.served.append((urlsplit(self.path).path, str(getattr(code, "value", code))))
+
+
+# Every host but the test server's fails to resolve: a page that needs the network shows it.
+OFFLINE = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
 
 
 def _chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
@@ -413,10 +466,15 @@ def _chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, url],
+             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", OFFLINE, *extra, url],
             capture_output=True, text=True, timeout=120)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _console(done: subprocess.CompletedProcess) -> list[str]:
+    """Console messages and uncaught errors (a script or stylesheet that failed to load among them)."""
+    return [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium (Debian: apt-get install chromium; "
@@ -430,12 +488,14 @@ def test_browser(real_site):
     try:
         for page in pages(out):
             url = urljoin(base, page.relative_to(out).as_posix())
-            done = _chromium(url, "--dump-dom")
+            graph = page.parent.parent.name == site.FLAMEGRAPHS
+            done = _chromium(url, "--dump-dom", *(["--virtual-time-budget=5000"] if graph else []))
             assert done.returncode == 0, done.stderr[-2000:]
-            console = [line for line in done.stderr.splitlines()
-                       if "CONSOLE" in line or "Uncaught" in line]
-            assert not console, f"{url}: {console}"
-            assert "</main>" in done.stdout, f"{url} did not render"
+            assert not _console(done), f"{url}: {_console(done)}"
+            if graph:  # d3-flame-graph drew (at least the root), from the vendored copies
+                assert 'class="frame"' in done.stdout, f"{url}: no flame graph drawn"
+            else:
+                assert "</main>" in done.stdout, f"{url} did not render"
             if page.name == "index.html":
                 assert re.search(r'<html lang="en" class="\s*js"', done.stdout), "the filter script did not run"
             dom = Links()
@@ -448,6 +508,29 @@ def test_browser(real_site):
                             assert reply.status == 200, f"{url}: {link} gives {reply.status}"
                     except urllib.error.HTTPError as e:
                         pytest.fail(f"{url}: broken link {link} ({e.code})")
+        # the control: another host cannot be reached from these pages (a failed load alone logs nothing:
+        # asv's pages show it by going to their error page, the flame graphs by drawing nothing)
+        (out / "probe-offline.html").write_text(
+            '<script>fetch("https://example.com/", {mode: "no-cors"}).then(() => console.log("reached"),'
+            ' () => console.log("blocked"))</script>')
+        try:
+            done = _chromium(base + "probe-offline.html", "--dump-dom", "--virtual-time-budget=5000")
+            assert any('"blocked"' in line for line in _console(done)), f"the network is not blocked: {_console(done)}"
+        finally:
+            (out / "probe-offline.html").unlink()
+        if real_site.asv_offline:  # asv's own pages, with every CDN unreachable
+            _Quiet.served.clear()
+            # the grid of summary plots, the regressions table (stupidtable), one benchmark's graph (flot)
+            for view, drawn in (("", 'class="benchmark-plot"'), ("#/regressions", 'class="table table-hover"'),
+                                ("#benchmark_pairs.Pairs.track_rss_growth", 'class="flot-base"')):
+                url = base + "asv/index.html" + view
+                done = _chromium(url, "--dump-dom", "--virtual-time-budget=10000")
+                assert done.returncode == 0 and not _console(done), f"{url}: {_console(done)}"
+                assert "continental origin" not in done.stdout, f"{url}: asv's dependencies failed to load"
+                assert drawn in done.stdout, f"{url}: no {drawn}"
+            assert {path for path, code in _Quiet.served if path.startswith("/vendor/")} >= {
+                "/vendor/jquery@3.3.1/dist/jquery.min.js", "/vendor/bootstrap@3.1.1/dist/css/bootstrap.min.css"}
+            assert all(code == "200" for _, code in _Quiet.served), _Quiet.served
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         lesson = sorted(p for p in pages(out) if p.parent.name == "lessons")[0]
         shots = {"index.png": (base + "index.html", "1280,900"),
