@@ -160,25 +160,34 @@ def memray_assets() -> tuple[str, Path, str]:
     return metadata.version("memray"), templates / "assets" / "vendor", text
 
 
-def vendor_flamegraph(page: Path, out: Path) -> tuple[list[str], list[dict]]:
+def vendor_flamegraph(page: Path, out: Path) -> tuple[list[str], list[dict], list[str]]:
     """Point a memray flame graph (a copy inside `out`) at memray's own copies of its
-    libraries, copied once into out/vendor/memray-<version>/. Returns (left remote, copied)."""
+    libraries, copied once into out/vendor/memray-<version>/.
+
+    A page drawn by another memray release may name other versions: the installed
+    memray's file of the same name stands in, and is listed as such.
+    Returns (addresses left remote, files copied, addresses that got a stand-in).
+    """
     version, shipped, templates = memray_assets()
     folder = out / "vendor" / f"memray-{version}"
     html = page.read_text()
-    local, copied = {}, []
+    local, copied, stand_ins = {}, [], []
     for address in remote_addresses(html):
         source = shipped / address.rsplit("/", 1)[-1]
-        if address not in templates or not source.is_file():
-            continue  # drawn by another memray release, or a file this one does not ship
+        if not source.is_file():
+            continue  # a file this memray does not ship
+        if address not in templates:
+            stand_ins.append(address)
         if not (folder / source.name).is_file():
             _copy(source, folder / source.name)
+            ships = next((a for a in re.findall(r'"((?:https?:)?//[^"]+)"', templates)
+                          if a.rsplit("/", 1)[-1] == source.name), address)
             copied.append({"package": f"memray {version}", "version": version, "source": "PyPI",
-                           "licence": "as its CDN copy", "for": "flame graphs", "file": address})
+                           "for": "flame graphs", "file": ships})
         local[address] = _relative(folder / source.name, page.parent)
     html, left = localize(html, local)
     page.write_text(html)
-    return left, copied
+    return left, copied, stand_ins
 
 
 def write_notice(out: Path, copied: list[dict]) -> None:

@@ -401,11 +401,13 @@ def _flamegraph(results: Path, out: Path, name: str, order: list[str], built: Bu
         rel = f"{FLAMEGRAPHS}/tf-{version}/{name}-leaky.html"
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, out / rel)
-        left, copied = assets.vendor_flamegraph(out / rel, out)
+        left, copied, stand_ins = assets.vendor_flamegraph(out / rel, out)
         built.vendored.extend(copied)
         if left:
-            built.notes.append(f"{rel} still loads {len(left)} file(s) from CDNs (drawn by another memray "
-                               f"release than the one installed): {', '.join(left)}")
+            built.notes.append(f"{rel} still loads {len(left)} file(s) from CDNs: {', '.join(left)}")
+        if stand_ins:
+            built.notes.append(f"{rel} was drawn by another memray release: the installed memray's copies "
+                               f"stand in for {', '.join(stand_ins)}")
         built.pages.append((rel, (out / rel).stat().st_size))
         return {"href": f"../{rel}", "version": version, "kib": (out / rel).stat().st_size / KIB,
                 "offline": not left, **flamegraph_totals(source.read_text())}

@@ -544,3 +544,17 @@ def test_browser(real_site):
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
+    """A flame graph naming versions the installed memray does not ship still loads nothing from a CDN."""
+    page = tmp_path / "out" / "flamegraphs" / "tf-9.9.9" / "x-leaky.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<script src="https://cdn.example/npm/d3@6.0.0/dist/d3.min.js"></script>'
+                    '<script src="https://cdn.example/npm/nothing@1/dist/nothing.js"></script>')
+    left, copied, stand_ins = assets.vendor_flamegraph(page, tmp_path / "out")
+    assert left == ["https://cdn.example/npm/nothing@1/dist/nothing.js"]
+    assert stand_ins == ["https://cdn.example/npm/d3@6.0.0/dist/d3.min.js"]
+    version = assets.memray_assets()[0]
+    assert f'<script src="../../vendor/memray-{version}/d3.min.js"></script>' in page.read_text()
+    assert copied[0]["file"].endswith("/d3.min.js") and "d3@6.0.0" not in copied[0]["file"]  # what memray ships
