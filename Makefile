@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 setup: $(STAMP)
+	scripts/system-packages
 
 run: setup
 	$(BIN)/leakbench run $(ARGS)

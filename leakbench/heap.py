@@ -4,17 +4,22 @@ memray intercepts malloc/free (and mmap/munmap) of the whole process, so
 TensorFlow's C++ allocations count. It only sees allocations made while
 tracking, so the heap starts at 0 bytes.
 
-Why markers and not memray's memory snapshots: snapshots come from a
-background thread every `memory_interval_ms`; on a loaded machine that thread
-can miss a repetition's end, a stale value ties two points of a six-point
-series, and a real leak then fails the trend test (seen in CI). Instead each
-repetition ends with one allocation of a size nothing else uses, made and
-freed in `_heap_marker`; replaying memray's allocation stream (in the order
-memray wrote it) gives the bytes live at each marker, exactly.
+The heap at a repetition's end comes from memray's memory snapshots, taken by
+a background thread every SNAPSHOT_MS: each repetition ends with a garbage
+collection, a marker allocation, and a quiet QUIET_SECONDS window; the last
+snapshot inside the window is that repetition's heap. On a loaded machine the
+snapshot thread can miss a window (seen in CI: a stale value tied two points
+of a six-point series and a real leak failed the trend test). Then the heap
+is replayed from memray's allocation stream instead: the bytes live just
+before each marker (an allocation of a size nothing else uses, made and freed
+in `_heap_marker`), exact but about 1 µs per allocation recorded, which is a
+minute for a shuffle of millions of small tensors. The record says which
+(heap_source: "snapshots" or "replay").
 """
 from __future__ import annotations
 
 import gc
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +28,8 @@ from leakbench import diagnose
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
 _MARKER_FUNCTION = "_heap_marker"
+SNAPSHOT_MS = 10
+QUIET_SECONDS = 0.05  # five snapshot intervals
 
 
 def _heap_marker() -> None:
@@ -40,20 +47,39 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     import memray
 
     path.unlink(missing_ok=True)
-    with memray.Tracker(path, native_traces=False):
+    windows = []  # (start, end) of each repetition's quiet window, ms since the epoch as memray's
+    with memray.Tracker(path, native_traces=False, memory_interval_ms=SNAPSHOT_MS):
         for _ in range(reps):
             module.repetition(state)
             gc.collect()
             _heap_marker()
+            start = time.time() * 1000
+            time.sleep(QUIET_SECONDS)
+            windows.append((start, time.time() * 1000))
     reader = memray.FileReader(path)
+    heap, source = heap_in_windows(reader.get_memory_snapshots(), windows), "snapshots"
+    if None in heap:
+        heap, source = heap_at_markers(reader.get_allocation_records()), "replay"
     live = list(reader.get_leaked_allocation_records(merge_threads=True))
     return {
-        "heap_bytes": heap_at_markers(reader.get_allocation_records()),
+        "heap_bytes": heap,
+        "heap_source": source,
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
         "retained_bytes": sum(r.size for r in live),
         "allocations": reader.metadata.total_allocations,
         "top_stacks": diagnose.heap_stacks(live),
     }
+
+
+def heap_in_windows(snapshots, windows) -> list[int | None]:
+    """Heap of the last memray snapshot inside each (start, end) window, in
+    bytes; None for a window the snapshot thread missed."""
+    ordered = sorted(snapshots, key=lambda s: s.time)
+    found = []
+    for start, end in windows:
+        inside = [s.heap for s in ordered if start <= s.time <= end]
+        found.append(inside[-1] if inside else None)
+    return found
 
 
 def render_flamegraph(capture: Path, out: Path, timeout_seconds: float = 300.0) -> str | None:
@@ -90,29 +116,34 @@ def heap_at_markers(records) -> list[int]:
     """
     from memray import AllocatorType as A
 
-    frees = {A.FREE, A.PYMALLOC_FREE}
+    # Plain ints and locals: this loop sees every allocation (millions for a
+    # shuffle of small tensors), about 1 µs each.
+    free, pyfree, mmap, munmap = int(A.FREE), int(A.PYMALLOC_FREE), int(A.MMAP), int(A.MUNMAP)
+    low, high = MARKER_BYTES, MARKER_BYTES + 64
     live: dict[int, int] = {}
     maps: dict[int, int] = {}
+    pop, get = live.pop, live.get
     heap = 0
     marks = []
     for rec in records:
         kind = rec.allocator
-        if kind in frees:
-            heap -= live.pop(rec.address, 0)
-        elif kind == A.MUNMAP:
+        if kind == free or kind == pyfree:
+            heap -= pop(rec.address, 0)
+        elif kind == munmap:
             size = maps.pop(rec.address, 0)
             gone = min(size, rec.size)
             if size > gone:
                 maps[rec.address + gone] = size - gone
             heap -= gone
-        elif kind == A.MMAP:
+        elif kind == mmap:
             maps[rec.address] = maps.get(rec.address, 0) + rec.size
             heap += rec.size
         else:
-            if MARKER_BYTES < rec.size <= MARKER_BYTES + 64 and _is_marker(rec):
+            address, size = rec.address, rec.size
+            if low < size <= high and _is_marker(rec):
                 marks.append(heap)
-            heap += rec.size - live.get(rec.address, 0)
-            live[rec.address] = rec.size
+            heap += size - get(address, 0)
+            live[address] = size
     return marks
 
 
