@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from leakbench import verdict
 from leakbench.contract import ContractError, Scenario, read_metadata
 
 VARIANT_DIRS = {"leaky": "scenarios", "fixed": "fixes"}
@@ -19,8 +20,9 @@ class Target:
 
     @property
     def expected(self) -> str:
-        """Scenarios should leak; fixes and a user's own files should not."""
-        return "leak" if self.variant == "leaky" else "no-leak"
+        """Scenarios should leak (or, with a REPORTED claim, may not on this release);
+        fixes and a user's own files should not: verdict.expected_for."""
+        return verdict.expected_for(self.variant, self.scenario.reported)
 
 
 def find_root(start: Path | None = None) -> Path:

@@ -21,6 +21,19 @@ Optional:
                       TensorFlow sees none, the measured child stops after the
                       import and the record reads `skipped` ("no GPU visible
                       to TensorFlow"): not an error, not a leak, no exit code.
+    REPORTED    dict  what a public report claims about TensorFlow versions,
+                      for a leak it ties to some releases only, e.g.
+                      {"issue": "tensorflow/tensorflow#61344",
+                       "leaks_on": ["2.13.0"], "fixed_in": "2.15.0",
+                       "note": "the reporter's later measurement ..."}
+                      issue "owner/repo#N"; leaks_on the versions the thread
+                      reports a leak on; fixed_in the first release it says is
+                      free of it, or None; note (optional) the conditions in
+                      words (a Python version, an OS). It is the thread's claim,
+                      never a measurement: what a release does is in the
+                      committed results (results/records/tf-<v>.jsonl). Its
+                      leaky variant is expected to read leak or no-leak
+                      (verdict.VERSION_DEPENDENT), its fix still no-leak.
 
 The engine does everything else (warm-up, baseline, sampling, verdict), so a
 scenario reads like a page of the tf.data guide.  `scenarios/X.py` and
@@ -41,7 +54,7 @@ from types import ModuleType
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
 METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
-OPTIONAL = ("ENV", "REQUIRES")
+OPTIONAL = ("ENV", "REQUIRES", "REPORTED")
 REQUIREMENTS = ("GPU",)
 FUNCTIONS = ("setup", "repetition")
 
@@ -63,6 +76,7 @@ class Scenario:
     params: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     requires: str | None = None  # REQUIRES: "GPU" or None
+    reported: dict | None = None  # REPORTED: a report's claim about TF versions, or None
 
     @property
     def name(self) -> str:
@@ -138,8 +152,33 @@ def _validated(path: Path, meta: dict) -> Scenario:
         raise ContractError(f"{path}: ENV must be a dict of strings")
     if meta.get("REQUIRES") not in (None, *REQUIREMENTS):
         raise ContractError(f"{path}: REQUIRES must be one of {REQUIREMENTS}, got {meta['REQUIRES']!r}")
+    reported = meta.get("REPORTED")
+    if reported is not None:
+        _check_reported(path, reported)
     return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env,
-                    requires=meta.get("REQUIRES"))
+                    requires=meta.get("REQUIRES"), reported=reported)
+
+
+def _check_reported(path: Path, reported) -> None:
+    """Raise ContractError unless REPORTED has the documented shape."""
+    def versions(value) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+    problem = None
+    if not isinstance(reported, dict):
+        problem = "must be a dict"
+    elif set(reported) - {"issue", "leaks_on", "fixed_in", "note"}:
+        problem = f"has unknown keys {sorted(set(reported) - {'issue', 'leaks_on', 'fixed_in', 'note'})}"
+    elif not isinstance(reported.get("issue"), str) or "#" not in reported["issue"]:
+        problem = "needs issue 'owner/repo#N'"
+    elif not versions(reported.get("leaks_on")):
+        problem = "needs leaks_on, a list of version strings"
+    elif "fixed_in" not in reported or not (reported["fixed_in"] is None or isinstance(reported["fixed_in"], str)):
+        problem = "needs fixed_in, a version string or None"
+    elif not isinstance(reported.get("note", ""), str):
+        problem = "note must be a string"
+    if problem:
+        raise ContractError(f"{path}: REPORTED {problem}")
 
 
 def load_module(path: Path) -> ModuleType:

@@ -3,9 +3,12 @@
 A record is data; the table, JSON lines and asv are views of it. Its layout
 is versioned by SCHEMA; a change of meaning bumps it.
 
-    schema, pair, variant, path, title, source, kind, repetition, size_param,
-    params, settings, environment, runs[], metrics{}, signals[], verdict,
-    phase, error, skip_reason, seconds
+    schema, pair, variant, path, title, source, reported, kind, repetition,
+    size_param, params, settings, environment, runs[], metrics{}, signals[],
+    verdict, phase, error, skip_reason, seconds
+
+reported is the scenario's REPORTED claim about TF versions (None without
+one): the matrix then accepts leak or no-leak from its leaky variant.
 
 environment.device is "GPU:0" where TensorFlow saw a GPU (then
 environment.gpu holds its name, compute capability, driver and count, and
@@ -170,6 +173,7 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "path": str(scenario.path),
         "title": scenario.title,
         "source": scenario.source,
+        "reported": scenario.reported,
         "kind": scenario.kind,
         "repetition": scenario.repetition,
         "size_param": scenario.size_param,

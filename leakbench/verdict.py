@@ -116,13 +116,33 @@ def stalled_after_leak(rec: dict) -> bool:
     return rec["verdict"] == "hang" and rec.get("phase") == "teardown" and bool(rec["signals"])
 
 
+# What a variant should give, besides "leak" and "no-leak": the leaky variant of
+# a pair whose report ties the leak to some TensorFlow releases (REPORTED in the
+# contract). Either verdict is a measurement of that release, not a failure;
+# which one a release gives is read from its records, never from a table in code.
+VERSION_DEPENDENT = "leak or no-leak"
+
+
+def expected_for(variant: str, reported: dict | None = None) -> str:
+    """The verdict a variant should give: "leak" for a scenario ("leaky"),
+    VERSION_DEPENDENT for one with a REPORTED claim, "no-leak" for a fix or a
+    user's own file."""
+    if variant != "leaky":
+        return "no-leak"
+    return VERSION_DEPENDENT if reported else "leak"
+
+
 def expected_ok(rec: dict, expected: str) -> bool:
-    """Whether a record's verdict is what its variant should give ("leak" or "no-leak").
+    """Whether a record's verdict is what its variant should give ("leak",
+    "no-leak" or VERSION_DEPENDENT, see expected_for).
 
     A leaky variant may also read fragmentation, end over-cap (its leak, cut short
     by the cap), or hang in teardown after its signals moved. A skipped record
     (no GPU for a pair that needs one) measured nothing and counts as neither.
+    A version-dependent one may read no-leak as well; error and hang stay failures.
     """
+    if expected == VERSION_DEPENDENT:
+        return rec["verdict"] == "no-leak" or expected_ok(rec, "leak")
     if rec["verdict"] in (expected, "skipped"):
         return True
     return expected == "leak" and (rec["verdict"] in ("fragmentation", "over-cap") or stalled_after_leak(rec))
