@@ -353,3 +353,70 @@ def site_command(results, machine, out, asv) -> None:
         click.echo(f"note: {note}")
     click.echo(f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "
                f"open {out / 'index.html'}")
+
+
+# --- leakbench calibrate: designed leaks of known size (logic in leakbench.calibrate) ---
+
+def _sizes(text: str) -> list[int]:
+    """'0,1KiB,64KiB' -> bytes; 0 is the control."""
+    found = []
+    for item in text.split(","):
+        item = item.strip()
+        found.append(0 if item == "0" else parse_size(item))
+    return found
+
+
+@main.command("calibrate")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Measurements per case, each in a fresh process.")
+@click.option("--sizes", default="0,1KiB,16KiB,64KiB,256KiB,1MiB,8MiB", show_default=True,
+              help="Bytes kept per repetition, comma-separated; 0 is the control.")
+@click.option("--holders", default="python,tensorflow", show_default=True,
+              help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors).")
+@click.option("--cap", default="4GiB", show_default=True, metavar="SIZE", help="Memory cap per child.")
+@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
+              help="Seconds per child run, import to teardown.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.")
+@click.option("--machine", default=None, metavar="NAME", help="Machine name for the default --out. Default: hostname.")
+@click.option("--resume/--fresh", default=True, show_default=True,
+              help="Keep the runs already in --out (same settings) and measure only the missing ones.")
+@click.option("--suite-records", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Records of the default suite (leakbench run --json) to report its wall time against its floor. "
+                   "Default: results/records/<machine>/tf-<version>.jsonl if there is one.")
+def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, suite_records) -> None:
+    """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
+    settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
+    import platform
+
+    from leakbench import calibrate
+
+    try:
+        size_list = _sizes(sizes)
+        cap_bytes = parse_size(cap)
+    except click.BadParameter as e:
+        _fail(f"--sizes/--cap: {e.message}")
+    holder_list = [h.strip() for h in holders.split(",") if h.strip()]
+    unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
+    if unknown or not holder_list:
+        _fail(f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})")
+    if "tensorflow" in holder_list and importlib.util.find_spec("tensorflow") is None:
+        _fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
+    results = _results_dir(None)
+    machine = machine or platform.node()
+    out = out or calibrate.default_out(results, machine)
+    if suite_records is None:
+        candidates = sorted((results / "records").glob(f"*/tf-{calibrate.tensorflow_version()}.jsonl"))
+        suite_records = candidates[0] if candidates else None
+    settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
+
+    def progress(i, total, case, run, seen):
+        err.print(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
+                  f"(rss {seen['rss_slope'] or 0:,.0f}, heap {seen['heap_slope'] or 0:,.0f} B/rep) "
+                  f"in {seen['wall_seconds']:.1f} s", highlight=False, markup=False, soft_wrap=True)
+
+    result = calibrate.calibrate(holder_list, size_list, runs, settings, out, resume=resume, on_run=progress,
+                                 machine=machine)
+    result = calibrate.add_context(result, out, settings, suite_records, results / "records")
+    click.echo(calibrate.markdown(result))
+    err.print(f"leakbench: calibration written to {out}", highlight=False, markup=False, soft_wrap=True)
