@@ -135,6 +135,10 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     trim, rss = first["trim"], first["series"]["rss_bytes"]
     out["trim_returned_bytes"] = trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
     out["rss_growth_bytes"] = rss[-1] - first["baseline"]["rss_bytes"] if rss and first["baseline"] else None
+    # RSS the pipeline held above the process before setup, just before the trim:
+    # what a trim that gives most of it back shows to be freed memory malloc kept.
+    before = first.get("import_baseline")
+    out["rss_held_bytes"] = trim and before and trim["rss_before_trim_bytes"] - before["rss_bytes"]
     heap = first["heap"]
     out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]

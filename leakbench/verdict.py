@@ -35,12 +35,20 @@ Thresholds, and why:
 - Malloc heap (glibc's bytes in use, heap plus mmapped chunks, from
   psutil.heap_info) counts as a growth signal with the RSS threshold. Under
   another allocator (jemalloc, tcmalloc preloaded) it is n/a and left out.
-- Fragmentation (tensorflow/tensorflow#44176 and many threads like it): RSS
-  is the only signal that moved (the malloc heap in use, memray's heap,
-  threads and open files did not), the malloc heap is measurable, and
-  malloc_trim at the end gave back at least TRIM_SHARE_MIN of the RSS growth
-  over the measured repetitions. Freed memory the allocator kept is not a
-  leak: the trim proves the pages were free.
+- Fragmentation (tensorflow/tensorflow#44176 and many threads like it):
+  nothing that holds memory moved (the malloc heap in use, memray's heap,
+  threads, open files), the malloc heap is measurable, and malloc_trim at the
+  end gave back either at least TRIM_SHARE_MIN of the RSS growth over the
+  measured repetitions (RSS the only signal that moved), or at least
+  TRIM_SHARE_MIN of the RSS held above the process before setup and at least
+  TRIM_HELD_MIN bytes. The second form is what glibc does under a per-epoch
+  shuffle of small tensors on TF 2.21: RSS jumps up and down by a hundred MiB
+  between epochs (glibc trims its main heap now and then) at a plateau
+  hundreds of MiB above what is in use, so no per-repetition trend passes the
+  test, yet the trim gives back 74-89 % of it (500-540 MiB at 1 M elements).
+  TRIM_HELD_MIN, 32 MiB like PEAK_RISE_MIN: the trim gives back 2.5-7 MiB in
+  every other pair here, leaky or fixed. Freed memory the allocator kept is
+  not a leak: the trim proves the pages were free.
 - Peak scaling: the peak above baseline is measured at SIZE_PARAM × SCALES;
   the pair scales if the log–log exponent is >= PEAK_EXPONENT_MIN (0 bounded,
   1 proportional) and the peak rose by >= PEAK_RISE_MIN between the smallest
@@ -59,6 +67,7 @@ COUNT_SLOPE_MIN = 0.5
 PEAK_EXPONENT_MIN = 0.5
 PEAK_RISE_MIN = 32 * MIB
 TRIM_SHARE_MIN = 0.5
+TRIM_HELD_MIN = 32 * MIB
 
 # metric name -> (signal name shown to people, slope threshold in the metric's unit)
 GROWTH_SIGNALS = {
@@ -106,7 +115,7 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
     failed = next((status for status in statuses if status != "ok"), None)
     if failed:
         return failed, signals
-    if signals == ["rss"] and fragmented(metrics):
+    if signals in ([], ["rss"]) and fragmented(metrics, grew=bool(signals)):
         return "fragmentation", signals
     return ("leak" if signals else "no-leak"), signals
 
@@ -148,10 +157,18 @@ def expected_ok(rec: dict, expected: str) -> bool:
     return expected == "leak" and (rec["verdict"] in ("fragmentation", "over-cap") or stalled_after_leak(rec))
 
 
-def fragmented(metrics: dict) -> bool:
-    """True if a trim gave back at least TRIM_SHARE_MIN of the RSS growth (bytes)
-    and the malloc heap was measurable (not another allocator)."""
-    returned, grown = metrics.get("trim_returned_bytes"), metrics.get("rss_growth_bytes")
-    if metrics.get("malloc_heap_unavailable") or returned is None or not grown or grown <= 0:
+def fragmented(metrics: dict, grew: bool = True) -> bool:
+    """True if malloc_trim gave back most of what RSS gained (bytes), on glibc.
+
+    grew: RSS moved as a growth signal; then the trim must give back
+    TRIM_SHARE_MIN of the growth over the measured repetitions. Either way,
+    giving back TRIM_SHARE_MIN of the RSS held above the process before setup,
+    and at least TRIM_HELD_MIN, counts (see the module docstring).
+    """
+    returned = metrics.get("trim_returned_bytes")
+    if metrics.get("malloc_heap_unavailable") or returned is None:
         return False
-    return returned >= TRIM_SHARE_MIN * grown
+    grown, held = metrics.get("rss_growth_bytes"), metrics.get("rss_held_bytes")
+    if grew and grown and grown > 0 and returned >= TRIM_SHARE_MIN * grown:
+        return True
+    return bool(held) and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held

@@ -1,19 +1,23 @@
-"""Telling a true leak from allocator fragmentation (no TensorFlow needed).
+"""Telling a true leak from allocator fragmentation.
 
 Designed cases in fresh, capped, timed processes: python_leak holds 1 MiB per
 repetition; python_fragments frees everything yet its RSS grows, because its
 environment tells glibc never to trim. The rule is also tested on its own.
+Last, the allocator pair on TensorFlow (scenarios/shuffle_fragmentation.py).
 """
+import importlib.util
 from pathlib import Path
 
 import pytest
 
-from leakbench import contract, verdict
+from leakbench import catalog, contract, verdict
 from leakbench.catalog import Target
 from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
+TCMALLOC = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
+MIB = 1 << 20
 SETTINGS = Settings(warmup=1, reps=12, heap_reps=6, cap_bytes=1 << 30, timeout_seconds=60)
 
 
@@ -72,9 +76,66 @@ def test_fragmented_rule(returned, grown, unavailable, expected):
     assert verdict.fragmented(frag_metrics(returned, grown, unavailable)) is expected
 
 
+@pytest.mark.parametrize("returned, held, grew, expected", [
+    (511 << 20, 574 << 20, False, True),    # measured: shuffle of 1 M scalars on glibc, no trend
+    (46 << 20, 140 << 20, False, False),    # the trim gave back a third: most is resident
+    (6 << 20, 8 << 20, False, False),       # below TRIM_HELD_MIN: every other pair's trim is 2.5-7 MiB
+    (511 << 20, 574 << 20, True, True),     # the held form also covers a growth that the trim returns
+])
+def test_fragmented_rule_on_held_rss(returned, held, grew, expected):
+    metrics = {"trim_returned_bytes": returned, "rss_growth_bytes": 0, "rss_held_bytes": held,
+               "malloc_heap_unavailable": None}
+    assert verdict.fragmented(metrics, grew=grew) is expected
+
+
+def test_held_rss_given_back_without_a_trend_reads_fragmentation():
+    flat = {"slope": 0.0, "low": 0.0, "high": 0.0, "p_increasing": 0.5, "first_half": 0.0, "second_half": 0.0}
+    metrics = {"rss_growth": flat, "trim_returned_bytes": 511 << 20, "rss_growth_bytes": 0,
+               "rss_held_bytes": 574 << 20, "malloc_heap_unavailable": None}
+    assert verdict.decide(["ok"], metrics) == ("fragmentation", [])
+    assert verdict.decide(["ok"], {**metrics, "malloc_heap_unavailable": "jemalloc"}) == ("no-leak", [])
+
+
 def test_fragmentation_needs_rss_alone():
     rss = {"slope": 1 << 20, "p_increasing": 1e-6, "first_half": 1 << 20, "second_half": 1 << 20}
     base = {"rss_growth": rss, **frag_metrics(9 << 20, 10 << 20)}
     assert verdict.decide(["ok"], base) == ("fragmentation", ["rss"])
     assert verdict.decide(["ok"], {**base, "threads_growth": {**rss, "slope": 4}})[0] == "leak"
     assert verdict.decide(["ok"], {**base, "malloc_heap_growth": rss})[0] == "leak"
+
+
+# --- the allocator pair, on TensorFlow ---
+# No memray pass: the verdict rests on RSS, the malloc heap and the trim, and
+# memray over millions of small tensors costs a minute. Capped and timed.
+PAIR_SETTINGS = Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=3 << 30, timeout_seconds=240)
+on_tf = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed")
+
+
+def run_pair(variant: str) -> dict:
+    (target,) = catalog.targets(catalog.find_root(), ["shuffle_fragmentation"], variant)
+    return measure(target, target.scenario.params, PAIR_SETTINGS)
+
+
+@pytest.mark.tf
+@on_tf
+@pytest.mark.timeout(300)
+def test_shuffle_on_glibc_reads_fragmentation_not_leak():
+    rec = run_pair("leaky")
+    m = rec["metrics"]
+    assert rec["verdict"] == "fragmentation", (rec["verdict"], rec["signals"], rec["error"])
+    # RSS sits far above the process before setup (it grew: 420-730 MiB here) ...
+    assert m["rss_held_bytes"] >= 128 * MIB
+    # ... while the bytes malloc has in use do not grow, and the trim gives most of it back
+    assert m["malloc_heap_growth"]["slope"] < verdict.RSS_SLOPE_MIN
+    assert m["trim_returned_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"]
+
+
+@pytest.mark.tf
+@on_tf
+@pytest.mark.skipif(not TCMALLOC.exists(), reason="libtcmalloc-minimal4 is not installed (scripts/system-packages)")
+@pytest.mark.timeout(300)
+def test_shuffle_under_tcmalloc_does_not_grow():
+    rec = run_pair("fixed")
+    assert rec["verdict"] == "no-leak", (rec["verdict"], rec["signals"], rec["error"])
+    assert rec["metrics"]["rss_growth"]["slope"] < verdict.RSS_SLOPE_MIN
+    assert rec["metrics"]["malloc_heap_unavailable"]  # tcmalloc: glibc's counts say nothing
