@@ -49,7 +49,7 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
-from leakbench import estimate, record, verdict
+from leakbench import peers, record, verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.measure import Settings, measure
@@ -79,15 +79,47 @@ def observe(rec: dict, case: Case, run: int) -> dict:
             "wall_seconds": rec["seconds"], "seconds": first.get("seconds") or {},
             "peak_rss_bytes": first.get("high_water_mark_bytes"),
             "max_rss_bytes": first.get("max_rss_bytes"),
-            "tensorflow": rec["environment"]["tensorflow"]}
+            "tensorflow": rec["environment"]["tensorflow"],
+            "heap_source": (first.get("heap") or {}).get("heap_source")}
     for name, (key, threshold) in SIGNALS.items():
         trend = m.get(key)
         seen[f"{name}_slope"] = trend and trend["slope"]
         seen[f"{name}_p"] = trend and trend["p_increasing"]
         seen[f"{name}_moved"] = verdict.moved(trend, threshold)
+        seen[f"{name}_trend"] = trend  # slope, interval, p, halves: everything the verdict read
+        seen[f"{name}_reach"] = _reach(trend)
         seen[f"{name}_trend_only"] = bool(trend) and trend["p_increasing"] < verdict.TREND_P_MAX and min(
             trend["first_half"], trend["second_half"]) > 0
     return seen
+
+
+def _reach(trend: dict | None) -> float | None:
+    """The largest threshold at which this trend would still count as moved (verdict.moved):
+    min(slope, 2 × the smaller half's slope) if the trend test passes, else None (never moves)."""
+    if not trend or trend["p_increasing"] >= verdict.TREND_P_MAX:
+        return None
+    return min(trend["slope"], 2 * min(trend["first_half"], trend["second_half"]))
+
+
+def noise_floor(observations: list[dict], records_dir: Path | None) -> dict:
+    """Per signal: the smallest threshold that keeps zero false alarms on the controls and on
+    the fixes in committed records (the largest `_reach` among them), and which run sets it."""
+    out = {}
+    fixes = []
+    if records_dir is not None and records_dir.is_dir():
+        for path in sorted(records_dir.glob("*/tf-*.jsonl")):
+            for line in path.read_text().splitlines():
+                rec = json.loads(line)
+                if rec["variant"] == "fixed" and rec["metrics"]:
+                    fixes.append((f"{rec['pair']} fixed, {path.parent.name}/{path.stem}", rec["metrics"]))
+    for name, (key, threshold) in SIGNALS.items():
+        found = [(f"{o['holder']} control run {o['run']}", o[f"{name}_reach"]) for o in observations
+                 if o["bytes_per_rep"] == 0 and o.get(f"{name}_reach") is not None]
+        found += [(label, _reach(m.get(key))) for label, m in fixes if _reach(m.get(key)) is not None]
+        worst = max(found, key=lambda f: f[1], default=(None, 0.0))
+        out[name] = {"threshold": threshold, "floor": max(worst[1], 0.0), "set_by": worst[0],
+                     "fix_records": len(fixes)}
+    return out
 
 
 def _rate(k: int, n: int) -> dict:
@@ -122,6 +154,7 @@ def summarize(observations: list[dict]) -> list[dict]:
             with_signal = [o for o in measured if o[f"{name}_slope"] is not None]
             row[name] = {
                 "detected": _rate(sum(o[f"{name}_moved"] for o in with_signal), len(with_signal)),
+                "reach": [o.get(f"{name}_reach") for o in with_signal],
                 "trend_only": _rate(sum(o[f"{name}_trend_only"] for o in with_signal), len(with_signal)),
                 "slope": _spread([o[f"{name}_slope"] for o in with_signal], size),
             }
@@ -142,6 +175,20 @@ def _asv(observations: list[dict], holder: str, size: int) -> dict:
     peaks = [o["peak_rss_bytes"] for o in runs]
     return {"detected": _rate(flagged, len(runs) if len(control) > (size == 0) else 0),
             "median_peak_bytes": float(np.median(peaks)) if peaks else None}
+
+
+def summarize_peers(found: list[dict]) -> list[dict]:
+    """Per (peer, holder, bytes_per_rep): leak rate over the peer runs that finished (status ok)."""
+    rows = []
+    for peer, holder, size in sorted({(p["peer"], p["holder"], p["bytes_per_rep"]) for p in found}):
+        runs = [p for p in found if (p["peer"], p["holder"], p["bytes_per_rep"]) == (peer, holder, size)]
+        ok = [p for p in runs if p["status"] == "ok" and p["leak"] is not None]
+        rows.append({"peer": peer, "holder": holder, "bytes_per_rep": size, "runs": len(runs),
+                     "detected": _rate(sum(p["leak"] for p in ok), len(ok)),
+                     "failed": {p["status"]: sum(q["status"] == p["status"] for q in runs) for p in runs
+                                if p["status"] != "ok"},
+                     "wall_seconds": float(np.median([p["wall_seconds"] for p in runs]))})
+    return rows
 
 
 def cost(observations: list[dict], settings: Settings) -> dict:
@@ -284,30 +331,41 @@ def plan(holders: list[str], sizes: list[int], runs: int) -> list[tuple[int, Cas
 
 def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Settings, out: Path,
               resume: bool = True, on_run: Callable[[int, int, Case, int, dict], None] | None = None,
-              machine: str | None = None) -> dict:
+              machine: str | None = None, peer_names: tuple = (), peer_runs: int = 0) -> dict:
     """Measure every (run, case) not yet in `out`, writing `out` after each; return the result.
 
     settings: the engine's settings (defaults except cap and timeout, for calibration at
     default settings). resume: keep the observations already in `out` whose settings match.
+    peer_names: peers (leakbench.peers.PEERS) to run on the same case after the engine, in
+    runs 1 … peer_runs; their results go to result["peers"].
     """
     settings = settings.resolved()
     result = _load(out, settings) if resume else None
     if result is None:
         result = {"format": FORMAT, "machine": machine or platform.node(), "settings": _settings(settings),
                   "environment": record.environment(None), "observations": []}
+    result.setdefault("peers", [])
     done = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
-    todo = [(run, case) for run, case in plan(holders, sizes, runs)
+    peers_done = {(p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]}
+    todo = [(run, case, None) for run, case in plan(holders, sizes, runs)
             if (case.holder, case.bytes_per_rep, run) not in done]
-    for i, (run, case) in enumerate(todo, 1):
+    todo += [(run, case, peer) for run, case in plan(holders, sizes, peer_runs) for peer in peer_names
+             if (peer, case.holder, case.bytes_per_rep, run) not in peers_done]
+    todo.sort(key=lambda item: item[0])  # stable: run by run, the engine before its peers
+    for i, (run, case, peer) in enumerate(todo, 1):
         scenario = read_metadata(HOLDERS[case.holder])
         params = {**scenario.params, scenario.size_param: case.bytes_per_rep}
-        started = time.monotonic()
-        rec = measure(Target(scenario, "file"), params, settings)
-        seen = observe(rec, case, run)
-        seen["parent_seconds"] = time.monotonic() - started
-        result["observations"].append(seen)
-        if seen["tensorflow"]:
-            result["environment"]["tensorflow"] = seen["tensorflow"]
+        if peer:
+            seen = peers.run_peer(peer, scenario.path, params, warmup=settings.warmup, reps=settings.reps,
+                                  cap_bytes=settings.cap_bytes, timeout_seconds=settings.timeout_seconds)
+            seen.update(holder=case.holder, bytes_per_rep=case.bytes_per_rep, run=run)
+            result["peers"].append(seen)
+        else:
+            rec = measure(Target(scenario, "file"), params, settings)
+            seen = observe(rec, case, run)
+            result["observations"].append(seen)
+            if seen["tensorflow"]:
+                result["environment"]["tensorflow"] = seen["tensorflow"]
         _finish(result, settings)
         _write(out, result)
         if on_run:
@@ -323,6 +381,7 @@ def _settings(settings: Settings) -> dict:
 
 def _finish(result: dict, settings: Settings, suite_records: Path | None = None) -> None:
     result["summary"] = summarize(result["observations"])
+    result["peer_summary"] = summarize_peers(result.get("peers", []))
     result["cost"] = cost(result["observations"], settings)
     if suite_records is not None:
         result["suite_cost"] = suite_cost(suite_records)
@@ -334,6 +393,7 @@ def add_context(result: dict, out: Path, settings: Settings, suite_records: Path
     """Add the suite's cost and the committed fixes' verdicts, recompute targets, write."""
     if records_dir is not None and records_dir.is_dir():
         result["committed_fixes"] = committed_fix_verdicts(records_dir)
+    result["noise_floor"] = noise_floor(result["observations"], records_dir)
     _finish(result, settings.resolved(), suite_records)
     _write(out, result)
     return result
@@ -375,6 +435,31 @@ def _det(d: dict) -> str:
     return f"{d['k']}/{d['n']} [{d['low']:.2f}–{d['high']:.2f}]"
 
 
+def _peer_table(result: dict) -> list[str]:
+    """leakbench's verdict, asv's peakmem_, MemoryChecker and limit_leaks on the same cases."""
+    found = {(p["peer"], p["holder"], p["bytes_per_rep"]): p for p in result.get("peer_summary", [])}
+    names = [n for n in peers.PEERS if any(k[0] == n for k in found)]
+    titles = {"memory_checker": "TF MemoryChecker", "limit_leaks": f"pytest-memray limit_leaks({peers.LIMIT_LEAKS})"}
+    lines = ["### Peers on the same cases", "",
+             "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
+             f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
+             "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
+             "", "| holder | true /rep | leakbench | asv peakmem_ | " + " | ".join(titles[n] for n in names) + " |",
+             "|---|---:|---|---|" + "---|" * len(names)]
+    for r in result["summary"]:
+        key = (r["holder"], r["bytes_per_rep"])
+        cells = [r["holder"], _size(r["bytes_per_rep"]) if r["bytes_per_rep"] else "0 (control)", _det(r["leak"]),
+                 _det(r["asv_peakmem"]["detected"])]
+        for n in names:
+            p = found.get((n, *key))
+            cell = _det(p["detected"]) if p else "—"
+            if p and p["failed"]:
+                cell += " (" + ", ".join(f"{k} {v}" for k, v in p["failed"].items()) + ")"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def markdown(result: dict) -> str:
     """The calibration table, the cost figures and the targets, in markdown."""
     s = result["settings"]
@@ -402,7 +487,9 @@ def markdown(result: dict) -> str:
                       _pct(sl["cv"]) if r["bytes_per_rep"] else "—"]
         cells.append(_det(r["asv_peakmem"]["detected"]))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "On the control (0 bytes) every detection is a false alarm.", "", "### Cost", "",
+    lines += ["", "On the control (0 bytes) every detection is a false alarm.", ""]
+    lines += _peer_table(result)
+    lines += ["### Cost", "",
               "| holder | runs | wall s | floor s | wall/floor | work s/rep | plain pass s/rep | memray pass s/rep "
               "| memray/plain |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for holder, c in result["cost"].items():

@@ -384,7 +384,13 @@ def _sizes(text: str) -> list[int]:
 @click.option("--suite-records", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Records of the default suite (leakbench run --json) to report its wall time against its floor. "
                    "Default: results/records/<machine>/tf-<version>.jsonl if there is one.")
-def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, suite_records) -> None:
+@click.option("--peers", "peer_names", default="", metavar="NAMES",
+              help="Also run these peers on the same cases: memory_checker (TensorFlow's MemoryChecker), "
+                   "limit_leaks (pytest-memray). asv's peakmem_ is always read from leakbench's own runs.")
+@click.option("--peer-runs", type=click.IntRange(0, 1000), default=None,
+              help="Runs per case for each peer. Default: --runs.")
+def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, suite_records, peer_names,
+                      peer_runs) -> None:
     """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
     settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
     import platform
@@ -409,14 +415,26 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
         candidates = sorted((results / "records").glob(f"*/tf-{calibrate.tensorflow_version()}.jsonl"))
         suite_records = candidates[0] if candidates else None
     settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
+    peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
+    unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
+    if unknown:
+        _fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(calibrate.peers.PEERS)})")
+    if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
+        _fail("--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)")
 
     def progress(i, total, case, run, seen):
+        if "peer" in seen:
+            err.print(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['peer']} "
+                      f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s",
+                      highlight=False, markup=False, soft_wrap=True)
+            return
         err.print(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
                   f"(rss {seen['rss_slope'] or 0:,.0f}, heap {seen['heap_slope'] or 0:,.0f} B/rep) "
                   f"in {seen['wall_seconds']:.1f} s", highlight=False, markup=False, soft_wrap=True)
 
     result = calibrate.calibrate(holder_list, size_list, runs, settings, out, resume=resume, on_run=progress,
-                                 machine=machine)
+                                 machine=machine, peer_names=peer_list,
+                                 peer_runs=runs if peer_runs is None else peer_runs)
     result = calibrate.add_context(result, out, settings, suite_records, results / "records")
     click.echo(calibrate.markdown(result))
     err.print(f"leakbench: calibration written to {out}", highlight=False, markup=False, soft_wrap=True)
