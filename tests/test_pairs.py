@@ -83,7 +83,7 @@ PEAK = [
     ("unbounded_interleave", 16 * 256 * 1024),  # a full inner prefetch buffer per input
     ("captured_tensor_map", 32 * MIB),       # #62788: one copy of the 32 MiB table per chained map
     ("full_shuffle_buffer", 40 * 8),         # #60599: ≥ 20× (half of 40×) its 8 bytes per buffered int64
-    ("group_by_window_keys", 15 * 32 * 1024),  # #36877: a partial window of 15 × 32 KiB per distinct key
+    ("group_by_window_keys", 7 * 32 * 1024),  # #36877: a partial window of 7 × 32 KiB per distinct key
 ]
 
 
