@@ -56,7 +56,9 @@ from leakbench.measure import Settings, measure
 
 KIB, MIB = 1 << 10, 1 << 20
 FOLDER = Path(__file__).parent / "calibration"
-HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorflow_held.py"}
+HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorflow_held.py",
+           # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default
+           "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py"}
 SIZES = (0, KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 8 * MIB)
 ASV_FACTOR = 1.1  # asv continuous / compare: a change past 10 % is reported
 SIGNALS = {"rss": ("rss_growth", verdict.RSS_SLOPE_MIN), "heap": ("retained_heap", verdict.HEAP_SLOPE_MIN)}

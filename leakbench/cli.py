@@ -372,7 +372,8 @@ def _sizes(text: str) -> list[int]:
 @click.option("--sizes", default="0,1KiB,16KiB,64KiB,256KiB,1MiB,8MiB", show_default=True,
               help="Bytes kept per repetition, comma-separated; 0 is the control.")
 @click.option("--holders", default="python,tensorflow", show_default=True,
-              help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors).")
+              help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
+                   "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).")
 @click.option("--cap", default="4GiB", show_default=True, metavar="SIZE", help="Memory cap per child.")
 @click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
               help="Seconds per child run, import to teardown.")
@@ -406,7 +407,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
     if unknown or not holder_list:
         _fail(f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})")
-    if "tensorflow" in holder_list and importlib.util.find_spec("tensorflow") is None:
+    if any(h.startswith("tensorflow") for h in holder_list) and importlib.util.find_spec("tensorflow") is None:
         _fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
     results = _results_dir(None)
     machine = machine or platform.node()
