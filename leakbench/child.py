@@ -126,9 +126,10 @@ def main(config: dict) -> int:
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
         heap = None
-        if config["heap_reps"] > 0:
+        heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))  # contract.py
+        if heap_reps > 0:
             start = enter("heap")
-            heap = heap_pass(module, state, config["heap_reps"], Path(config["heap_file"]))
+            heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]))
             seconds["heap"] = time.perf_counter() - start
         if evidence is not None:
             evidence["target_kind"] = getattr(module, "kind", None)

@@ -34,6 +34,12 @@ Optional:
                       committed results (results/records/tf-<v>.jsonl). Its
                       leaky variant is expected to read leak or no-leak
                       (verdict.VERSION_DEPENDENT), its fix still no-leak.
+    HEAP_REPS   int   at most this many repetitions in memray's heap pass (0:
+                      no heap pass), for a pipeline whose allocations make
+                      memray's pass cost minutes: shuffle_fragmentation makes
+                      ~6 M small allocations per epoch, and 5 tracked epochs
+                      passed a 120 s timeout here. The verdict then rests on
+                      the other signals.
 
 The engine does everything else (warm-up, baseline, sampling, verdict), so a
 scenario reads like a page of the tf.data guide.  `scenarios/X.py` and
@@ -54,7 +60,7 @@ from types import ModuleType
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
 METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
-OPTIONAL = ("ENV", "REQUIRES", "REPORTED")
+OPTIONAL = ("ENV", "REQUIRES", "REPORTED", "HEAP_REPS")
 REQUIREMENTS = ("GPU",)
 FUNCTIONS = ("setup", "repetition")
 
@@ -152,6 +158,9 @@ def _validated(path: Path, meta: dict) -> Scenario:
         raise ContractError(f"{path}: ENV must be a dict of strings")
     if meta.get("REQUIRES") not in (None, *REQUIREMENTS):
         raise ContractError(f"{path}: REQUIRES must be one of {REQUIREMENTS}, got {meta['REQUIRES']!r}")
+    heap_reps = meta.get("HEAP_REPS", 0)
+    if not isinstance(heap_reps, int) or isinstance(heap_reps, bool) or heap_reps < 0:
+        raise ContractError(f"{path}: HEAP_REPS must be an int >= 0, got {heap_reps!r}")
     reported = meta.get("REPORTED")
     if reported is not None:
         _check_reported(path, reported)

@@ -4,22 +4,21 @@ memray intercepts malloc/free (and mmap/munmap) of the whole process, so
 TensorFlow's C++ allocations count. It only sees allocations made while
 tracking, so the heap starts at 0 bytes.
 
-The heap at a repetition's end comes from memray's memory snapshots, taken by
-a background thread every SNAPSHOT_MS: each repetition ends with a garbage
-collection, a marker allocation, and a quiet QUIET_SECONDS window; the last
-snapshot inside the window is that repetition's heap. On a loaded machine the
-snapshot thread can miss a window (seen in CI: a stale value tied two points
-of a six-point series and a real leak failed the trend test). Then the heap
-is replayed from memray's allocation stream instead: the bytes live just
-before each marker (an allocation of a size nothing else uses, made and freed
-in `_heap_marker`), exact but about 1 µs per allocation recorded, which is a
-minute for a shuffle of millions of small tensors. The record says which
-(heap_source: "snapshots" or "replay").
+The heap at a repetition's end is replayed from memray's allocation stream:
+each repetition ends with a garbage collection and a marker allocation (a
+size nothing else uses, made and freed in `_heap_marker`); the bytes live
+just before each marker are that repetition's heap, exactly. memray's own
+memory snapshots are not used: they come from a background thread, and their
+timestamps do not order them against the main thread's allocations (here, a
+snapshot stamped after a repetition's end still showed the heap before it:
+a step of 0 where 1 MiB was kept; in CI a tie of two points failed a real
+leak's trend test). The replay costs about 1 µs per allocation recorded
+(0.1-3 s for the pairs here); a pipeline with millions of small allocations
+per repetition can cap or skip the pass (HEAP_REPS in leakbench/contract.py).
 """
 from __future__ import annotations
 
 import gc
-import time
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +27,6 @@ from leakbench import diagnose
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
 _MARKER_FUNCTION = "_heap_marker"
-SNAPSHOT_MS = 10
-QUIET_SECONDS = 0.05  # five snapshot intervals
 
 
 def _heap_marker() -> None:
@@ -47,62 +44,20 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     import memray
 
     path.unlink(missing_ok=True)
-    windows = []  # (start, end) of each repetition's quiet window, ms since the epoch as memray's
-    with memray.Tracker(path, native_traces=False, memory_interval_ms=SNAPSHOT_MS):
+    with memray.Tracker(path, native_traces=False):
         for _ in range(reps):
             module.repetition(state)
             gc.collect()
             _heap_marker()
-            start = time.time() * 1000
-            time.sleep(QUIET_SECONDS)
-            windows.append((start, time.time() * 1000))
     reader = memray.FileReader(path)
-    heap, source = heap_in_windows(reader.get_memory_snapshots(), windows), "snapshots"
-    if None in heap:
-        heap, source = heap_at_markers(reader.get_allocation_records()), "replay"
     live = list(reader.get_leaked_allocation_records(merge_threads=True))
     return {
-        "heap_bytes": heap,
-        "heap_source": source,
+        "heap_bytes": heap_at_markers(reader.get_allocation_records()),
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
         "retained_bytes": sum(r.size for r in live),
         "allocations": reader.metadata.total_allocations,
         "top_stacks": diagnose.heap_stacks(live),
     }
-
-
-def heap_in_windows(snapshots, windows) -> list[int | None]:
-    """Heap of the last memray snapshot inside each (start, end) window, in
-    bytes; None for a window the snapshot thread missed."""
-    ordered = sorted(snapshots, key=lambda s: s.time)
-    found = []
-    for start, end in windows:
-        inside = [s.heap for s in ordered if start <= s.time <= end]
-        found.append(inside[-1] if inside else None)
-    return found
-
-
-def render_flamegraph(capture: Path, out: Path, timeout_seconds: float = 300.0) -> str | None:
-    """Write memray's flame graph of the allocations still live when tracking
-    stopped (`memray flamegraph --leaks`) of the heap pass's `capture` to `out`.
-
-    Uses memray's documented command line, in its own process. The HTML loads
-    its scripts (d3, plotly, jQuery, Bootstrap) from CDNs; `--no-web` would
-    inline them, ~4.5 MB per file, so `leakbench site` points them at one
-    local copy instead. The capture was made with pymalloc on: small Python
-    objects show as the pymalloc arenas that hold them (memray's page says so).
-    Returns None when written, else why not (one line).
-    """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "memray", "flamegraph", "--leaks", "--force", "--output", str(out), str(capture)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"memray flamegraph did not finish: {e}"
-    if done.returncode != 0 or not out.is_file():
-        last = (done.stderr or done.stdout).strip().splitlines()
-        return f"memray flamegraph failed: {last[-1] if last else done.returncode}"
-    return None
 
 
 def heap_at_markers(records) -> list[int]:

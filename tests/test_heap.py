@@ -1,6 +1,5 @@
-"""The heap pass (leakbench.heap): snapshots in each repetition's quiet window,
-and the exact replay used when the snapshot thread misses one. No TensorFlow."""
-from collections import namedtuple
+"""The heap pass (leakbench.heap): the heap at each repetition's end, replayed
+from memray's allocation stream up to a marker. No TensorFlow."""
 from types import SimpleNamespace
 
 import memray
@@ -9,7 +8,6 @@ import pytest
 from leakbench import heap
 
 MIB = 1 << 20
-Snapshot = namedtuple("Snapshot", "time rss heap")
 
 
 class Kept:
@@ -20,36 +18,11 @@ class Kept:
         state.append(bytearray(MIB))
 
 
-def test_a_window_without_a_snapshot_reads_none():
-    snaps = [Snapshot(5, 0, 100), Snapshot(12, 0, 200), Snapshot(14, 0, 300)]
-    assert heap.heap_in_windows(snaps, [(0, 10), (11, 15), (20, 30)]) == [100, 300, None]
-
-
 @pytest.mark.timeout(60)
 def test_heap_pass_reads_the_bytes_kept_per_repetition(tmp_path):
     found = heap.heap_pass(Kept, [], 5, tmp_path / "heap.bin")
     steps = [b - a for a, b in zip(found["heap_bytes"], found["heap_bytes"][1:])]
     assert len(found["heap_bytes"]) == 5
-    assert all(step == pytest.approx(MIB, rel=0.05) for step in steps), steps
-    assert found["heap_source"] in ("snapshots", "replay")
-
-
-@pytest.mark.timeout(60)
-def test_replay_agrees_with_the_snapshots_and_does_not_count_the_marker(tmp_path):
-    path = tmp_path / "heap.bin"
-    found = heap.heap_pass(Kept, [], 5, path)
-    replayed = heap.heap_at_markers(memray.FileReader(path).get_allocation_records())
-    assert len(replayed) == 5
-    for snap, exact in zip(found["heap_bytes"], replayed):
-        assert snap == pytest.approx(exact, abs=64 * 1024)  # the marker alone is ~1 MiB
-
-
-@pytest.mark.timeout(60)
-def test_a_missed_window_falls_back_to_the_replay(tmp_path, monkeypatch):
-    monkeypatch.setattr(heap, "heap_in_windows", lambda snapshots, windows: [None] * len(windows))
-    found = heap.heap_pass(Kept, [], 5, tmp_path / "heap.bin")
-    assert found["heap_source"] == "replay"
-    steps = [b - a for a, b in zip(found["heap_bytes"], found["heap_bytes"][1:])]
     assert all(step == pytest.approx(MIB, rel=0.05) for step in steps), steps
 
 
@@ -66,3 +39,44 @@ def test_replay_follows_frees_reallocs_and_unmaps():
         rec(A.MUNMAP, 50, 1024), rec(A.FREE, 998), marker,              # 3072 + 300
     ]
     assert heap.heap_at_markers(records) == [4196, 3372]
+
+
+SCENARIO = '''
+TITLE = "kept bytes"
+SOURCE = "stateful functions"
+REPETITION = "keep one MiB"
+KIND = "growth"
+SIZE_PARAM = "n"
+PARAMS = {"n": 1048576}
+HEAP_REPS = %s
+KEPT = []
+def setup(n):
+    return n
+def repetition(n):
+    KEPT.append(bytearray(n))
+'''
+
+
+@pytest.mark.timeout(60)
+def test_a_scenario_can_skip_the_heap_pass(tmp_path):
+    from leakbench import contract
+    from leakbench.catalog import Target
+    from leakbench.measure import Settings, measure
+
+    path = tmp_path / "no_heap.py"
+    path.write_text(SCENARIO % 0)
+    target = Target(contract.read_metadata(path), "file")
+    settings = Settings(warmup=1, reps=6, heap_reps=6, cap_bytes=1 << 30, timeout_seconds=60)
+    rec = measure(target, target.scenario.params, settings)
+    assert rec["runs"][0]["heap"] is None and rec["metrics"]["retained_heap"] is None
+    assert rec["verdict"] == "leak" and "heap" not in rec["signals"]  # RSS still sees it
+
+
+@pytest.mark.parametrize("value", ["-1", "2.5", "True", "'six'"])
+def test_heap_reps_must_be_a_count(tmp_path, value):
+    from leakbench import contract
+
+    path = tmp_path / "bad.py"
+    path.write_text(SCENARIO % value)
+    with pytest.raises(contract.ContractError, match="HEAP_REPS"):
+        contract.read_metadata(path)
