@@ -378,7 +378,8 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
 
 
 def _settings(settings: Settings) -> dict:
-    return {k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}
+    """Settings as stored in the result (through JSON: a tuple reads back as a list)."""
+    return json.loads(json.dumps({k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}))
 
 
 def _finish(result: dict, settings: Settings, suite_records: Path | None = None) -> None:
