@@ -105,14 +105,17 @@ def _reach(trend: dict | None) -> float | None:
 
 def noise_floor(observations: list[dict], records_dir: Path | None) -> dict:
     """Per signal: the smallest threshold that keeps zero false alarms on the controls and on
-    the fixes in committed records (the largest `_reach` among them), and which run sets it."""
+    the fixes that read no-leak in committed records (the largest `_reach` among them), and
+    which run sets it."""
     out = {}
     fixes = []
     if records_dir is not None and records_dir.is_dir():
         for path in sorted(records_dir.glob("*/tf-*.jsonl")):
             for line in path.read_text().splitlines():
                 rec = json.loads(line)
-                if rec["variant"] == "fixed" and rec["metrics"]:
+                # a fix that reads leak is counted in committed_fix_verdicts: the floor is
+                # how low a threshold could go without turning a clean fix into an alarm
+                if rec["variant"] == "fixed" and rec["metrics"] and rec["verdict"] == "no-leak":
                     fixes.append((f"{rec['pair']} fixed, {path.parent.name}/{path.stem}", rec["metrics"]))
     for name, (key, threshold) in SIGNALS.items():
         found = [(f"{o['holder']} control run {o['run']}", o[f"{name}_reach"]) for o in observations
@@ -514,6 +517,12 @@ def markdown(result: dict) -> str:
         lines += ["", f"Fixes in committed records: {fixes['records']} records, verdicts {fixes['by_verdict']}; "
                   f"false alarms (leak or fragmentation): {fixes['leak']}"]
         lines += [f"- {a}" for a in fixes["alarms"]]
+    floor = result.get("noise_floor")
+    if floor:
+        lines += ["", "Noise floor: the smallest threshold that would keep every control run and every clean "
+                  "(no-leak) fix in the committed records from moving: "
+                  + "; ".join(f"{name} {f['floor'] / KIB:,.1f} KiB/rep (threshold {f['threshold'] // KIB} KiB/rep; "
+                              f"set by {f['set_by']})" for name, f in floor.items()) + "."]
     lines += ["", "### Targets", "", "| target | measured | met |", "|---|---|---|"]
     for t in result["targets"]:
         met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]

@@ -437,5 +437,8 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
                                  machine=machine, peer_names=peer_list,
                                  peer_runs=runs if peer_runs is None else peer_runs)
     result = calibrate.add_context(result, out, settings, suite_records, results / "records")
-    click.echo(calibrate.markdown(result))
-    err.print(f"leakbench: calibration written to {out}", highlight=False, markup=False, soft_wrap=True)
+    table = calibrate.markdown(result)
+    out.with_suffix(".md").write_text(table)
+    click.echo(table)
+    err.print(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}", highlight=False,
+              markup=False, soft_wrap=True)
