@@ -91,3 +91,19 @@ def test_markdown_has_a_row_per_case():
 def test_designed_leak_files_follow_the_contract(holder):
     scenario = contract.read_metadata(calibrate.HOLDERS[holder])
     assert scenario.kind == "growth" and scenario.size_param == "bytes_per_rep"
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--holders", "perl"], "--holders: unknown perl"),
+    (["--peers", "valgrind"], "--peers: unknown valgrind"),
+    (["--sizes", "0,lots"], "--sizes/--cap"),
+])
+def test_bad_input_is_one_line_and_runs_nothing(args, fragment, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from leakbench import cli
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.main, ["calibrate", *args, "--out", str(tmp_path / "c.json")])
+    assert result.exit_code == 2 and fragment in result.stderr, result.stderr
+    assert not (tmp_path / "c.json").exists()
