@@ -60,6 +60,29 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     }
 
 
+def render_flamegraph(capture: Path, out: Path, timeout_seconds: float = 300.0) -> str | None:
+    """Write memray's flame graph of the allocations still live when tracking
+    stopped (`memray flamegraph --leaks`) of the heap pass's `capture` to `out`.
+
+    Uses memray's documented command line, in its own process. The HTML loads
+    its scripts (d3, plotly, jQuery, Bootstrap) from CDNs; `--no-web` would
+    inline them, ~4.5 MB per file, so `leakbench site` points them at one
+    local copy instead. The capture was made with pymalloc on: small Python
+    objects show as the pymalloc arenas that hold them (memray's page says so).
+    Returns None when written, else why not (one line).
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "memray", "flamegraph", "--leaks", "--force", "--output", str(out), str(capture)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"memray flamegraph did not finish: {e}"
+    if done.returncode != 0 or not out.is_file():
+        last = (done.stderr or done.stdout).strip().splitlines()
+        return f"memray flamegraph failed: {last[-1] if last else done.returncode}"
+    return None
+
+
 def heap_at_markers(records) -> list[int]:
     """Replay memray AllocationRecords in stream order; return the live bytes
     just before each marker allocation (so the marker itself never counts).
