@@ -146,7 +146,8 @@ def expected_ok(rec: dict, expected: str) -> bool:
     "no-leak" or VERSION_DEPENDENT, see expected_for).
 
     A leaky variant may also read fragmentation, end over-cap (its leak, cut short
-    by the cap), or hang in teardown after its signals moved. A skipped record
+    by the cap), or hang in teardown after its signals moved; a fix may read
+    fragmentation (nothing held). A skipped record
     (no GPU for a pair that needs one) measured nothing and counts as neither.
     A version-dependent one may read no-leak as well; error and hang stay failures.
     """
@@ -154,6 +155,10 @@ def expected_ok(rec: dict, expected: str) -> bool:
         return rec["verdict"] == "no-leak" or expected_ok(rec, "leak")
     if rec["verdict"] in (expected, "skipped"):
         return True
+    if expected == "no-leak":
+        # RSS crept and malloc_trim gave it back: the fix holds nothing (leakbench
+        # check exits 0 on it too); unbounded_interleave's fix on 2.21 under load.
+        return rec["verdict"] == "fragmentation"
     return expected == "leak" and (rec["verdict"] in ("fragmentation", "over-cap") or stalled_after_leak(rec))
 
 
