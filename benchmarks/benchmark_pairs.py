@@ -29,7 +29,6 @@ import math
 import os
 import shutil
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 from leakbench import catalog  # reads scenario metadata without TensorFlow
@@ -83,19 +82,14 @@ class Pairs:
 
     def setup_cache(self):
         from leakbench import versions
-        from leakbench.measure import Settings, measure
+        from leakbench.measure import Settings
 
-        pinned = versions.installed_tf_version()
         settings = Settings(cap_bytes=CAP_BYTES, timeout_seconds=TIMEOUT_SECONDS)
-        records = []
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:
-            for target in catalog.targets(ROOT, PAIRS, "both"):
-                leaky = replace(settings, flamegraph_dir=drawn) if target.variant == "leaky" else settings
-                rec = measure(target, dict(target.scenario.params), leaky)
-                versions.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
-                records.append(rec)
+            # a trial run (LEAKBENCH_PAIRS) files no records
+            pinned, records, _ = versions.record_pairs(ROOT, PAIRS, settings, None if SELECTED else RESULTS,
+                                                       flamegraph_dir=drawn)
             if not SELECTED:
-                versions.write_records(RESULTS, versions.asv_machine(RESULTS), pinned, records)
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 

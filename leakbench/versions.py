@@ -22,11 +22,11 @@ import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from leakbench import verdict
+from leakbench import catalog, verdict
 from leakbench.record import SCHEMA
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -119,6 +119,43 @@ def write_records(results: Path, machine: str, version: str, records: list[dict]
         os.fsync(f.fileno())
     os.replace(tmp, path)
     return path
+
+
+def record_pairs(root: Path, names: list[str], settings, results: Path | None = None, machine: str | None = None,
+                 flamegraph_dir: str | None = None) -> tuple[str | None, list[dict], Path | None]:
+    """Measure each pair's leaky and fixed variant with the engine, check the pin, file the records.
+
+    root: the checkout holding scenarios/ and fixes/; names: pair names (all
+    pairs when empty, as catalog.targets). settings: a leakbench.measure.Settings
+    (cap in bytes, timeout in seconds, per child run); each variant is measured
+    at its scenario's parameters. flamegraph_dir: where memray draws the leaky
+    variants' flame graphs (the fixed ones get none); None draws none.
+
+    Each record is checked against the environment's pin (installed_tf_version)
+    as soon as it is measured, so a pin that did not hold stops the sweep at the
+    first child and nothing of this call is filed. Then, when `results` is given,
+    all the records are written at once (write_records) under `machine`, or
+    under asv_machine(results) when None.
+
+    Returns (the pinned TensorFlow version, the records in measurement order,
+    the records file written or None). Raises VersionError (no TensorFlow
+    installed, a pin that did not hold, a machine name that is no folder) and
+    contract.ContractError (an unknown pair, a scenario without the contract).
+    """
+    from leakbench import measure as engine  # imported here: compare and matrix do not need the runner
+
+    pinned = installed_tf_version()
+    records = []
+    for target in catalog.targets(Path(root), list(names), "both"):
+        drawn = flamegraph_dir if target.variant == "leaky" else None
+        rec = engine.measure(target, dict(target.scenario.params),
+                             replace(settings, flamegraph_dir=drawn) if drawn else settings)
+        check_tf_version([rec], pinned)  # fail at the first child, not after all of them
+        records.append(rec)
+    if results is None:
+        return pinned, records, None
+    path = write_records(results, machine or asv_machine(results), pinned, records)
+    return pinned, records, path
 
 
 def read_records(path: Path) -> list[dict]:

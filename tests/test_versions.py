@@ -382,3 +382,64 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
     with pytest.raises(NotImplementedError, match="no GPU visible to TensorFlow"):  # asv: skipped
         pairs.setup(cache, "kept_device_batches", "fixed")
     assert math.isnan(pairs.track_rss_growth(cache, "kept_device_batches", "fixed"))
+
+
+def _stub_engine(monkeypatch, seen_tf="2.21.0"):
+    """leakbench.measure.measure replaced by one that returns a record at once (what it was asked in `calls`)."""
+    from leakbench import measure as measure_module
+
+    calls = []
+
+    def fake_measure(target, params, settings):
+        calls.append((target.scenario.name, target.variant, settings.flamegraph_dir))
+        return {"pair": target.scenario.name, "variant": target.variant, "verdict": "no-leak", "metrics": {},
+                "signals": [], "schema": 1, "environment": {"tensorflow": seen_tf}}
+
+    monkeypatch.setattr(measure_module, "measure", fake_measure)
+    monkeypatch.setattr(versions, "installed_tf_version", lambda: "2.21.0")
+    return calls
+
+
+def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
+    from leakbench.measure import Settings
+
+    calls = _stub_engine(monkeypatch)
+    root = Path(__file__).resolve().parents[1]
+    pinned, recs, path = versions.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box",
+                                               flamegraph_dir="/drawn")
+    assert pinned == "2.21.0" and path == tmp_path / "records" / "box" / "tf-2.21.0.jsonl"
+    assert [(r["pair"], r["variant"]) for r in recs] == [("stateful_map", "leaky"), ("stateful_map", "fixed")]
+    assert calls == [("stateful_map", "leaky", "/drawn"), ("stateful_map", "fixed", None)]  # graphs: leaky only
+    assert versions.read_records(path) == sorted(recs, key=lambda r: r["variant"])
+    assert versions.record_pairs(root, ["stateful_map"], Settings())[2] is None  # no results: nothing filed
+
+
+def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp_path, monkeypatch):
+    from leakbench.measure import Settings
+
+    calls = _stub_engine(monkeypatch, seen_tf="2.20.0")
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(versions.VersionError, match="the pin did not hold"):
+        versions.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box")
+    assert len(calls) == 1 and not (tmp_path / "records").exists()
+
+
+def test_record_version_script_files_each_pair(tmp_path, monkeypatch, capsys):
+    import importlib.machinery
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "record-version"
+    loader = importlib.machinery.SourceFileLoader("record_version", str(script))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    _stub_engine(monkeypatch)
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "scenarios", tmp_path / "scenarios")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixes", tmp_path / "fixes")
+    monkeypatch.setenv("ASV_MACHINE", "box")
+    assert module.main(["stateful_map", "dataset_per_step"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    written = tmp_path / "results" / "records" / "box" / "tf-2.21.0.jsonl"
+    assert out == ["tf 2.21.0 stateful_map: leaky no-leak, fixed no-leak",
+                   "tf 2.21.0 dataset_per_step: leaky no-leak, fixed no-leak", f"wrote {written}"]
+    assert len(versions.read_records(written)) == 4
