@@ -98,7 +98,8 @@ def run_entry(outcome) -> dict:
         "phase": outcome.phase if outcome.status != "ok" else None,
         "error": outcome.error,
         "wall_seconds": outcome.wall_seconds,
-        "max_rss_bytes": outcome.max_rss_bytes,
+        "max_rss_bytes": outcome.max_rss_bytes,  # the runner's polls of the whole tree (every 50 ms)
+        "peak_rss_bytes": outcome.peak_rss_bytes,  # the child's own peak over its life (kernel, wait4)
         "import_baseline": before,
         "baseline": baseline,
         "series": {name: [s.get(name) for s in samples] for name in SERIES_UNITS},

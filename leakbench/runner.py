@@ -44,6 +44,7 @@ class Outcome:
     params: dict
     wall_seconds: float
     max_rss_bytes: int = 0                     # largest RSS of the child's tree the runner saw
+    peak_rss_bytes: int | None = None          # the child's own peak RSS over its life, from the kernel
     result: dict | None = None                 # the child's "result" message
     samples: list = field(default_factory=list)  # samples received, also when the run was cut short
     teardown_seconds: float | None = None
@@ -121,17 +122,16 @@ def _watch(proc, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_s
             if time.monotonic() > deadline:
                 outcome.status = "hang"
                 break
-            if proc.poll() is not None and not selector.select(0):
+            if _reap(proc, outcome) and not selector.select(0):
                 break  # the child exited; a process it forked holds the pipe open: nothing more will come
     finally:
         selector.close()
         os.close(read_fd)
         if not open_pipe:  # the child closed its end: give it a moment to exit by itself
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-        _kill_tree(proc)
+            grace = time.monotonic() + 5
+            while not _reap(proc, outcome) and time.monotonic() < grace:
+                time.sleep(POLL_SECONDS)
+        _kill_tree(proc, outcome)
         outcome.wall_seconds = time.monotonic() - start
     if outcome.status == "ok":
         # Judged by what the child said, not its exit code: a kill after the
@@ -182,13 +182,35 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
+def _kill_tree(proc: subprocess.Popen, outcome: Outcome) -> None:
     """Kill the child's whole session, then reap it, so no process outlives a run."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    _reap(proc, outcome, block=True)
+
+
+def _reap(proc: subprocess.Popen, outcome: Outcome, block: bool = False) -> bool:
+    """Reap the child if it has exited (wait for it if `block`); True once it is reaped.
+
+    Reaped with wait4, not Popen.wait, to keep the kernel's account of the
+    child's peak RSS (ru_maxrss, KiB on Linux: getrusage(2)) in
+    outcome.peak_rss_bytes: the exact peak, between the runner's polls too and
+    after a kill, where /proc of the child is gone.
+    """
+    if proc.returncode is not None:
+        return True
+    try:
+        pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:  # reaped by someone else: nothing to read
+        proc.returncode = -1
+        return True
+    if pid == 0:
+        return False
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    outcome.peak_rss_bytes = usage.ru_maxrss * 1024
+    return True
 
 
 def _child_env(extra: dict | None) -> dict:
