@@ -53,8 +53,8 @@ from leakbench import peers, record, verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.measure import Settings, measure
+from leakbench.units import KIB, MIB
 
-KIB, MIB = 1 << 10, 1 << 20
 FOLDER = Path(__file__).parent / "calibration"
 HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorflow_held.py",
            # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default

@@ -17,8 +17,8 @@ from leakbench import adapter
 from leakbench.catalog import Target
 from leakbench.contract import Scenario, read_metadata
 from leakbench.measure import Settings, measure
+from leakbench.units import MIB
 
-MIB = 1 << 20
 TOP_TYPES = 8
 TYPE_GROWTH_MIN = 3.0            # objects per repetition: the engine's own sampling moves a few types by 1–2
 HOLDER_SHARE = 0.5               # the holder's subtree holds at least this share of buffered bytes

@@ -18,12 +18,13 @@ from rich.console import Console
 from leakbench import catalog, report, verdict, versions
 from leakbench.contract import ContractError
 from leakbench.measure import Settings, measure
+from leakbench.units import GIB, KIB, MIB
 
 # Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+_UNITS = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
+          "g": GIB, "gb": GIB, "gib": GIB}
 
 
 def parse_size(text: str) -> int:
@@ -348,7 +349,7 @@ def site_command(results, machine, out, asv) -> None:
     except (versions.VersionError, site.SiteError) as e:
         _fail(str(e))
     for rel, size in built.pages:
-        click.echo(f"{out / rel}  {size / 1024:,.1f} KiB")
+        click.echo(f"{out / rel}  {size / KIB:,.1f} KiB")
     for note in built.notes:
         click.echo(f"note: {note}")
     click.echo(f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "

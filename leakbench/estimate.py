@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+from leakbench.units import MIB
+
 
 @dataclass(frozen=True)
 class Trend:
@@ -60,7 +62,7 @@ def trend(values) -> Trend | None:
     return Trend(float(slope), float(low), float(high), p if math.isfinite(p) else 1.0, float(first), float(second))
 
 
-def scaling_exponent(sizes, peaks, floor: float = 1 << 20) -> float | None:
+def scaling_exponent(sizes, peaks, floor: float = MIB) -> float | None:
     """Log–log slope of peak against size: ~1 when the peak is proportional, ~0 when bounded.
 
     sizes: values of the size parameter, shape (k,), k >= 2.

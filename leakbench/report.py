@@ -4,9 +4,9 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from leakbench.units import KIB, MIB
 from leakbench.verdict import expected_ok
 
-KIB, MIB = 1 << 10, 1 << 20
 
 
 def _slope(metrics: dict, key: str, unit: float = 1.0, digits: int = 0) -> str:

@@ -41,8 +41,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from leakbench import assets, catalog, contract, verdict, versions
+from leakbench.units import KIB, MIB
 
-KIB, MIB = 1 << 10, 1 << 20
 DEFAULT_TF = "2.21.0"
 FLAMEGRAPHS = "flamegraphs"   # results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"

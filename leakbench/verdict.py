@@ -56,9 +56,10 @@ Thresholds, and why:
 """
 from __future__ import annotations
 
+from leakbench.units import KIB, MIB
+
 VERDICTS = ("leak", "no-leak", "fragmentation", "over-cap", "hang", "error", "skipped")
 
-KIB, MIB = 1 << 10, 1 << 20
 TREND_P_MAX = 0.01
 RSS_SLOPE_MIN = 256 * KIB
 HEAP_SLOPE_MIN = 64 * KIB

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from leakbench import catalog, verdict
 from leakbench.record import SCHEMA
+from leakbench.units import KIB, MIB
 
-KIB, MIB = 1 << 10, 1 << 20
 DEFAULT_FACTOR = 1.5
 RECORDS_DIR = "records"
 _FILE = re.compile(r"tf-(.+)\.jsonl")
