@@ -140,7 +140,7 @@ def test_over_cap_is_killed_near_the_cap(spawned):
     max_rss = rec["runs"][0]["max_rss_bytes"]
     assert cap < max_rss < cap + 200 * MIB
     # the kernel's peak of the child (wait4), between the runner's polls too
-    assert max_rss <= rec["runs"][0]["peak_rss_bytes"] < cap + 200 * MIB
+    assert cap - 16 * MIB < rec["runs"][0]["peak_rss_bytes"] < cap + 200 * MIB
     # killed long before 50 repetitions of 64 MiB (3.2 GiB) could happen
     assert len(rec["runs"][0]["series"]["rss_bytes"]) < 10
     assert_no_process_left(spawned, before)

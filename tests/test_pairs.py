@@ -121,3 +121,26 @@ def test_version_dependent_pair(name, on_default_tf):
         assert report.expected_ok(leaky, verdict.VERSION_DEPENDENT), (leaky["verdict"], leaky["error"])
     fixed = run(name, "fixed")
     assert fixed["verdict"] == "no-leak", fixed["signals"]
+
+
+def test_leaky_pair_at_ten_times_its_size_is_killed_at_the_cap():
+    """Safety with a real TensorFlow pipeline: unbounded_cache at 10× its default
+    size caches 640 MiB, filled by TensorFlow's own threads, under a 1 GiB cap
+    (its default size peaks ~625 MiB with the import here). The run must end
+    over-cap in the phase that filled the cache, and the child's kernel-measured
+    peak (wait4) stays within a poll's worth of allocation of the cap: 5-35 MiB
+    over it in 3 runs here, 128 MiB allowed."""
+    import psutil
+
+    (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
+    params = {"num_elements": 10 * target.scenario.params["num_elements"]}
+    cap = 1 << 30
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    rec = measure(target, params, Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=cap, timeout_seconds=120,
+                                           scales=(1,)))
+    assert rec["verdict"] == "over-cap" and rec["phase"] in ("setup", "warm-up"), (rec["verdict"], rec["phase"])
+    (only,) = rec["runs"]
+    # RSS counters are per-thread caches, exact to some pages: each figure on its own against the cap
+    assert cap < only["max_rss_bytes"] < cap + 128 * MIB
+    assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + 128 * MIB
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before, "a process outlived the run"
