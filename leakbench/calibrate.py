@@ -450,7 +450,7 @@ def _peer_table(result: dict) -> list[str]:
              "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
              f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
              "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
-             "", "| holder | true /rep | leakbench | asv peakmem_ | " + " | ".join(titles[n] for n in names) + " |",
+             "", "| " + " | ".join(["holder", "true /rep", "leakbench", "asv peakmem_", *(titles[n] for n in names)]) + " |",
              "|---|---:|---|---|" + "---|" * len(names)]
     for r in result["summary"]:
         key = (r["holder"], r["bytes_per_rep"])

@@ -85,6 +85,10 @@ def test_markdown_has_a_row_per_case():
               "peer_summary": [], "cost": {}, "targets": []}
     text = calibrate.markdown(result)
     assert "| tensorflow | 0 (control) | 3/3 |" in text and "| tensorflow | 1 MiB | 3/3 |" in text
+    # every table's header has as many columns as its rows (no peer ran here)
+    for table in text.split("\n\n"):
+        rows = [line for line in table.splitlines() if line.startswith("|")]
+        assert len({row.count("|") for row in rows}) <= 1, rows[:3]
 
 
 @pytest.mark.parametrize("holder", sorted(calibrate.HOLDERS))
