@@ -22,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from leakbench.units import KIB
+
 # Series sampled after every repetition, with their units.
 SERIES_UNITS = {
     "rss_bytes": "bytes",
@@ -204,7 +206,7 @@ def high_water_mark_bytes() -> int | None:
     try:
         for line in _STATUS.read_text().splitlines():
             if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+                return int(line.split()[1]) * KIB  # "kB" in /proc is KiB
     except OSError:
         pass
     return None

@@ -24,6 +24,7 @@ from typing import Callable
 import psutil
 
 import leakbench
+from leakbench.units import KIB
 
 POLL_SECONDS = 0.05  # at 1 GB/s of allocation a run overshoots the cap by ~50 MB at most
 STDERR_TAIL_LINES = 12
@@ -209,7 +210,7 @@ def _reap(proc: subprocess.Popen, outcome: Outcome, block: bool = False) -> bool
     if pid == 0:
         return False
     proc.returncode = os.waitstatus_to_exitcode(status)
-    outcome.peak_rss_bytes = usage.ru_maxrss * 1024
+    outcome.peak_rss_bytes = usage.ru_maxrss * KIB
     return True
 
 
