@@ -85,7 +85,7 @@ def _measurement_options(command):
         click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
                      help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES})."),
         click.option("--cap", "cap", default=None, metavar="SIZE",
-                     help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM."),
+                     help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM, or less where little is available or a cgroup limits memory."),
         click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds,
                      show_default=True, help="Seconds per child run, import to teardown."),
         click.option("--teardown-timeout", type=click.FloatRange(1, None),

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from leakbench import heap, record, runner
+from leakbench import heap, memlimit, record, runner
 from leakbench.catalog import Target
 
 
@@ -26,14 +26,14 @@ class Settings:
     warmup: int = 3
     reps: int = 12
     heap_reps: int = 6
-    cap_bytes: int = 0            # 0: runner.default_cap_bytes()
+    cap_bytes: int = 0            # 0: memlimit.default_cap_bytes()
     timeout_seconds: float = 300.0
     scales: tuple = (1, 2, 4)
     teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
     flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
 
     def resolved(self) -> "Settings":
-        cap = self.cap_bytes or runner.default_cap_bytes()
+        cap = self.cap_bytes or memlimit.default_cap_bytes()
         return replace(self, cap_bytes=cap, scales=tuple(self.scales))
 
 

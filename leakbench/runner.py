@@ -30,12 +30,6 @@ POLL_SECONDS = 0.05  # at 1 GB/s of allocation a run overshoots the cap by ~50 M
 STDERR_TAIL_LINES = 12
 
 
-def default_cap_bytes() -> int:
-    """Half of physical RAM, or 80 % of what is available now if that is less."""
-    mem = psutil.virtual_memory()
-    return int(min(0.5 * mem.total, 0.8 * mem.available))
-
-
 @dataclass
 class Outcome:
     """What one child run produced. status: ok, over-cap, hang, error or skipped."""

@@ -123,21 +123,33 @@ def test_version_dependent_pair(name, on_default_tf):
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 
 
-def test_leaky_pair_at_ten_times_its_size_is_killed_at_the_cap():
+def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(tmp_path, monkeypatch):
     """Safety with a real TensorFlow pipeline: unbounded_cache at 10× its default
-    size caches 640 MiB, filled by TensorFlow's own threads, under a 1 GiB cap
-    (its default size peaks ~625 MiB with the import here). The run must end
-    over-cap in the phase that filled the cache, and the child's kernel-measured
-    peak (wait4) stays within a poll's worth of allocation of the cap: 5-35 MiB
-    over it in 3 runs here, 128 MiB allowed."""
+    size caches 640 MiB, filled by TensorFlow's own threads. The cap is the
+    default one (Settings.cap_bytes = 0), on a runner whose memory cgroup has
+    1.25 GiB left, as in a container (faked cgroup files): 1 GiB. Its default
+    size peaks at ~625 MiB with the import here; at 10× the run must end over-cap
+    in the phase that filled the cache, and the child's kernel-measured peak
+    (wait4) stays within a poll's worth of allocation of the cap: 5-35 MiB over
+    it in 3 runs here, 128 MiB allowed."""
     import psutil
+
+    from leakbench import memlimit
+
+    (tmp_path / "cgroup").write_text("0::/job\n")
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job" / "memory.max").write_text(str(5 << 28))  # 1.25 GiB
+    (tmp_path / "job" / "memory.current").write_text("0")
+    monkeypatch.setattr(memlimit, "PROC_CGROUP", tmp_path / "cgroup")
+    monkeypatch.setattr(memlimit, "CGROUP_ROOT", tmp_path)
+    cap = 1 << 30  # 0.8 × 1.25 GiB
 
     (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
     params = {"num_elements": 10 * target.scenario.params["num_elements"]}
-    cap = 1 << 30
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    rec = measure(target, params, Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=cap, timeout_seconds=120,
+    rec = measure(target, params, Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=0, timeout_seconds=120,
                                            scales=(1,)))
+    assert rec["settings"]["cap_bytes"] == cap
     assert rec["verdict"] == "over-cap" and rec["phase"] in ("setup", "warm-up"), (rec["verdict"], rec["phase"])
     (only,) = rec["runs"]
     # RSS counters are per-thread caches, exact to some pages: each figure on its own against the cap
