@@ -12,6 +12,7 @@ machine this was written on has a GPU.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import gc
 import shutil
@@ -30,6 +31,7 @@ SERIES_UNITS = {
     "uss_bytes": "bytes",
     "heap_used_bytes": "bytes",  # glibc mallinfo2 via psutil.heap_info(): bytes in use in malloc's heap
     "mmap_used_bytes": "bytes",  # ... and in chunks malloc mapped on their own (large allocations)
+    "heap_free_bytes": "bytes",  # free bytes malloc keeps in its arenas (mallinfo2 fordblks): its slack
     "threads": "threads",
     "open_files": "file descriptors",
     "python_objects": "objects",
@@ -149,9 +151,36 @@ def nvidia_driver() -> str | None:
 
 def _malloc_in_use() -> dict:
     if malloc_heap_unavailable():
-        return {"heap_used_bytes": None, "mmap_used_bytes": None}
+        return {"heap_used_bytes": None, "mmap_used_bytes": None, "heap_free_bytes": None}
     info = psutil.heap_info()
-    return {"heap_used_bytes": info.heap_used, "mmap_used_bytes": info.mmap_used}
+    return {"heap_used_bytes": info.heap_used, "mmap_used_bytes": info.mmap_used, "heap_free_bytes": heap_free_bytes()}
+
+
+class _Mallinfo2(ctypes.Structure):
+    """glibc's struct mallinfo2 (malloc.h, glibc >= 2.33), every field a size_t."""
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+@functools.lru_cache(maxsize=1)
+def _mallinfo2():
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):  # not glibc, or older than 2.33
+        return None
+    function.restype = _Mallinfo2
+    return function
+
+
+def heap_free_bytes() -> int | None:
+    """Free bytes glibc malloc keeps in all its arenas (mallinfo2's fordblks), or None.
+
+    psutil.heap_info() reports the bytes in use (uordblks) and mmapped
+    (hblkhd) but not this. RSS growth that is fragmentation is memory malloc
+    keeps as free: this rises with it. A leak does not raise it.
+    """
+    function = _mallinfo2()
+    return int(function().fordblks) if function else None
 
 
 _REPLACEMENTS = ("jemalloc", "tcmalloc", "mimalloc")

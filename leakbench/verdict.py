@@ -39,7 +39,8 @@ Thresholds, and why:
   nothing that holds memory moved (the malloc heap in use, memray's heap,
   threads, open files), the malloc heap is measurable, and malloc_trim at the
   end gave back either at least TRIM_SHARE_MIN of the RSS growth over the
-  measured repetitions (RSS the only signal that moved), or at least
+  measured repetitions, while malloc's free bytes (mallinfo2 fordblks) rose
+  by as much (RSS the only signal that moved), or at least
   TRIM_SHARE_MIN of the RSS held above the process before setup and at least
   TRIM_HELD_MIN bytes. The second form is what glibc does under a per-epoch
   shuffle of small tensors on TF 2.21: RSS jumps up and down by a hundred MiB
@@ -167,7 +168,10 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
     """True if malloc_trim gave back most of what RSS gained (bytes), on glibc.
 
     grew: RSS moved as a growth signal; then the trim must give back
-    TRIM_SHARE_MIN of the growth over the measured repetitions. Either way,
+    TRIM_SHARE_MIN of the growth over the measured repetitions, and malloc's
+    free bytes (mallinfo2 fordblks) must have risen by as much: the trim
+    returns the few MiB of free pages TensorFlow's import leaves in every
+    process, which alone said nothing about a growth of a few MiB. Either way,
     giving back TRIM_SHARE_MIN of the RSS held above the process before setup,
     and at least TRIM_HELD_MIN, counts (see the module docstring).
     """
@@ -175,6 +179,7 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
     if metrics.get("malloc_heap_unavailable") or returned is None:
         return False
     grown, held = metrics.get("rss_growth_bytes"), metrics.get("rss_held_bytes")
-    if grew and grown and grown > 0 and returned >= TRIM_SHARE_MIN * grown:
+    freed = metrics.get("malloc_free_growth_bytes")
+    if grew and grown and grown > 0 and freed is not None and min(returned, freed) >= TRIM_SHARE_MIN * grown:
         return True
     return bool(held) and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held
