@@ -83,6 +83,7 @@ class Scenario:
     env: dict = field(default_factory=dict)
     requires: str | None = None  # REQUIRES: "GPU" or None
     reported: dict | None = None  # REPORTED: a report's claim about TF versions, or None
+    heap_reps: int | None = None  # HEAP_REPS: a cap on memray's heap pass (0: none), or None
 
     @property
     def name(self) -> str:
@@ -165,7 +166,7 @@ def _validated(path: Path, meta: dict) -> Scenario:
     if reported is not None:
         _check_reported(path, reported)
     return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env,
-                    requires=meta.get("REQUIRES"), reported=reported)
+                    requires=meta.get("REQUIRES"), reported=reported, heap_reps=meta.get("HEAP_REPS"))
 
 
 def _check_reported(path: Path, reported) -> None:

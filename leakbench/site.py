@@ -470,6 +470,7 @@ def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: 
         "source": source,
         "source_url": source_link(source),
         "kind": (leaky_meta.kind if leaky_meta else some.get("kind")) or "",
+        "heap_reps": leaky_meta.heap_reps if leaky_meta else None,
         "repetition": (leaky_meta.repetition if leaky_meta else some.get("repetition")) or "",
         "size_param": (leaky_meta.size_param if leaky_meta else some.get("size_param")) or "",
         "what": prose(docstring) if docstring else None,
