@@ -177,7 +177,7 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def _kill_tree(proc: subprocess.Popen, outcome: Outcome) -> None:
+def _kill_tree(proc: subprocess.Popen, outcome: Outcome | None = None) -> None:
     """Kill the child's whole session, then reap it, so no process outlives a run."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -186,13 +186,13 @@ def _kill_tree(proc: subprocess.Popen, outcome: Outcome) -> None:
     _reap(proc, outcome, block=True)
 
 
-def _reap(proc: subprocess.Popen, outcome: Outcome, block: bool = False) -> bool:
+def _reap(proc: subprocess.Popen, outcome: Outcome | None, block: bool = False) -> bool:
     """Reap the child if it has exited (wait for it if `block`); True once it is reaped.
 
     Reaped with wait4, not Popen.wait, to keep the kernel's account of the
     child's peak RSS (ru_maxrss, KiB on Linux: getrusage(2)) in
-    outcome.peak_rss_bytes: the exact peak, between the runner's polls too and
-    after a kill, where /proc of the child is gone.
+    outcome.peak_rss_bytes (if an outcome is given): the exact peak, between
+    the runner's polls too and after a kill, where /proc of the child is gone.
     """
     if proc.returncode is not None:
         return True
@@ -204,7 +204,8 @@ def _reap(proc: subprocess.Popen, outcome: Outcome, block: bool = False) -> bool
     if pid == 0:
         return False
     proc.returncode = os.waitstatus_to_exitcode(status)
-    outcome.peak_rss_bytes = usage.ru_maxrss * KIB
+    if outcome is not None:
+        outcome.peak_rss_bytes = usage.ru_maxrss * KIB
     return True
 
 

@@ -4,6 +4,7 @@ resumed, is in test_interrupts.py."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,17 @@ def test_bad_input_is_one_line_and_runs_nothing(args, fragment, tmp_path, monkey
     result = CliRunner().invoke(cli.main, ["calibrate", *args, "--out", str(tmp_path / "c.json")])
     assert result.exit_code == 2 and fragment in result.stderr, result.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_peer_runs_in_its_own_capped_process():
+    """pytest-memray's limit_leaks on a designed 1 MiB/repetition Python leak, end to
+    end (its own fresh process, a cap and a timeout): it flags it (about 1 s here)."""
+    import leakbench
+    from leakbench import peers
+
+    path = Path(leakbench.__file__).parent / "calibration" / "python_held.py"
+    found = peers.run_peer("limit_leaks", path, {"bytes_per_rep": 1 << 20}, warmup=3, reps=12,
+                           cap_bytes=1 << 30, timeout_seconds=60)
+    assert found["status"] == "ok" and found["leak"] is True, found
+    assert 0 < found["max_rss_bytes"] < 1 << 30
