@@ -93,7 +93,8 @@ class Pairs:
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 
-    # Seven pairs, three sizes for peak pairs: ~4 min on 2 cores; room for a loaded machine.
+    # 16 pairs, three sizes for peak pairs: 6 min 45 s of children on 2 cores, quiet (TF 2.21,
+    # results/calibration/vm-tf-2.21.0-suite.jsonl); room for a loaded machine and older, slower releases.
     setup_cache.timeout = 3600
 
     def setup(self, cache, pair, variant):
