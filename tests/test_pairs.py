@@ -97,7 +97,13 @@ def test_peak_pair(name, bytes_per_unit):
     assert rise >= 0.5 * expected, (rise, expected)
     fixed = run(name, "fixed")
     assert fixed["verdict"] == "no-leak", fixed["signals"]
-    assert fixed["metrics"]["peak_scaling"]["exponent"] < 0.3
+    # Over the same sizes the fix's peak rises less than a third of the leak's. Not an
+    # exponent bound: a fix's peak is small (10-30 MiB) and may keep a small cost per
+    # element, so its exponent is noisy (full_shuffle_buffer's fix: 9.8 -> 15.1 MiB,
+    # k = 0.31, against the leak's 40 -> 111 MiB; oversized_prefetch's fix read
+    # k = 0.55 once under load), while a fix that leaked would rise like the leak.
+    fixed_peaks = fixed["metrics"]["peak_scaling"]["peaks_bytes"]
+    assert fixed_peaks[-1] - fixed_peaks[0] < rise / 3, (fixed_peaks, rise)
 
 
 # Pairs whose report ties the leak to some releases (REPORTED in the scenario). On
