@@ -137,8 +137,9 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["trim_returned_bytes"] = trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
     out["rss_growth_bytes"] = rss[-1] - first["baseline"]["rss_bytes"] if rss and first["baseline"] else None
     # ... and how much of it malloc keeps as free bytes (fragmentation), over the same repetitions
-    free, free_before = first["series"].get("heap_free_bytes") or [None], (first["baseline"] or {}).get("heap_free_bytes")
-    out["malloc_free_growth_bytes"] = free[-1] - free_before if free[-1] is not None and free_before is not None else None
+    free = first["series"]["heap_free_bytes"]  # None throughout where glibc's counters are n/a
+    out["malloc_free_growth_bytes"] = (free[-1] - first["baseline"]["heap_free_bytes"]
+                                       if free and free[-1] is not None and first["baseline"] else None)
     # RSS the pipeline held above the process before setup, just before the trim:
     # what a trim that gives most of it back shows to be freed memory malloc kept.
     before = first.get("import_baseline")
