@@ -129,7 +129,7 @@ def test_version_dependent_pair(name, on_default_tf):
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 
 
-def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(tmp_path, monkeypatch):
+def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fake_cgroup):
     """Safety with a real TensorFlow pipeline: unbounded_cache at 10× its default
     size caches 640 MiB, filled by TensorFlow's own threads. The cap is the
     default one (Settings.cap_bytes = 0), on a runner whose memory cgroup has
@@ -140,14 +140,7 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(tm
     it in 3 runs here, 128 MiB allowed."""
     import psutil
 
-    from leakbench import memlimit
-
-    (tmp_path / "cgroup").write_text("0::/job\n")
-    (tmp_path / "job").mkdir()
-    (tmp_path / "job" / "memory.max").write_text(str(5 << 28))  # 1.25 GiB
-    (tmp_path / "job" / "memory.current").write_text("0")
-    monkeypatch.setattr(memlimit, "PROC_CGROUP", tmp_path / "cgroup")
-    monkeypatch.setattr(memlimit, "CGROUP_ROOT", tmp_path)
+    fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})  # 1.25 GiB left
     cap = 1 << 30  # 0.8 × 1.25 GiB
 
     (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
