@@ -443,3 +443,66 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     click.echo(table)
     err.print(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}", highlight=False,
               markup=False, soft_wrap=True)
+
+
+# --- leakbench repeat: the repeatability table (logic in leakbench.repeat, view in leakbench.repeat_report) ---
+
+@main.command("repeat")
+@click.argument("names", nargs=-1)
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Runs per pair × variant, each a fresh child process.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Children measured at once (the default cap is divided between them).")
+@click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
+@_measurement_options
+@click.option("--scales", default="1,2,4", show_default=True,
+              help="Multiples of the size parameter for peak scenarios.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Result JSON (the table goes beside it, .md). "
+                   "Default: results/repeatability/<machine>-tf-<version>[-jobs<N>].json.")
+@click.option("--machine", default=None, metavar="NAME",
+              help="Machine name for the default --out. Default: asv's machine name, as the records use.")
+@click.option("--resume/--fresh", default=True, show_default=True,
+              help="Keep the runs already in --out (same settings) and measure only the missing ones; "
+                   "--fresh measures anew and replaces it.")
+def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
+                   flamegraph_dir, scales, out, machine, resume) -> None:
+    """Measure pairs (all by default) RUNS times each, in independent runs, and write the
+    repeatability table: verdict agreement and the spread of each decisive slope.
+    Exit 0 once the table is written, 2 on bad input (nothing measured, nothing overwritten)."""
+    from leakbench import repeat, repeat_report
+
+    try:
+        scale_list = tuple(float(s) for s in scales.split(","))
+        if min(scale_list) <= 0:
+            raise ValueError
+    except ValueError:
+        _fail(f"--scales: {scales!r} is not a comma-separated list of positive numbers")
+    settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, scales=scale_list)
+    try:
+        targets = catalog.targets(catalog.find_root(), list(names), variant)
+    except ContractError as e:
+        _fail(str(e))
+    if importlib.util.find_spec("tensorflow") is None and any(
+            "tensorflow" in t.scenario.path.read_text() for t in targets):
+        _fail(f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'")
+    results = _results_dir(None)
+    machine = machine or versions.asv_machine(results)
+    out = out or repeat.default_out(results, machine, jobs)
+    if out.suffix != ".json" or out.is_dir():
+        _fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
+
+    def progress(i, total, seen):
+        err.print(f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: {seen['verdict']} "
+                  f"in {seen['wall_seconds']:.1f} s", highlight=False, markup=False, soft_wrap=True)
+
+    try:
+        result = repeat.repeat(targets, runs, settings, out, jobs=jobs, resume=resume, machine=machine,
+                               on_run=progress)
+    except repeat.RepeatError as e:
+        _fail(str(e))
+    table = repeat_report.markdown(result)
+    out.with_suffix(".md").write_text(table)
+    click.echo(table)
+    err.print(f"leakbench: repeatability written to {out} and {out.with_suffix('.md')}", highlight=False,
+              markup=False, soft_wrap=True)

@@ -1,0 +1,237 @@
+"""Repeatability: every pair × variant measured RUNS times, each run a fresh child.
+
+A run is one call of leakbench.measure.measure (a fresh, capped, timed child
+per size) at the scenario's parameters and the caller's Settings (the
+engine's defaults unless told otherwise). Runs go round-robin (run 1 of every
+variant, then run 2, ...) so that a spell of load on the machine spreads over
+all variants instead of one. `jobs` children run at once; they then share
+the machine, so the default cap (memlimit.default_cap_bytes, read once per
+call) is divided between them.
+
+Kept per run (an observation, `observe`): pair, variant, run number, verdict,
+signals, the expected verdict (verdict.expected_for) and whether the verdict
+is one (verdict.expected_ok), the TensorFlow version the child imported, the
+cap in bytes, wall seconds of its child runs, the slope of every decisive
+metric (verdict.GROWTH_SIGNALS as the engine has it when the run is measured,
+in the metric's unit per repetition), the peak's scaling exponent for peak
+pairs, and the seconds of a confirmation re-run when the record holds one.
+
+Per pair × variant (`summarize`): verdict counts; `agrees`, one verdict in
+every run ("skipped" counts as agreeing); `as_expected`, every verdict as
+expected; per decisive metric the median, min, max and coefficient of
+variation (std / mean, ddof 1; None unless the mean is positive) of its slope
+over runs, and how many runs it moved in.
+
+The result JSON is replaced atomically after every run, so an interrupted
+call keeps what it measured; a later call with the same settings resumes from
+it and measures only the missing (pair, variant, run). A file made with other
+settings (engine settings, jobs, machine, installed TensorFlow) or not a
+repeatability file is never overwritten: RepeatError, one line.
+Rendering is leakbench.repeat_report's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from dataclasses import asdict, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import psutil
+
+from leakbench import memlimit, record, verdict, versions
+from leakbench.catalog import VARIANT_DIRS, Target
+from leakbench.measure import Settings, measure
+
+FORMAT = 1
+FOLDER = "repeatability"  # under the results directory
+_MADE_WITH = ("machine", "jobs", "tensorflow", "settings")  # what a resumed file must share
+
+
+class RepeatError(ValueError):
+    """An output file that cannot be resumed (other settings, not ours, corrupt). One line."""
+
+
+def default_out(results: Path, machine: str, jobs: int) -> Path:
+    """results/repeatability/<machine>-tf-<installed version>[-jobs<N>].json"""
+    version = versions.installed_tf_version() or "none"
+    return Path(results) / FOLDER / f"{machine}-tf-{version}{f'-jobs{jobs}' if jobs > 1 else ''}.json"
+
+
+def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
+    """metric key -> (signal name, slope threshold in the metric's unit): the growth signals that
+    decide these metrics' verdict, read from the engine when called, never copied (the table
+    changes): verdict.deciding_signals where the engine has it (RSS in held memory's place where
+    glibc's counters are n/a), else verdict.GROWTH_SIGNALS."""
+    deciding = getattr(verdict, "deciding_signals", None)
+    return dict(deciding(metrics) if deciding else verdict.GROWTH_SIGNALS)
+
+
+def _seconds(confirmation) -> float | None:
+    """Seconds of a confirmation re-run (rec["confirmation"]: a dict with "seconds", or a number)."""
+    if isinstance(confirmation, dict):
+        confirmation = confirmation.get("seconds", confirmation.get("wall_seconds"))
+    return float(confirmation) if isinstance(confirmation, (int, float)) else None
+
+
+def observe(rec: dict, expected: str, run: int) -> dict:
+    """What repeat keeps of one record (leakbench.record): see the module docstring."""
+    m = rec["metrics"] or {}
+    slopes = {}
+    for key, (name, threshold) in (decisive(m).items() if m else ()):  # nothing measured: no slopes
+        trend = m.get(key)
+        slopes[key] = {"signal": name, "slope": trend and trend["slope"], "unit": trend and trend["unit"],
+                       "moved": verdict.moved(trend, threshold)}
+    scaling = m.get("peak_scaling")
+    reason = (rec["error"] or "").strip().splitlines()
+    return {"pair": rec["pair"], "variant": rec["variant"], "run": run, "verdict": rec["verdict"],
+            "signals": rec["signals"], "expected": expected, "expected_ok": verdict.expected_ok(rec, expected),
+            "tensorflow": rec["environment"]["tensorflow"], "cap_bytes": rec["settings"]["cap_bytes"],
+            "wall_seconds": rec["seconds"], "slopes": slopes, "peak_exponent": scaling and scaling["exponent"],
+            "confirmation_seconds": _seconds(rec.get("confirmation")),
+            "phase": rec["phase"], "error": reason[-1] if reason else None}
+
+
+def _spread(values: list) -> dict:
+    """n, median, min, max and CV (std/mean, ddof 1) of the known values; None where none."""
+    known = np.asarray([v for v in values if v is not None], dtype=float)
+    if not known.size:
+        return {"n": 0, "median": None, "min": None, "max": None, "cv": None}
+    mean = float(known.mean())
+    return {"n": int(known.size), "median": float(np.median(known)), "min": float(known.min()),
+            "max": float(known.max()), "cv": float(known.std(ddof=1) / mean) if known.size > 1 and mean > 0 else None}
+
+
+def _row_key(pair_variant: tuple) -> tuple:
+    pair, variant = pair_variant
+    return pair, list(VARIANT_DIRS).index(variant) if variant in VARIANT_DIRS else len(VARIANT_DIRS), variant
+
+
+def summarize(observations: list[dict]) -> dict:
+    """Rows per pair × variant (sorted by pair, leaky before fixed) and the totals."""
+    rows = []
+    for pair, variant in sorted({(o["pair"], o["variant"]) for o in observations}, key=_row_key):
+        done = [o for o in observations if (o["pair"], o["variant"]) == (pair, variant)]
+        counts = Counter(o["verdict"] for o in done)
+        slopes = {}
+        for key in dict.fromkeys(k for o in done for k in o["slopes"]):  # first-seen order
+            entries = [o["slopes"][key] for o in done if key in o["slopes"]]
+            unit = next((e["unit"] for e in entries if e["unit"]), None)
+            slopes[key] = {"signal": entries[-1]["signal"], "unit": unit,
+                           "moved": sum(e["moved"] for e in entries), **_spread([e["slope"] for e in entries])}
+        costs = [o["confirmation_seconds"] for o in done if o["confirmation_seconds"] is not None]
+        rows.append({"pair": pair, "variant": variant, "expected": done[-1]["expected"], "runs": len(done),
+                     "verdicts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                     "agrees": len(set(counts) - {"skipped"}) <= 1,
+                     "as_expected": all(o["expected_ok"] for o in done),
+                     "slopes": slopes, "peak_exponent": _spread([o["peak_exponent"] for o in done]),
+                     "wall_seconds": sum(o["wall_seconds"] for o in done),
+                     "confirmation_seconds": sum(costs) if costs else None})
+    return {"rows": rows, "variants": len(rows), "agree": sum(r["agrees"] for r in rows),
+            "as_expected": sum(r["as_expected"] for r in rows), "runs": len(observations),
+            "wall_seconds": sum(o["wall_seconds"] for o in observations),
+            "confirmation_seconds": sum(o["confirmation_seconds"] or 0.0 for o in observations),
+            "tensorflow": sorted({o["tensorflow"] for o in observations if o["tensorflow"]}),
+            "cap_bytes": sorted({o["cap_bytes"] for o in observations})}
+
+
+def plan(targets: list[Target], runs: int) -> list[tuple[int, Target]]:
+    """(run, target) in measuring order: round-robin over targets, run by run (runs from 1)."""
+    return [(run, t) for run in range(1, runs + 1) for t in targets]
+
+
+def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs: int = 1, resume: bool = True,
+           machine: str = "", on_run: Callable[[int, int, dict], None] | None = None) -> dict:
+    """Measure every (run, target) of plan() not yet in `out`, `jobs` children at a time,
+    writing `out` after each run; return the result (see the module docstring).
+
+    settings: the engine's (cap_bytes 0: the default cap, divided by jobs). resume: keep the
+    runs already in `out`; False starts anew and replaces it. on_run(i, total, observation)
+    after each run. Raises RepeatError before measuring anything if `out` cannot be resumed.
+    """
+    made = {"machine": machine, "jobs": jobs, "tensorflow": versions.installed_tf_version(),
+            "settings": json.loads(json.dumps({k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}))}
+    result = _load(out, made) if resume else None
+    if result is None:
+        result = {"format": FORMAT, **made, "environment": record.environment(None), "started": _now(),
+                  "elapsed_seconds": 0.0, "observations": []}
+    if not settings.cap_bytes:  # once, before any child runs, and shared by the children at once
+        settings = replace(settings, cap_bytes=memlimit.default_cap_bytes() // jobs)
+    done = {(o["pair"], o["variant"], o["run"]) for o in result["observations"]}
+    todo = [(run, t) for run, t in plan(targets, runs) if (t.scenario.name, t.variant, run) not in done]
+    result["runs_requested"] = max(result.get("runs_requested", 0), runs)
+    start, before = time.monotonic(), result["elapsed_seconds"]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(measure, t, dict(t.scenario.params), settings): (run, t) for run, t in todo}
+        try:
+            for i, future in enumerate(as_completed(futures), 1):
+                run, target = futures[future]
+                seen = observe(future.result(), target.expected, run)
+                result["observations"].append(seen)
+                _write(out, _finish(result, before + time.monotonic() - start))
+                if on_run:
+                    on_run(i, len(todo), seen)
+        except BaseException:  # Ctrl-C reaches this thread only: stop the children, record nothing more
+            pool.shutdown(wait=False, cancel_futures=True)
+            while not all(f.done() for f in futures):
+                _stop_children()
+                wait(futures, timeout=0.2)
+            raise
+    _write(out, _finish(result, before + time.monotonic() - start))
+    return result
+
+
+def _finish(result: dict, elapsed: float) -> dict:
+    order = {key: i for i, key in enumerate(sorted({(o["pair"], o["variant"]) for o in result["observations"]},
+                                                   key=_row_key))}
+    result["observations"].sort(key=lambda o: (o["run"], order[(o["pair"], o["variant"])]))
+    result.update(updated=_now(), elapsed_seconds=elapsed, summary=summarize(result["observations"]))
+    return result
+
+
+def _stop_children() -> None:
+    """Kill the sessions of this process's measured children (leakbench.runner starts each in
+    its own session); their measure() calls then return at once."""
+    for child in psutil.Process().children():
+        try:
+            if "leakbench.child" in child.cmdline():
+                os.killpg(child.pid, signal.SIGKILL)
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            pass
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _load(out: Path, made: dict) -> dict | None:
+    """The result in `out` to resume, None if there is none; RepeatError if it cannot be resumed."""
+    if not out.exists():
+        return None
+    keep = "it is kept: use another --out, or --fresh to measure anew and replace it"
+    try:
+        found = json.loads(out.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RepeatError(f"{out} cannot be read as JSON ({getattr(e, 'msg', None) or e}); {keep}") from None
+    if not isinstance(found, dict) or found.get("format") != FORMAT or "observations" not in found:
+        raise RepeatError(f"{out} is not a repeatability result of format {FORMAT}; {keep}")
+    differ = [f"{k} {found.get(k)} there, {made[k]} here" for k in _MADE_WITH[:3] if found.get(k) != made[k]]
+    there = found.get("settings") or {}
+    differ += [f"{k} {there.get(k)} there, {v} here" for k, v in made["settings"].items() if there.get(k) != v]
+    if differ:
+        raise RepeatError(f"{out} was measured with other settings ({'; '.join(differ)}); {keep}")
+    return found
+
+
+def _write(path: Path, result: dict) -> None:
+    """Atomically: a kill mid-write leaves the previous complete file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,96 @@
+"""The repeatability table in markdown, from the result leakbench.repeat writes.
+
+Nothing is measured or decided here: one row per pair × variant with its
+expected verdict, the verdicts of its runs, whether they agree and were as
+expected, and each decisive metric's median slope over runs with its min–max,
+in readable units: KiB/repetition for bytes, the metric's own unit per
+repetition otherwise (objects, threads, file descriptors), the exponent k in
+peak ∝ size^k for peak pairs.
+"""
+from __future__ import annotations
+
+from leakbench.units import GIB, KIB, MIB
+
+
+def _unit(signal: str, unit: str | None) -> tuple[str, float]:
+    """(column header, divisor) for a decisive metric: "held KiB/rep" for bytes,
+    "threads/rep" for a count (units as records give them: "bytes/repetition", ...)."""
+    if unit and unit.startswith("bytes"):
+        return f"{signal} KiB/rep", KIB
+    return f"{signal}/rep", 1
+
+
+def _number(x: float, digits: int) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.{digits}f}"
+
+
+def _cell(spread: dict | None, divisor: float = 1, digits: int = 1) -> str:
+    """median (min–max) over runs; the median alone for one run; — for none."""
+    if not spread or spread["median"] is None:
+        return "—"
+    median = _number(spread["median"] / divisor, digits)
+    if spread["n"] < 2:
+        return median
+    return f"{median} ({_number(spread['min'] / divisor, digits)}–{_number(spread['max'] / divisor, digits)})"
+
+
+def verdicts(counts: dict, runs: int) -> str:
+    """"leak 10/10" when every run agrees, else "no-leak 9, leak 1"."""
+    if len(counts) == 1:
+        (word, n), = counts.items()
+        return f"{word} {n}/{runs}"
+    return ", ".join(f"{word} {n}" for word, n in counts.items())
+
+
+def _size(n: int) -> str:
+    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
+
+
+def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
+    """(metric key, header, divisor) of the decisive metrics measured in some row, in first-seen order."""
+    found = {}
+    for row in rows:
+        for key, s in row["slopes"].items():
+            if s["median"] is not None and key not in found:
+                found[key] = (key, *_unit(s["signal"], s["unit"]))
+    return list(found.values())
+
+
+def markdown(result: dict) -> str:
+    """The header (TF version, machine, runs, jobs, date, settings), the table and the totals."""
+    summary, s = result["summary"], result["settings"]
+    rows = summary["rows"]
+    metrics = columns(rows)
+    peak = any(r["peak_exponent"]["median"] is not None for r in rows)
+    seen = summary["tensorflow"] or [result.get("tensorflow") or "none"]
+    caps = summary["cap_bytes"]
+    cap = _size(s["cap_bytes"]) if s["cap_bytes"] else "default" + (
+        f" ({', '.join(_size(c) for c in caps)})" if caps else "")
+    jobs = result["jobs"]
+    lines = [f"## Repeatability: {result['machine']}, TensorFlow {', '.join(seen)}", "",
+             f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
+             f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time; "
+             f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
+             f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
+             f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}.",
+             "",
+             "Slopes: Theil–Sen per repetition, median (min–max) over runs, of the growth signals that "
+             "decided each run's verdict (leakbench.verdict). Agrees: one verdict in every run (skipped "
+             "counts as agreeing). As expected: every verdict is one its variant should give.",
+             ""]
+    head = ["pair", "variant", "expected", "verdicts", "agrees", "as expected", *(m[1] for m in metrics)]
+    head += ["peak ∝ size^k"] if peak else []
+    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---|---|" + "---:|" * (len(head) - 6)]
+    for r in rows:
+        cells = [r["pair"], r["variant"], r["expected"], verdicts(r["verdicts"], r["runs"]),
+                 "yes" if r["agrees"] else "NO", "yes" if r["as_expected"] else "NO"]
+        cells += [_cell(r["slopes"].get(key), divisor) for key, _, divisor in metrics]
+        cells += [_cell(r["peak_exponent"], digits=2)] if peak else []
+        lines.append("| " + " | ".join(cells) + " |")
+    confirm = summary["confirmation_seconds"]
+    lines += ["", f"{summary['agree']} of {summary['variants']} variants agree over all runs; "
+              f"{summary['as_expected']} of {summary['variants']} gave an expected verdict in every run. "
+              f"{summary['runs']} runs, {summary['wall_seconds']:,.0f} s of child wall time"
+              + (f" ({confirm:,.0f} s of it confirmation re-runs)" if confirm else "")
+              + f", {result['elapsed_seconds']:,.0f} s elapsed."]
+    return "\n".join(lines) + "\n"
