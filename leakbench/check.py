@@ -19,8 +19,6 @@ from leakbench.contract import Scenario, read_metadata
 from leakbench.measure import Settings, measure
 from leakbench.units import MIB
 
-TOP_TYPES = 8
-TYPE_GROWTH_MIN = 3.0            # objects per repetition: the engine's own sampling moves a few types by 1–2
 HOLDER_SHARE = 0.5               # the holder's subtree holds at least this share of buffered bytes
 HOLDER_BYTES_MIN = 1 * MIB       # below this nothing is worth naming
 BUFFER_STAGES = ("Prefetch", "Shuffle", "ParallelInterleave", "ParallelMap", "ParallelBatch", "Interleave")
@@ -65,22 +63,12 @@ def diagnosis(rec: dict) -> dict:
     reps = rec["settings"]["reps"]
     found = {
         "target_kind": evidence.get("target_kind"),
-        "types": type_growth(evidence.get("types_baseline"), evidence.get("types_end"), reps),
+        "types": run.get("python_type_growth") or [],
         "attribution": attribution(evidence.get("attribution")),
         "top_stacks": (run.get("heap") or {}).get("top_stacks") or [],
     }
     found["hints"] = hints(rec, found)
     return found
-
-
-def type_growth(before: dict | None, after: dict | None, reps: int) -> list[dict]:
-    """Python types whose live count grew, most per repetition first (at most TOP_TYPES)."""
-    if not before or not after or reps <= 0:
-        return []
-    grown = [{"type": name, "per_repetition": (count - before.get(name, 0)) / reps,
-              "baseline": before.get(name, 0), "end": count}
-             for name, count in after.items() if (count - before.get(name, 0)) / reps >= TYPE_GROWTH_MIN]
-    return sorted(grown, key=lambda t: -t["per_repetition"])[:TOP_TYPES]
 
 
 def _stage(name: str) -> str:
@@ -166,9 +154,7 @@ def hints(rec: dict, found: dict) -> list[str]:
         out.append("open file descriptors grew: likely files or iterators opened every repetition and never "
                    "closed (dangling references).")
     types = found["types"]
-    objects = metrics.get("python_objects_growth") or {}
-    objects_grow = objects.get("slope", 0) >= TYPE_GROWTH_MIN and objects.get("p_increasing", 1) < 0.01
-    if types and leaking and objects_grow:
+    if types and leaking and "python objects" in signals:
         names = ", ".join(f"{t['type']} (+{t['per_repetition']:.0f}/rep)" for t in types[:3])
         if any("Dataset" in t["type"] for t in types[:5]):
             out.append(f"Python objects grew: {names}. Datasets among them: likely a dataset built every "
@@ -197,9 +183,9 @@ def hints(rec: dict, found: dict) -> list[str]:
     elif "peak" in signals:
         out.append(f"the peak scales with the size parameter (k = {scaling.get('exponent', 0):.2f}) but no "
                    "transformation reports buffered bytes: look for buffers outside tf.data.")
-    if leaking and not out and "rss" in signals and "heap" not in signals:
-        out.append("RSS grows while memray's heap and Python objects stay flat: memory held where memray does "
-                   "not look (TensorFlow allocations it misses) or allocator fragmentation.")
+    if leaking and not out and {"held", "rss"} & set(signals) and "heap" not in signals:
+        out.append("held memory grows while memray's heap and Python objects stay flat: memory held where "
+                   "memray does not look (TensorFlow allocations it misses, thread stacks).")
     stacks = found["top_stacks"]
     if "heap" in signals and stacks and stacks[0]["frames"]:
         top = stacks[0]

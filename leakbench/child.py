@@ -117,8 +117,7 @@ def main(config: dict) -> int:
         if gpu_problem:
             gpu = None
         baseline = probes.sample(process, gpu)
-        if evidence is not None:
-            evidence["types_baseline"] = diagnose.type_counts()
+        types_baseline = diagnose.type_counts()  # which types python_objects counts: the evidence
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
@@ -126,8 +125,7 @@ def main(config: dict) -> int:
             channel.send(sample=samples[-1], rep=rep)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
-        if evidence is not None:
-            evidence["types_end"] = diagnose.type_counts()  # after `reps` repetitions
+        type_growth = diagnose.type_growth(types_baseline, diagnose.type_counts(), config["reps"])
         seconds["repetitions"] = time.perf_counter() - start
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
@@ -146,6 +144,7 @@ def main(config: dict) -> int:
             "baseline": baseline,
             "samples": samples,
             "high_water_mark_bytes": hwm,
+            "python_type_growth": type_growth,
             "gpu_peak_bytes": gpu_peak,
             "gpu_unavailable": gpu_problem or None,
             "trim": trim,

@@ -40,6 +40,24 @@ def type_counts() -> dict:
     return dict(collections.Counter(type(o).__qualname__ for o in gc.get_objects()))
 
 
+TOP_TYPES = 8
+TYPE_GROWTH_MIN = 3.0  # objects per repetition: below verdict.OBJECT_SLOPE_MIN, to show what moved
+
+
+def type_growth(before: dict | None, after: dict | None, reps: int) -> list[dict]:
+    """Python types whose live count grew, most per repetition first (at most TOP_TYPES).
+
+    before, after: type_counts() at the baseline and after `reps` measured
+    repetitions. Each entry: type, per_repetition (objects/repetition), baseline, end.
+    """
+    if not before or not after or reps <= 0:
+        return []
+    grown = [{"type": name, "per_repetition": (count - before.get(name, 0)) / reps,
+              "baseline": before.get(name, 0), "end": count}
+             for name, count in after.items() if (count - before.get(name, 0)) / reps >= TYPE_GROWTH_MIN]
+    return sorted(grown, key=lambda t: -t["per_repetition"])[:TOP_TYPES]
+
+
 def find_dataset(state, depth: int = 0):
     """The tf.data.Dataset a pipeline's state is or holds (a tuple, list or dict of it), else None."""
     tf = sys.modules.get("tensorflow")

@@ -7,15 +7,18 @@ The heap pass (memray) runs only at the first size: it is the costly pass.
 With Settings.flamegraph_dir, its capture is kept until memray has drawn the
 flame graph of the allocations still live at its end (heap.render_flamegraph):
 DIR/<pair>-<variant>.html.
+A leak that rests on a marginal byte signal is measured once more, longer,
+in a fresh process before it is called (verdict.needs_confirmation).
 """
 from __future__ import annotations
 
+import math
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from leakbench import heap, memlimit, record, runner
+from leakbench import heap, memlimit, record, runner, verdict
 from leakbench.catalog import Target
 
 
@@ -84,7 +87,34 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
                        {k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}, outcomes)
     if flamegraph:
         rec["flamegraph"] = flamegraph
+    if rec["verdict"] == "leak" and verdict.needs_confirmation(rec["metrics"], rec["signals"]):
+        _confirm(rec, target, params, settings, env, on_message, child_options)
     return rec
+
+
+def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: dict,
+             on_message, child_options: dict | None) -> None:
+    """Measure a marginal leak again in a fresh process, with verdict.CONFIRM_REPS_FACTOR
+    times the repetitions, and keep as signals only those that moved in both runs.
+
+    Adds rec["confirmation"]: reps, status, the signals that moved, the run
+    (as in rec["runs"]) and its wall seconds, which also count in rec["seconds"].
+    A run cut short by the cap confirms the leak (it grew until killed).
+    """
+    reps = math.ceil(settings.reps * verdict.CONFIRM_REPS_FACTOR)
+    outcome = runner.run_child(
+        target.scenario.path, params, warmup=settings.warmup, reps=reps,
+        heap_reps=settings.heap_reps if "heap" in rec["signals"] else 0, cap_bytes=settings.cap_bytes,
+        timeout_seconds=settings.timeout_seconds, teardown_timeout_seconds=settings.teardown_timeout_seconds,
+        env=env, on_message=on_message, child_options=child_options)
+    run = record.run_entry(outcome)
+    again = verdict.moved_signals(record.metrics([run], target.scenario, reps)) if outcome.result else []
+    kept = rec["signals"] if outcome.status == "over-cap" else verdict.confirmed(rec["signals"], again)
+    rec["confirmation"] = {"reps": reps, "status": outcome.status, "signals": again, "run": run,
+                           "seconds": outcome.wall_seconds}
+    rec["seconds"] += outcome.wall_seconds
+    rec["signals"] = kept
+    rec["verdict"] = "leak" if kept else "no-leak"
 
 
 def _flamegraph(capture: Path, outcome, folder: Path, target: Target) -> dict:

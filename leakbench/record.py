@@ -34,6 +34,7 @@ SCHEMA = 1
 
 # metric name -> (series name, unit)
 _GROWTH = {
+    "held_growth": ("held_bytes", "bytes/repetition"),
     "rss_growth": ("rss_bytes", "bytes/repetition"),
     "uss_growth": ("uss_bytes", "bytes/repetition"),
     "heap_used_growth": ("heap_used_bytes", "bytes/repetition"),
@@ -111,6 +112,7 @@ def run_entry(outcome) -> dict:
         "trim": result.get("trim"),
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         "heap": result.get("heap"),
+        "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
         "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.diagnose)
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
@@ -170,6 +172,8 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
     # even if it then hung in teardown or a larger size went over the cap.
     measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
     found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
+    if found:
+        found["growth_basis"] = verdict.growth_basis(found)
     word, signals = verdict.decide(statuses, found)
     failed = next((r for r in runs if r["status"] not in ("ok", "skipped")), None)
     versions = next((o.result["versions"] for o in outcomes if o.result),

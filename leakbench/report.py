@@ -15,9 +15,9 @@ def _slope(metrics: dict, key: str, unit: float = 1.0, digits: int = 0) -> str:
 
 
 def row(rec: dict) -> list[str]:
-    """Cells of one record: pair, variant, peak MiB, RSS and malloc growth KiB/rep,
-    trim MiB, heap KiB/rep,
-    threads/rep, peak scaling exponent, signals, verdict, seconds."""
+    """Cells of one record: pair, variant, peak MiB, held, RSS and malloc growth KiB/rep,
+    trim MiB, heap KiB/rep, threads/rep, Python objects/rep, peak scaling exponent,
+    signals, verdict, seconds."""
     m = rec["metrics"]
     peak = m.get("peak_above_baseline_bytes")
     scaling = m.get("peak_scaling") or {}
@@ -28,11 +28,13 @@ def row(rec: dict) -> list[str]:
     return [
         rec["pair"], rec["variant"],
         "—" if peak is None else f"{peak / MIB:,.1f}",
+        "n/a" if m.get("malloc_heap_unavailable") else _slope(m, "held_growth", KIB),
         _slope(m, "rss_growth", KIB),
         malloc,
         "—" if trimmed is None else f"{trimmed / MIB:,.1f}",
         _slope(m, "retained_heap", KIB),
         _slope(m, "threads_growth", 1.0, 1),
+        _slope(m, "python_objects_growth", 1.0, 0),
         "—" if exponent is None else f"{exponent:.2f}",
         ", ".join(rec["signals"]) or "—",
         word,
@@ -43,21 +45,23 @@ def row(rec: dict) -> list[str]:
 def table(records: list[tuple[dict, str]]) -> Table:
     """A rich Table of (record, expected verdict) pairs; unexpected verdicts in red.
 
-    Columns: peak above baseline (MiB), RSS growth and malloc heap in use
-    (KiB/repetition, Theil–Sen slopes; n/a under another allocator), RSS
+    Columns: peak above baseline (MiB), held memory (anonymous RSS less
+    malloc's free bytes, the verdict's memory signal), RSS and malloc heap in use
+    (KiB/repetition, Theil–Sen slopes; held and malloc n/a under another
+    allocator), RSS
     given back by malloc_trim at the end (MiB), memray's retained heap
-    (KiB/repetition), threads/repetition, the exponent k of
+    (KiB/repetition), threads/repetition, Python objects/repetition, the exponent k of
     peak ∝ size^k (peak scenarios), the signals that moved, verdict, seconds.
     """
     t = Table(title="leakbench: memory per scenario variant", title_justify="left")
-    headers = ["pair", "variant", "peak MiB", "RSS KiB/rep", "malloc KiB/rep", "trim MiB", "heap KiB/rep",
-               "threads/rep", "peak ∝ size^k", "signals", "verdict", "seconds"]
+    headers = ["pair", "variant", "peak MiB", "held KiB/rep", "RSS KiB/rep", "malloc KiB/rep", "trim MiB",
+               "heap KiB/rep", "threads/rep", "objects/rep", "peak ∝ size^k", "signals", "verdict", "seconds"]
     for i, h in enumerate(headers):
         t.add_column(h, justify="left" if h in ("pair", "variant", "signals", "verdict") else "right")
     for rec, expected in records:
         cells = [escape(c) for c in row(rec)]
         style = "green" if expected_ok(rec, expected) else "bold red"
-        cells[10] = f"[{style}]{cells[10]}[/]"
+        cells[-2] = f"[{style}]{cells[-2]}[/]"
         t.add_row(*cells)
     return t
 
@@ -77,6 +81,7 @@ def listing(scenarios) -> Table:
 # --- leakbench check: one record, read by a person ---
 
 CHECK_SERIES = (  # metric, label, unit divisor, unit label, digits
+    ("held_growth", "held (RSS less malloc's free bytes)", KIB, "KiB/rep", 0),
     ("rss_growth", "RSS", KIB, "KiB/rep", 0),
     ("uss_growth", "USS", KIB, "KiB/rep", 0),
     ("retained_heap", "heap (memray)", KIB, "KiB/rep", 0),
@@ -101,6 +106,7 @@ def check_view(rec: dict) -> list:
     m = rec["metrics"] or {}
     peak = m.get("peak_above_baseline_bytes")
     facts = [about, f"signals: {', '.join(rec['signals']) or 'none'}",
+             f"memory signal: {m.get('growth_basis') or '—'}",
              f"peak above baseline: {'—' if peak is None else f'{peak / MIB:,.1f} MiB'}",
              f"{rec['seconds']:.1f} s"]
     out: list = [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
@@ -131,6 +137,10 @@ def check_view(rec: dict) -> list:
         out.append(t)
     elif m:
         out.append(Text("Python types that grew: none (≥ 3 objects/repetition)"))
+    confirmation = rec.get("confirmation")
+    if confirmation:
+        out.append(Text(f"confirmation: {confirmation['reps']} repetitions in a fresh process "
+                        f"({confirmation['seconds']:.1f} s): moved {', '.join(confirmation['signals']) or 'nothing'}"))
     att = (d.get("attribution") or {}) if m else {}
     if "na" in att:
         out.append(Text(f"buffered bytes per transformation: n/a ({att['na']})"))
@@ -170,6 +180,8 @@ def check_summary(rec: dict) -> str:
     if rec.get("error"):
         parts.append(f"error: {rec['error'].strip().splitlines()[-1]}")
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
+    if rec.get("confirmation"):
+        parts.append(f"confirmation: moved {', '.join(rec['confirmation']['signals']) or 'nothing'}")
     for key, label, unit, unit_label, digits in CHECK_SERIES:
         if m.get(key):
             parts.append(f"{label} {m[key]['slope'] / unit:,.{digits}f} {unit_label}")

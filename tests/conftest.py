@@ -23,3 +23,40 @@ def fake_cgroup(tmp_path, monkeypatch):
         for name, text in files.items():
             (where / name).write_text(text + "\n")
     return write
+
+
+# --- one measurement of every TensorFlow variant per test run ---
+# test_pairs, test_check and test_fragmentation assert on these records; none
+# re-measures a pair. The product's own settings (those of `make run`), with an
+# explicit cap and timeout (project rule), two children at a time.
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from leakbench import catalog, check  # noqa: E402
+from leakbench.measure import Settings  # noqa: E402
+
+TF_SETTINGS = Settings(cap_bytes=3 << 30, timeout_seconds=240)
+TF_CHECK_FILE = Path(__file__).parent / "data" / "check_tf.py"
+TF_FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")
+RECORDS_COPY = Path(__file__).parent.parent / ".pytest_cache" / "leakbench-tf-records.jsonl"
+
+
+@pytest.fixture(scope="session")
+def tf_records():
+    """{(pair, variant): record} for every scenario and fix file, measured once by
+    `leakbench check` (the engine plus its evidence), and {(name, "factory"): record}
+    for the targets in tests/data/check_tf.py. A copy goes to .pytest_cache for reading."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed")
+    root = catalog.find_root()
+    jobs = {(name, variant): str(root / catalog.VARIANT_DIRS[variant] / f"{name}.py")
+            for name in catalog.pair_names(root) for variant in ("leaky", "fixed")}
+    jobs.update({(name, "factory"): f"{TF_CHECK_FILE}:{name}" for name in TF_FACTORIES})
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {key: pool.submit(check.check, spec, TF_SETTINGS) for key, spec in jobs.items()}
+        records = {key: f.result() for key, f in futures.items()}
+    RECORDS_COPY.parent.mkdir(exist_ok=True)
+    RECORDS_COPY.write_text("".join(json.dumps({"key": list(k), **r}) + "\n" for k, r in records.items()))
+    return records

@@ -10,7 +10,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,14 @@ from leakbench.contract import read_metadata
 from leakbench.measure import Settings, measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
 
+from conftest import TF_SETTINGS
+
 DATA = Path(__file__).parent / "data"
 PY = DATA / "check_python.py"
 TF = DATA / "check_tf.py"
 ROOT = catalog.find_root()
 GIB = 1 << 30
 SETTINGS = Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 * GIB, timeout_seconds=60)
-TF_SETTINGS = Settings(warmup=3, reps=6, heap_reps=5, cap_bytes=3 * GIB, timeout_seconds=240, scales=(1, 4))  # shuffle_fragmentation: 76 s alone
 _NO_TF = importlib.util.find_spec("tensorflow") is None
 
 
@@ -60,7 +60,7 @@ def test_bad_target_is_one_line_and_exit_2_before_running(spec, message):
 def test_leaky_function_is_a_leak_with_its_stack():
     rec = check.check(f"{PY}:leaky", SETTINGS)
     assert rec["verdict"] == "leak" and rec["variant"] == "check"
-    assert {"rss", "heap"} <= set(rec["signals"])
+    assert {"held", "heap"} <= set(rec["signals"])
     d = rec["diagnosis"]
     assert d["target_kind"] == "function"
     assert d["attribution"] == {"na": "the target does not use TensorFlow"}
@@ -144,19 +144,8 @@ def test_attribution_names_the_deepest_stage_holding_most_bytes():
 # --- on TensorFlow ---
 
 SCENARIO_FILES = [(name, variant) for name in catalog.pair_names(ROOT) for variant in ("leaky", "fixed")]
-FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")
-
-
-@pytest.fixture(scope="module")
-def tf_records():
-    """`leakbench check` of every scenario and fix file and of the factories in check_tf.py,
-    two child processes at a time (each capped and timed)."""
-    jobs = {(name, variant): str(ROOT / catalog.VARIANT_DIRS[variant] / f"{name}.py")
-            for name, variant in SCENARIO_FILES}
-    jobs.update({(name, "factory"): f"{TF}:{name}" for name in FACTORIES})
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {key: pool.submit(check.check, spec, TF_SETTINGS) for key, spec in jobs.items()}
-        return {key: f.result() for key, f in futures.items()}
+# tf_records (tests/conftest.py): `leakbench check` of every scenario and fix file and of
+# the factories in check_tf.py, each measured once per test run
 
 
 @on_tf
@@ -210,6 +199,6 @@ def test_check_and_run_agree_on_a_real_run(tf_records):
     """One real comparison: `run`'s measurement of the retracing pair against check's record."""
     for variant in ("leaky", "fixed"):
         target = Target(read_metadata(ROOT / catalog.VARIANT_DIRS[variant] / "retracing.py"), variant)
-        ran = measure(target, target.scenario.params, TF_SETTINGS)
+        ran = measure(target, target.scenario.params, TF_SETTINGS)  # the settings tf_records used
         assert ran["verdict"] == tf_records[("retracing", variant)]["verdict"]
 

@@ -89,8 +89,9 @@ def test_python_leak_is_a_leak(spawned):
     phases = []
     rec = run("python_leak", on_message=lambda m: "phase" in m and phases.append(m["phase"]))
     assert rec["verdict"] == "leak", rec["metrics"]
-    assert "rss" in rec["signals"] and "heap" in rec["signals"]
+    assert "held" in rec["signals"] and "heap" in rec["signals"]
     per_rep = target("python_leak").scenario.params["bytes_per_rep"]
+    assert rec["metrics"]["held_growth"]["slope"] == pytest.approx(per_rep, rel=0.2)
     assert rec["metrics"]["rss_growth"]["slope"] == pytest.approx(per_rep, rel=0.2)
     assert rec["metrics"]["retained_heap"]["slope"] == pytest.approx(per_rep, rel=0.2)
     assert rec["phase"] is None and rec["error"] is None
@@ -109,9 +110,9 @@ def test_bounded_twin_is_no_leak():
     assert rec["verdict"] == "no-leak", rec["metrics"]
     assert rec["signals"] == []
     # it was judged on the same evidence as the leak, not on missing data
-    assert rec["metrics"]["rss_growth"] is not None
+    assert rec["metrics"]["held_growth"] is not None
     assert rec["metrics"]["retained_heap"] is not None
-    assert abs(rec["metrics"]["rss_growth"]["slope"]) < verdict.RSS_SLOPE_MIN
+    assert abs(rec["metrics"]["held_growth"]["slope"]) < verdict.HELD_SLOPE_MIN
 
 
 @pytest.mark.timeout(60)
@@ -168,8 +169,8 @@ def test_hang_in_teardown_keeps_the_measurement(spawned):
     start = time.monotonic()
     rec = run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
     assert (rec["verdict"], rec["phase"]) == ("hang", "teardown")
-    assert "rss" in rec["signals"]
-    assert rec["metrics"]["rss_growth"]["slope"] == pytest.approx(1 << 20, rel=0.2)
+    assert "held" in rec["signals"]
+    assert rec["metrics"]["held_growth"]["slope"] == pytest.approx(1 << 20, rel=0.2)
     assert time.monotonic() - start < TIMEOUT / 2
     assert report.expected_ok(rec, "leak") and not report.expected_ok(rec, "no-leak")
     assert_no_process_left(spawned, before)
@@ -348,7 +349,7 @@ def test_record_is_json_with_schema_environment_and_units():
     assert env["tensorflow"] is None  # the child never imported it
 
     metrics = rec["metrics"]
-    units = {"rss_growth": "bytes/repetition", "uss_growth": "bytes/repetition",
+    units = {"held_growth": "bytes/repetition", "rss_growth": "bytes/repetition", "uss_growth": "bytes/repetition",
              "heap_used_growth": "bytes/repetition", "retained_heap": "bytes/repetition",
              "threads_growth": "threads/repetition", "open_files_growth": "file descriptors/repetition",
              "python_objects_growth": "objects/repetition"}

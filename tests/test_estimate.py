@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from leakbench import estimate, verdict
-from leakbench.verdict import COUNT_SLOPE_MIN, HEAP_SLOPE_MIN, PEAK_EXPONENT_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN
+from leakbench.verdict import (COUNT_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN, OBJECT_SLOPE_MIN, PEAK_EXPONENT_MIN,
+                               PEAK_RISE_MIN, RSS_SLOPE_MIN)
 
 KIB, MIB = 1 << 10, 1 << 20
 N = 12  # the default number of measured repetitions (Settings.reps)
@@ -205,10 +206,12 @@ def trend_dict(values, unit="bytes/repetition") -> dict:
 def flat_metrics() -> dict:
     """Metrics of a bounded run, as leakbench.record builds them."""
     return {
+        "held_growth": trend_dict(noisy(line(2 * KIB), 4 * KIB, seed=6)),  # TF's creep: 1.4-14 KiB/rep here
         "rss_growth": trend_dict(noisy(line(0.0), 32 * KIB, seed=7)),
         "retained_heap": trend_dict(noisy(line(0.0, n=6, base=MIB), 4 * KIB, seed=8)),
         "threads_growth": trend_dict([9] * N, "threads/repetition"),
         "open_files_growth": trend_dict([12] * N, "file descriptors/repetition"),
+        "python_objects_growth": trend_dict([40_000] * N, "objects/repetition"),
     }
 
 
@@ -216,9 +219,38 @@ def test_decide_bounded_is_no_leak():
     assert verdict.decide(["ok"], flat_metrics()) == ("no-leak", [])
 
 
-def test_decide_leak_via_rss():
+def test_decide_leak_via_held_memory():
+    metrics = {**flat_metrics(), "held_growth": trend_dict(noisy(line(2 * HELD_SLOPE_MIN), 8 * KIB, seed=9))}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["held"])
+
+
+def test_held_memory_at_its_threshold_moves_and_just_below_does_not():
+    assert verdict.moved(trend_dict(line(1.05 * HELD_SLOPE_MIN)), HELD_SLOPE_MIN)
+    assert not verdict.moved(trend_dict(line(0.95 * HELD_SLOPE_MIN)), HELD_SLOPE_MIN)
+
+
+def test_steady_creep_of_bounded_pipelines_is_below_the_held_threshold():
+    """The fixes' held memory creeps by up to 14 KiB/repetition, steadily (p ~ 1e-9):
+    the trend test passes, the size threshold must not."""
+    creep = trend_dict(line(14 * KIB))
+    assert creep["p_increasing"] < verdict.TREND_P_MAX
+    assert verdict.decide(["ok"], {**flat_metrics(), "held_growth": creep}) == ("no-leak", [])
+
+
+def test_rss_growth_alone_is_context_not_a_leak_where_held_memory_is_measured():
+    """RSS of a fix wanders by MiBs with malloc's free bytes; held memory decides."""
     metrics = {**flat_metrics(), "rss_growth": trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9))}
+    assert verdict.decide(["ok"], metrics) == ("no-leak", [])
+
+
+def test_rss_decides_where_malloc_counters_are_na():
+    metrics = {**flat_metrics(), "held_growth": None, "malloc_heap_unavailable": "libjemalloc is loaded",
+               "rss_growth": trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9))}
     assert verdict.decide(["ok"], metrics) == ("leak", ["rss"])
+    assert verdict.growth_basis(metrics).startswith("rss (held memory n/a: libjemalloc")
+    assert verdict.growth_basis(flat_metrics()) == "held"
+    quiet = {**metrics, "rss_growth": trend_dict(line(0.5 * RSS_SLOPE_MIN))}
+    assert verdict.decide(["ok"], quiet) == ("no-leak", [])
 
 
 def test_decide_leak_via_heap():
@@ -244,11 +276,53 @@ def test_decide_leak_via_open_files():
     assert verdict.decide(["ok"], metrics) == ("leak", ["open files"])
 
 
-def test_decide_uss_and_python_objects_do_not_vote():
-    """Only GROWTH_SIGNALS decide; other series are reported, not judged."""
+def test_decide_leak_via_python_objects_alone():
+    """tensorflow/tensorflow#37653: objects climb by hundreds per repetition while memory barely moves."""
+    objects = trend_dict(40_000 + 300 * np.arange(N), "objects/repetition")
+    metrics = {**flat_metrics(), "python_objects_growth": objects}
+    assert verdict.decide(["ok"], metrics) == ("leak", ["python objects"])
+
+
+@pytest.mark.parametrize("per_rep, leaks", [(OBJECT_SLOPE_MIN, True), (2, False), (0, False)])
+def test_python_objects_threshold(per_rep, leaks):
+    """Fixes and controls read 0 objects/repetition; py_function_map on TF 2.21 reads 2."""
+    objects = trend_dict(40_000 + per_rep * np.arange(N), "objects/repetition")
+    assert (verdict.decide(["ok"], {**flat_metrics(), "python_objects_growth": objects})[0] == "leak") is leaks
+
+
+def test_python_objects_that_plateau_are_not_a_leak():
+    """A cache filled in the first repetitions (a step), then flat: not sustained."""
+    objects = [40_000 + min(i, 3) * 500 for i in range(N)]
+    assert verdict.decide(["ok"], {**flat_metrics(), "python_objects_growth": trend_dict(objects)}) == ("no-leak", [])
+
+
+def test_decide_uss_does_not_vote():
+    """Only the deciding signals decide; other series are reported, not judged."""
     metrics = {**flat_metrics(), "uss_growth": trend_dict(line(1 * MIB)),
-               "python_objects_growth": trend_dict(1000 + 50 * np.arange(N), "objects/repetition")}
+               "malloc_heap_growth": trend_dict(line(1 * MIB))}
     assert verdict.decide(["ok"], metrics) == ("no-leak", [])
+
+
+# --- confirmation of marginal leaks ----------------------------------------
+
+def test_marginal_byte_leak_needs_confirmation_and_a_clear_one_does_not():
+    marginal = {**flat_metrics(), "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN))}
+    assert verdict.needs_confirmation(marginal, ["held"])
+    clear = {**flat_metrics(), "held_growth": trend_dict(line(verdict.CONFIRM_MARGIN * HELD_SLOPE_MIN))}
+    assert not verdict.needs_confirmation(clear, ["held"])
+
+
+def test_count_signals_and_peaks_never_need_confirmation():
+    marginal = {**flat_metrics(), "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN))}
+    assert not verdict.needs_confirmation(marginal, ["held", "python objects"])
+    assert not verdict.needs_confirmation(marginal, ["held", "threads"])
+    assert not verdict.needs_confirmation(marginal, ["peak"])
+    assert not verdict.needs_confirmation(marginal, [])
+
+
+def test_confirmation_keeps_only_signals_that_moved_twice():
+    assert verdict.confirmed(["held", "heap"], ["held"]) == ["held"]
+    assert verdict.confirmed(["held"], []) == []
 
 
 def test_decide_leak_via_peak_scaling():
@@ -265,16 +339,19 @@ def test_decide_bounded_peak_is_no_leak():
 
 
 def test_decide_reports_every_signal_that_moved_in_order():
-    metrics = {"rss_growth": trend_dict(line(1 * MIB)),
+    metrics = {"held_growth": trend_dict(line(1 * MIB)),
+               "rss_growth": trend_dict(line(1 * MIB)),
                "retained_heap": trend_dict(line(1 * MIB, n=6)),
                "threads_growth": trend_dict(4 * np.arange(N), "threads/repetition"),
                "open_files_growth": trend_dict(np.arange(N), "file descriptors/repetition"),
+               "python_objects_growth": trend_dict(100 * np.arange(N), "objects/repetition"),
                "peak_scaling": {"sizes": SIZES, "peaks_bytes": SIZES, "exponent": 1.0}}
-    assert verdict.decide(["ok"] * 3, metrics) == ("leak", ["rss", "heap", "threads", "open files", "peak"])
+    assert verdict.decide(["ok"] * 3, metrics) == (
+        "leak", ["held", "heap", "threads", "open files", "python objects", "peak"])
 
 
 def test_decide_missing_metrics_are_no_signal():
-    metrics = {"rss_growth": None, "retained_heap": None, "threads_growth": None}
+    metrics = {"held_growth": None, "rss_growth": None, "retained_heap": None, "threads_growth": None}
     assert verdict.decide(["ok"], metrics) == ("no-leak", [])
 
 
@@ -287,8 +364,8 @@ def test_decide_missing_metrics_are_no_signal():
 ])
 def test_decide_returns_a_failed_status_as_is(statuses, expected):
     # The signals of a finished measurement are kept (a hang in teardown after a leak).
-    leaking = {"rss_growth": trend_dict(line(1 * MIB))}
-    assert verdict.decide(statuses, leaking) == (expected, ["rss"])
+    leaking = {"held_growth": trend_dict(line(1 * MIB))}
+    assert verdict.decide(statuses, leaking) == (expected, ["held"])
     assert verdict.decide(statuses, {}) == (expected, [])
     assert expected in verdict.VERDICTS
 
