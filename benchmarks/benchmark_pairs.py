@@ -46,7 +46,9 @@ VARIANTS = ["leaky", "fixed"]
 # asv name -> record metric (leakbench.record); growth metrics give their slope.
 _METRICS = {
     "peak_above_baseline": "peak_above_baseline_bytes",
+    "held_growth": "held_growth",
     "rss_growth": "rss_growth",
+    "python_objects": "python_objects_growth",
     "retained_heap": "retained_heap",
     "malloc_heap_growth": "malloc_heap_growth",
     "trim_returned": "trim_returned_bytes",
@@ -106,6 +108,18 @@ class Pairs:
         return cache[pair, variant]["peak_above_baseline"]
 
     track_peak_above_baseline.unit = "bytes"
+
+    def track_held_growth(self, cache, pair, variant):
+        """Held memory's growth per repetition (anonymous RSS less malloc's free bytes): the verdict's signal."""
+        return cache[pair, variant]["held_growth"]
+
+    track_held_growth.unit = "bytes/repetition"
+
+    def track_python_objects(self, cache, pair, variant):
+        """Python objects the collector tracks, growth per repetition."""
+        return cache[pair, variant]["python_objects"]
+
+    track_python_objects.unit = "objects/repetition"
 
     def track_rss_growth(self, cache, pair, variant):
         """RSS growth per repetition (Theil–Sen slope)."""

@@ -66,18 +66,14 @@ def default_out(results: Path, machine: str, jobs: int) -> Path:
 
 def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
     """metric key -> (signal name, slope threshold in the metric's unit): the growth signals that
-    decide these metrics' verdict, read from the engine when called, never copied (the table
-    changes): verdict.deciding_signals where the engine has it (RSS in held memory's place where
-    glibc's counters are n/a), else verdict.GROWTH_SIGNALS."""
-    deciding = getattr(verdict, "deciding_signals", None)
-    return dict(deciding(metrics) if deciding else verdict.GROWTH_SIGNALS)
+    decide these metrics' verdict (verdict.deciding_signals: RSS in held memory's place where
+    glibc's counters are n/a)."""
+    return dict(verdict.deciding_signals(metrics))
 
 
-def _seconds(confirmation) -> float | None:
-    """Seconds of a confirmation re-run (rec["confirmation"]: a dict with "seconds", or a number)."""
-    if isinstance(confirmation, dict):
-        confirmation = confirmation.get("seconds", confirmation.get("wall_seconds"))
-    return float(confirmation) if isinstance(confirmation, (int, float)) else None
+def _seconds(confirmation: dict | None) -> float | None:
+    """Seconds of a confirmation re-run (rec["confirmation"], leakbench.measure), or None."""
+    return confirmation["seconds"] if confirmation else None
 
 
 def observe(rec: dict, expected: str, run: int) -> dict:

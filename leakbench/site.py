@@ -159,6 +159,8 @@ def cell_view(cell: dict | None) -> dict | None:
     word = cell["verdict"]
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
         number = f"k={cell['peak_exponent']:.2f}"
+    elif cell.get("held_growth_bytes_per_rep") is not None:
+        number = _kib(cell["held_growth_bytes_per_rep"])
     elif cell["rss_growth_bytes_per_rep"] is not None:
         number = _kib(cell["rss_growth_bytes_per_rep"])
     else:
@@ -183,6 +185,7 @@ def version_row(version: str, recs: dict) -> dict:
             **_verdict_view(rec),
             "peak": _mib(versions.metric_value(rec, "peak_above_baseline_bytes")),
             "rss": _kib(versions.metric_value(rec, "rss_growth")),
+            "held": _kib(versions.metric_value(rec, "held_growth")),
             "malloc": _malloc_growth(rec),
             "malloc_na": malloc_unavailable(rec),
             "heap": _kib(versions.metric_value(rec, "retained_heap")),

@@ -273,11 +273,13 @@ TRIM_FLOOR = 8 * MIB
 
 METRICS = (
     Metric("peak_above_baseline_bytes", "peak above baseline", "MiB", MIB, verdict.PEAK_RISE_MIN / 2),
+    Metric("held_growth", "held memory growth", "KiB/rep", KIB, verdict.HELD_SLOPE_MIN / 2),
     Metric("rss_growth", "RSS growth", "KiB/rep", KIB, verdict.RSS_SLOPE_MIN / 2),
     Metric("malloc_heap_growth", "malloc heap growth", "KiB/rep", KIB, verdict.RSS_SLOPE_MIN / 2),
     Metric("trim_returned_bytes", "returned by malloc_trim", "MiB", MIB, TRIM_FLOOR),
     Metric("retained_heap", "retained heap", "KiB/rep", KIB, verdict.HEAP_SLOPE_MIN / 2),
     Metric("threads_growth", "threads", "/rep", 1.0, verdict.COUNT_SLOPE_MIN / 2),
+    Metric("python_objects_growth", "Python objects", "/rep", 1.0, verdict.OBJECT_SLOPE_MIN / 2),
     Metric("seconds_per_repetition", "seconds", "s/rep", 1.0, 0.05),
 )
 REGRESSED, IMPROVED, CHANGED = "regressed", "improved", "changed"
@@ -440,6 +442,7 @@ def matrix(results: Path, machine: str | None = None) -> dict:
                 "expected": verdict.expected_ok(rec, verdict.expected_for(variant, rec.get("reported"))),
                 "kind": rec.get("kind"),
                 "rss_growth_bytes_per_rep": metric_value(rec, "rss_growth"),
+                "held_growth_bytes_per_rep": metric_value(rec, "held_growth"),  # None in records before it
                 "peak_above_baseline_bytes": metric_value(rec, "peak_above_baseline_bytes"),
                 "peak_exponent": scaling.get("exponent"),
                 "malloc_heap_growth_bytes_per_rep": metric_value(rec, "malloc_heap_growth"),
@@ -459,6 +462,8 @@ def _cell(cell: dict | None) -> str:
         word += f" ({', '.join(cell['signals'])})"  # which signal moved, where it should not have
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
         word += f" k={cell['peak_exponent']:.2f}"
+    elif cell.get("held_growth_bytes_per_rep") is not None:
+        word += f" {cell['held_growth_bytes_per_rep'] / KIB:+,.0f}"
     elif cell["rss_growth_bytes_per_rep"] is not None:
         word += f" {cell['rss_growth_bytes_per_rep'] / KIB:+,.0f}"
     if cell["verdict"] == "fragmentation" or not cell["expected"]:  # the evidence for leak vs fragmentation
@@ -472,7 +477,8 @@ def _cell(cell: dict | None) -> str:
 def matrix_markdown(m: dict) -> str:
     where = f" (asv machine `{m['machine']}`)" if m.get("machine") else ""
     lines = [f"## leakbench matrix: verdict per TensorFlow version{where}", "",
-             "Growth pairs: RSS growth in KiB/repetition. Peak pairs: k in peak ∝ size^k. "
+             "Growth pairs: held memory's growth (anonymous RSS less malloc's free bytes; RSS in records "
+             "made before it) in KiB/repetition. Peak pairs: k in peak ∝ size^k. "
              "**Bold**: not the expected verdict (a scenario that does not leak, a fix that does; "
              "a scenario whose report ties its leak to some releases, REPORTED, may read either). "
              "Cells reading fragmentation, and bold ones, add glibc's malloc heap growth (KiB/repetition) "

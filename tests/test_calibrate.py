@@ -56,7 +56,7 @@ def test_summary_counts_detections_bias_and_cv():
 def test_reach_is_the_largest_threshold_that_still_moves():
     t = trend(100 * KIB, halves=(30 * KIB, 120 * KIB))
     reach = calibrate._reach(t)
-    assert reach == 60 * KIB
+    assert reach == 30 * KIB  # the smaller half: verdict.rate
     assert verdict.moved(t, reach) and not verdict.moved(t, reach + 1)
     assert calibrate._reach(trend(100 * KIB, p=0.5)) is None
 
@@ -76,7 +76,7 @@ def test_targets_say_what_is_not_met():
     rows = calibrate.summarize(observations())
     found = {t["target"]: t for t in calibrate.targets(rows, {}, {"wall_over_floor": 2.0})}
     assert found["tensorflow: no false alarm on the control"]["met"] is True
-    assert found["tensorflow: 64 KiB/rep caught 10/10 by RSS"]["met"] is None  # not measured
+    assert found["tensorflow: 64 KiB/rep caught 10/10 by held memory"]["met"] is None  # not measured
     assert found["suite <= 1.5x its floor"]["met"] is False
 
 

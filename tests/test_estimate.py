@@ -406,3 +406,29 @@ def test_peak_scales_without_enough_data_is_false(exponent, peaks):
 
 def test_peak_scales_skips_missing_peaks():
     assert verdict.peak_scales(1.0, [24 * MIB, None, 96 * MIB])
+
+
+# --- verdict.rate: growth must hold in both halves -------------------------
+
+def test_one_step_of_held_memory_is_not_a_leak():
+    """Measured on stateful_map's fix (TF 2.21, two children at once): held memory crept
+    2 KiB/repetition and stepped once by ~1 MiB; the whole series' slope read 110 KiB."""
+    series = line(2 * KIB) + np.where(np.arange(N) >= 6, 1 * MIB, 0)
+    found = trend_dict(series)
+    assert found["slope"] > 2 * HELD_SLOPE_MIN and found["p_increasing"] < verdict.TREND_P_MAX
+    assert verdict.rate(found) < HELD_SLOPE_MIN
+    assert verdict.decide(["ok"], {**flat_metrics(), "held_growth": found}) == ("no-leak", [])
+
+
+def test_growth_in_one_half_only_is_not_a_leak():
+    """unbounded_interleave's fix under load: fast in the first half, slow in the second."""
+    first = 151 * KIB * np.arange(6)
+    series = BASE + np.concatenate([first, first[-1] + 21 * KIB * np.arange(1, 7)])
+    found = trend_dict(series)
+    assert found["second_half"] < HELD_SLOPE_MIN <= found["slope"]
+    assert not verdict.moved(found, HELD_SLOPE_MIN)
+
+
+def test_a_leak_at_twice_the_threshold_moves_in_every_half():
+    found = trend_dict(noisy(line(2 * HELD_SLOPE_MIN), 4 * KIB, seed=11))
+    assert verdict.rate(found) >= HELD_SLOPE_MIN and verdict.moved(found, HELD_SLOPE_MIN)
