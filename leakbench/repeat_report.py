@@ -6,6 +6,9 @@ expected, and each decisive metric's median slope over runs with its min–max,
 in readable units: KiB/repetition for bytes, the metric's own unit per
 repetition otherwise (objects, threads, file descriptors), the exponent k in
 peak ∝ size^k for peak pairs.
+
+The pieces (`about`, `table`, `totals`, `verdict_counts`) are text, not
+markdown: leakbench.site renders the same table as HTML from them.
 """
 from __future__ import annotations
 
@@ -34,12 +37,17 @@ def _cell(spread: dict | None, divisor: float = 1, digits: int = 1) -> str:
     return f"{median} ({_number(spread['min'] / divisor, digits)}–{_number(spread['max'] / divisor, digits)})"
 
 
-def verdicts(counts: dict, runs: int) -> str:
-    """"leak 10/10" when every run agrees, else "no-leak 9, leak 1"."""
+def verdict_counts(counts: dict, runs: int) -> list[tuple[str, str]]:
+    """(verdict, count): [("leak", "10/10")] when every run agrees, else [("no-leak", "9"), ("leak", "1")]."""
     if len(counts) == 1:
         (word, n), = counts.items()
-        return f"{word} {n}/{runs}"
-    return ", ".join(f"{word} {n}" for word, n in counts.items())
+        return [(word, f"{n}/{runs}")]
+    return [(word, str(n)) for word, n in counts.items()]
+
+
+def verdicts(found: list[tuple[str, str]]) -> str:
+    """verdict_counts as one cell: "leak 10/10", or "no-leak 9, leak 1"."""
+    return ", ".join(f"{word} {n}" for word, n in found)
 
 
 def _size(n: int) -> str:
@@ -56,41 +64,67 @@ def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
     return list(found.values())
 
 
-def markdown(result: dict) -> str:
-    """The header (TF version, machine, runs, jobs, date, settings), the table and the totals."""
-    summary, s = result["summary"], result["settings"]
-    rows = summary["rows"]
-    metrics = columns(rows)
-    peak = any(r["peak_exponent"]["median"] is not None for r in rows)
-    seen = summary["tensorflow"] or [result.get("tensorflow") or "none"]
-    caps = summary["cap_bytes"]
+SLOPES = ("Slopes: Theil–Sen per repetition, median (min–max) over runs, of the growth signals that "
+          "decided each run's verdict (leakbench.verdict). Agrees: one verdict in every run (skipped "
+          "counts as agreeing). As expected: every verdict is one its variant should give.")
+PEAK_HEADER = "peak ∝ size^k"
+
+
+def tensorflow(result: dict) -> str:
+    """The TensorFlow versions the runs imported ("none" when none did)."""
+    return ", ".join(result["summary"]["tensorflow"] or [result.get("tensorflow") or "none"])
+
+
+def about(result: dict) -> str:
+    """How the runs were made: runs per variant, children at a time, date, engine settings."""
+    s, caps, jobs = result["settings"], result["summary"]["cap_bytes"], result["jobs"]
     cap = _size(s["cap_bytes"]) if s["cap_bytes"] else "default" + (
         f" ({', '.join(_size(c) for c in caps)})" if caps else "")
-    jobs = result["jobs"]
-    lines = [f"## Repeatability: {result['machine']}, TensorFlow {', '.join(seen)}", "",
-             f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
-             f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time; "
-             f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
-             f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
-             f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}.",
-             "",
-             "Slopes: Theil–Sen per repetition, median (min–max) over runs, of the growth signals that "
-             "decided each run's verdict (leakbench.verdict). Agrees: one verdict in every run (skipped "
-             "counts as agreeing). As expected: every verdict is one its variant should give.",
-             ""]
-    head = ["pair", "variant", "expected", "verdicts", "agrees", "as expected", *(m[1] for m in metrics)]
-    head += ["peak ∝ size^k"] if peak else []
-    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---|---|" + "---:|" * (len(head) - 6)]
+    return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
+            f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time; "
+            f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
+            f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
+            f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}.")
+
+
+def table(result: dict) -> tuple[list[str], list[dict]]:
+    """The slope columns' headers, and a row per pair × variant: its summary row's pair, variant,
+    expected, runs, agrees and as_expected, with "verdicts" as verdict_counts gives them and
+    "slopes", one text cell per header (median (min–max), in the header's unit)."""
+    rows = result["summary"]["rows"]
+    metrics = columns(rows)
+    peak = any(r["peak_exponent"]["median"] is not None for r in rows)
+    head = [m[1] for m in metrics] + ([PEAK_HEADER] if peak else [])
+    shaped = []
     for r in rows:
-        cells = [r["pair"], r["variant"], r["expected"], verdicts(r["verdicts"], r["runs"]),
-                 "yes" if r["agrees"] else "NO", "yes" if r["as_expected"] else "NO"]
-        cells += [_cell(r["slopes"].get(key), divisor) for key, _, divisor in metrics]
+        cells = [_cell(r["slopes"].get(key), divisor) for key, _, divisor in metrics]
         cells += [_cell(r["peak_exponent"], digits=2)] if peak else []
-        lines.append("| " + " | ".join(cells) + " |")
+        shaped.append({**{k: r[k] for k in ("pair", "variant", "expected", "runs", "agrees", "as_expected")},
+                       "verdicts": verdict_counts(r["verdicts"], r["runs"]), "slopes": cells})
+    return head, shaped
+
+
+def totals(result: dict) -> str:
+    """How many variants agree and were as expected, runs and seconds."""
+    summary = result["summary"]
     confirm = summary["confirmation_seconds"]
-    lines += ["", f"{summary['agree']} of {summary['variants']} variants agree over all runs; "
-              f"{summary['as_expected']} of {summary['variants']} gave an expected verdict in every run. "
-              f"{summary['runs']} runs, {summary['wall_seconds']:,.0f} s of child wall time"
-              + (f" ({confirm:,.0f} s of it confirmation re-runs)" if confirm else "")
-              + f", {result['elapsed_seconds']:,.0f} s elapsed."]
+    return (f"{summary['agree']} of {summary['variants']} variants agree over all runs; "
+            f"{summary['as_expected']} of {summary['variants']} gave an expected verdict in every run. "
+            f"{summary['runs']} runs, {summary['wall_seconds']:,.0f} s of child wall time"
+            + (f" ({confirm:,.0f} s of it confirmation re-runs)" if confirm else "")
+            + f", {result['elapsed_seconds']:,.0f} s elapsed.")
+
+
+def markdown(result: dict) -> str:
+    """The header (TF version, machine, runs, jobs, date, settings), the table and the totals."""
+    slopes, rows = table(result)
+    lines = [f"## Repeatability: {result['machine']}, TensorFlow {tensorflow(result)}", "",
+             about(result), "", SLOPES, ""]
+    head = ["pair", "variant", "expected", "verdicts", "agrees", "as expected", *slopes]
+    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---|---|" + "---:|" * len(slopes)]
+    for r in rows:
+        cells = [r["pair"], r["variant"], r["expected"], verdicts(r["verdicts"]),
+                 "yes" if r["agrees"] else "NO", "yes" if r["as_expected"] else "NO", *r["slopes"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", totals(result)]
     return "\n".join(lines) + "\n"

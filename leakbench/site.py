@@ -6,6 +6,9 @@ files (scenarios/X.py, fixes/X.py), and writes into one folder:
 
     index.html            the matrix: pairs × TF versions, verdict and growth
                           of the leaky and the fixed variant, filter by seed source
+    repeatability.html    how often each verdict repeats: a table per
+                          results/repeatability/<machine>-tf-*.json (leakbench.repeat),
+                          only when there is one
     lessons/<pair>.html   what goes wrong, the two files side by side (differing
                           lines marked), memory over repetitions (inline SVG),
                           peak and growth per TF version, how to see it yourself
@@ -40,11 +43,12 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from leakbench import assets, catalog, contract, verdict, versions
+from leakbench import assets, catalog, contract, repeat, repeat_report, verdict, versions
 from leakbench.units import KIB, MIB
 
 DEFAULT_TF = "2.21.0"
 FLAMEGRAPHS = "flamegraphs"   # results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
+REPEATABILITY = "repeatability.html"
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -152,6 +156,11 @@ def _count(value) -> str:
     return "—" if value is None else f"{value:+,.1f}"
 
 
+def _css(word: str) -> str:
+    """A verdict's CSS class (style.css has one per verdict.VERDICTS word)."""
+    return f"v-{word}" if word in verdict.VERDICTS else "v-unknown"
+
+
 def cell_view(cell: dict | None) -> dict | None:
     """A matrix cell (versions.matrix) as the page shows it: verdict, class, number."""
     if cell is None:
@@ -165,14 +174,14 @@ def cell_view(cell: dict | None) -> dict | None:
         number = _kib(cell["rss_growth_bytes_per_rep"])
     else:
         number = ""
-    return {"verdict": word, "css": f"v-{word}" if word in verdict.VERDICTS else "v-unknown",
+    return {"verdict": word, "css": _css(word),
             "expected": cell["expected"], "number": number, "signals": ", ".join(cell["signals"])}
 
 
 def _verdict_view(rec: dict | None) -> dict | None:
     if not rec:
         return None
-    return {"verdict": rec["verdict"], "css": f"v-{rec['verdict']}" if rec["verdict"] in verdict.VERDICTS else "v-unknown"}
+    return {"verdict": rec["verdict"], "css": _css(rec["verdict"])}
 
 
 def version_row(version: str, recs: dict) -> dict:
@@ -210,6 +219,54 @@ def _malloc_growth(rec: dict) -> str:
         return "n/a"
     found = versions.metric_value(rec, "malloc_heap_growth")
     return _kib(found if found is not None else versions.metric_value(rec, "heap_used_growth"))
+
+
+# --- repeatability -----------------------------------------------------------------
+
+def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -> list[dict]:
+    """The tables of repeatability.html: one per results/repeatability/<machine>-tf-*.json that
+    leakbench.repeat wrote for `machine` (one TF version, one --jobs setting), sorted by TF
+    version then jobs; [] when there is none. Cells are repeat_report's; a row's pair links its
+    lesson when it has one (`lessons`). A file that is no repeatability result of `machine` is
+    left out, with a line in `notes`."""
+    tables = []
+    for path in sorted((Path(results) / repeat.FOLDER).glob(f"{machine}-tf-*.json")):
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            notes.append(f"{path.name} skipped: cannot be read as JSON ({getattr(e, 'msg', None) or e})")
+            continue
+        if not isinstance(result, dict) or result.get("format") != repeat.FORMAT or "summary" not in result:
+            notes.append(f"{path.name} skipped: not a repeatability result of format {repeat.FORMAT}")
+            continue
+        if result.get("machine") != machine:
+            notes.append(f"{path.name} skipped: measured on machine {result.get('machine')!r}, not {machine!r}")
+            continue
+        head, rows = repeat_report.table(result)
+        jobs, summary = result["jobs"], result["summary"]
+        planned = result["runs_requested"] * summary["variants"]
+        tables.append({
+            "id": path.stem[len(machine) + 1:], "file": path.name, "version": result.get("tensorflow") or "none",
+            "jobs": jobs,
+            "title": f"TensorFlow {repeat_report.tensorflow(result)}, {jobs} {'child' if jobs == 1 else 'children'} "
+                     "at a time",
+            "about": repeat_report.about(result), "totals": repeat_report.totals(result),
+            "runs_per_variant": result["runs_requested"], "runs": summary["runs"], "planned": planned, "head": head,
+            "rows": [{**row, "expected_css": _css(row["expected"]),
+                      "verdicts": [(word, n, _css(word)) for word, n in row["verdicts"]],
+                      "href": f"lessons/{row['pair']}.html" if row["pair"] in lessons else None}
+                     for row in rows]})
+    return sorted(tables, key=lambda t: (versions.version_key(t["version"]), t["jobs"]))
+
+
+def pair_repeatability(tables: list[dict], name: str) -> list[dict]:
+    """A lesson's share of the repeatability tables: per table that has the pair, its id, title and rows."""
+    found = []
+    for table in tables:
+        rows = [row for row in table["rows"] if row["pair"] == name]
+        if rows:
+            found.append({"id": table["id"], "title": table["title"], "rows": rows})
+    return found
 
 
 # --- the memory chart ------------------------------------------------------------
@@ -318,7 +375,8 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
     (results alone), every pair in the records gets a lesson.
     asv: also run `asv publish` into out/asv (the results must be root/results), and point
     its pages at local copies of their libraries (root/vendor, `npm ci` there if needed).
-    machine: the asv machine whose records to read (default: the only one; versions.pick_machine).
+    machine: the asv machine whose records and repeatability files to read (default: the only
+    one; versions.pick_machine).
     Raises versions.VersionError for results without records, SiteError for a bad `out`.
     """
     started = time.monotonic()
@@ -336,6 +394,7 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
                         "pick a new folder (a rebuild replaces lessons/, asv/ and vendor/ in it)")
     for ours in ("lessons", FLAMEGRAPHS, "vendor", "asv"):  # a rebuild leaves nothing stale behind
         shutil.rmtree(out / ours, ignore_errors=True)
+    (out / REPEATABILITY).unlink(missing_ok=True)
     (out / "lessons").mkdir(parents=True, exist_ok=True)
     built = Built(out)
 
@@ -355,6 +414,10 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
         pair = _lesson_data(name, root, by_version, found, default)
         pair["flamegraph"] = _flamegraph(Path(results), out, name, [default, *reversed(tf_versions)], built)
         pairs.append(pair)
+    tables = repeatability(Path(results), versions.pick_machine(results, machine), {p["name"] for p in pairs},
+                           built.notes)
+    for pair in pairs:
+        pair["repeatability"] = pair_repeatability(tables, pair["name"])
 
     if asv:
         if Path(results).resolve() != (root / "results").resolve():
@@ -371,10 +434,15 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
 
     sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
     common = {"default": default, "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
-              "verdicts": verdict.VERDICTS, "verdict_help": VERDICT_HELP, "flamegraphs": FLAMEGRAPHS}
+              "verdicts": verdict.VERDICTS, "verdict_help": VERDICT_HELP, "flamegraphs": FLAMEGRAPHS,
+              "repeatability": REPEATABILITY if tables else ""}
     _write(out, "style.css", (Path(__file__).parent / "templates" / "style.css").read_text(), built)
     _write(out, "index.html", env.get_template("index.html.j2").render(
-        pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="", **common), built)
+        pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="",
+        tables=tables, **common), built)
+    if tables:
+        _write(out, REPEATABILITY, env.get_template("repeatability.html.j2").render(
+            tables=tables, slopes_note=repeat_report.SLOPES, up="", **common), built)
     for pair in pairs:
         _write(out, f"lessons/{pair['name']}.html",
                env.get_template("lesson.html.j2").render(pair=pair, up="../", **common), built)
@@ -386,8 +454,8 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
 VERDICT_HELP = {
     "leak": "a signal grew with every repetition, or the peak grew with the data",
     "no-leak": "every signal stayed within its threshold",
-    "fragmentation": "RSS grew but nothing was held: malloc's bytes in use stayed flat and malloc_trim "
-                     "gave the growth back",
+    "fragmentation": "RSS grew but nothing was held: held memory (RSS less malloc's free bytes) stayed flat "
+                     "and malloc_trim gave the growth back",
     "over-cap": "killed past the memory cap",
     "hang": "killed past the timeout",
     "error": "the scenario raised or its process crashed",

@@ -7,7 +7,9 @@ copy: `frag_pair` on 2.16.2, made from stateful_map's fixed records, whose leaky
 variant reads `fragmentation` and whose fixed variant has its malloc heap n/a
 (the reason holds a <b> tag), and a real memray flame graph of a small capture
 as stateful_map's. The pair files are written into a temporary checkout;
-xss_pair's docstring holds a <script> tag too.
+xss_pair's docstring holds a <script> tag too. The repeatability tests add
+synthetic results/repeatability/ files (leakbench.repeat.summarize of made-up
+observations, metric keys made up as in test_repeat).
 
 The browser test loads every page in headless Debian chromium from a localhost
 server with every other host unresolvable (asv's pages and the flame graphs
@@ -36,7 +38,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from leakbench import assets, cli, contract, heap, site, verdict, versions
+from leakbench import assets, cli, contract, heap, repeat, site, verdict, versions
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "data" / "site_results"
@@ -330,6 +332,7 @@ def test_every_verdict_has_its_colour_and_legend(built):
         for word in verdict.VERDICTS:
             assert f'<span class="verdict v-{word}">{word}</span>' in legend, (page, word)
     assert "malloc_trim" in legend  # fragmentation says what it means
+    assert "held memory (RSS less malloc&#39;s free bytes) stayed flat" in legend
 
 
 def test_fragmentation_and_malloc_heap_na(built):
@@ -560,3 +563,133 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
     version = assets.memray_assets()[0]
     assert f'<script src="../../vendor/memray-{version}/d3.min.js"></script>' in page.read_text()
     assert copied[0]["file"].endswith("/d3.min.js") and "d3@6.0.0" not in copied[0]["file"]  # what memray ships
+
+
+# --- repeatability (leakbench repeat's files) ------------------------------------------
+
+def repeat_observation(pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2"):
+    """One run as leakbench.repeat.observe keeps it; held in bytes/repetition."""
+    return {"pair": pair, "variant": variant, "run": run, "verdict": word, "signals": [], "expected": expected,
+            "expected_ok": word == expected,
+            "tensorflow": version, "cap_bytes": 1 << 30, "wall_seconds": 10.0,
+            "slopes": {"bytes_metric": {"signal": "held", "slope": held, "unit": "bytes/repetition", "moved": False},
+                       "count_metric": {"signal": "threads", "slope": 0.0, "unit": "threads/repetition",
+                                        "moved": False}},
+            "peak_exponent": exponent, "confirmation_seconds": None, "phase": None, "error": None}
+
+
+def repeat_result(observations, machine="vm", jobs=1, version="2.16.2") -> dict:
+    return {"format": repeat.FORMAT, "machine": machine, "jobs": jobs, "tensorflow": version,
+            "runs_requested": max(o["run"] for o in observations), "updated": "2026-12-01T10:00:00+00:00",
+            "elapsed_seconds": 50.0, "observations": observations, "summary": repeat.summarize(observations),
+            "settings": {"warmup": 3, "reps": 12, "heap_reps": 6, "cap_bytes": 0, "timeout_seconds": 300.0,
+                         "scales": [1, 2, 4], "teardown_timeout_seconds": 30.0}}
+
+
+@pytest.fixture(scope="module")
+def repeat_results(results, tmp_path_factory) -> Path:
+    """The fixture results with repeatability files: stateful_map and a pair without a lesson on 2.16.2
+    (2 children at a time), stateful_map on 2.15.1, another machine's file and a broken one."""
+    found = tmp_path_factory.mktemp("repeat") / "results"
+    shutil.copytree(results, found)
+    folder = found / repeat.FOLDER
+    folder.mkdir()
+    runs = []
+    for run in (1, 2, 3):
+        runs.append(repeat_observation("stateful_map", "leaky", run, "leak", run * 1024 * 1024))
+        runs.append(repeat_observation("stateful_map", "fixed", run, "leak" if run == 2 else "no-leak",
+                                       run * 1024.0, expected="no-leak"))
+        runs.append(repeat_observation("<i>gone</i>", "leaky", run, "leak", 0.0, exponent=0.9))
+    (folder / "vm-tf-2.16.2-jobs2.json").write_text(json.dumps(repeat_result(runs, jobs=2)))
+    older = [repeat_observation("stateful_map", v, 1, w, 0.0, expected=w, version="2.15.1")
+             for v, w in (("leaky", "leak"), ("fixed", "no-leak"))]
+    (folder / "vm-tf-2.15.1.json").write_text(json.dumps(repeat_result(older, version="2.15.1")))
+    theirs = [repeat_observation("other_machines_pair", "leaky", 1, "leak", 0.0)]
+    (folder / "elsewhere-tf-2.16.2.json").write_text(json.dumps(repeat_result(theirs, machine="elsewhere")))
+    (folder / "vm-tf-broken.json").write_text("{")
+    return found
+
+
+@pytest.fixture(scope="module")
+def repeat_site(repeat_results, checkout, tmp_path_factory) -> site.Built:
+    return site.build(repeat_results, tmp_path_factory.mktemp("repeat-site") / "out", root=checkout, asv=False)
+
+
+def text_of(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def repeat_tables(page: str) -> dict:
+    """h2 id -> rows of its table, each a list of cell texts."""
+    found = {}
+    for anchor, body in re.findall(r'<h2 id="([^"]+)">.*?<tbody>(.*?)</tbody>', page, re.S):
+        found[anchor] = [[text_of(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+                         for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    return found
+
+
+def test_repeatability_page(repeat_site):
+    out = repeat_site.out
+    assert "repeatability.html" in {rel for rel, _ in repeat_site.pages}
+    page = (out / "repeatability.html").read_text()
+    tables = repeat_tables(page)
+    assert list(tables) == ["tf-2.15.1", "tf-2.16.2-jobs2"]  # by TF version
+    assert ">TensorFlow 2.16.2, 2 children at a time</h2>" in page and ">TensorFlow 2.15.1, 1 child at a time</h2>" in page
+    # a row per pair × variant: expected, verdict counts, agrees, as expected, slopes median (min–max)
+    assert tables["tf-2.16.2-jobs2"] == [
+        ["&lt;i&gt;gone&lt;/i&gt;", "leaky", "leak", "leak 3/3", "yes", "yes", "0.0 (0.0–0.0)", "0.0 (0.0–0.0)",
+         "0.90 (0.90–0.90)"],
+        ["stateful_map", "leaky", "leak", "leak 3/3", "yes", "yes", "2,048 (1,024–3,072)", "0.0 (0.0–0.0)", "—"],
+        ["stateful_map", "fixed", "no-leak", "no-leak 2, leak 1", "NO", "NO", "2.0 (1.0–3.0)", "0.0 (0.0–0.0)", "—"]]
+    assert tables["tf-2.15.1"] == [["stateful_map", "leaky", "leak", "leak 1/1", "yes", "yes", "0.0", "0.0"],
+                                   ["stateful_map", "fixed", "no-leak", "no-leak 1/1", "yes", "yes", "0.0", "0.0"]]
+    head = page.split('id="tf-2.16.2-jobs2"', 1)[1].split("</thead>", 1)[0]
+    assert ">held KiB/rep<" in head and ">threads/rep<" in head and ">peak ∝ size^k<" in head
+    assert '<span class="verdict v-no-leak">no-leak</span> 2, <span class="verdict v-leak">leak</span> 1' in page
+    # pairs with a lesson link it; a pair without one is plain, escaped text
+    assert '<a href="lessons/stateful_map.html">stateful_map</a>' in page and "<i>gone" not in page
+    # the settings and totals, repeat_report's words
+    assert "3 runs per variant, each a fresh child process" in page and "2 of 3 variants agree over all runs" in page
+    # another machine's file is not this site's; a broken file is left out with a note, and no error
+    assert "other_machines_pair" not in page
+    assert any(n.startswith("vm-tf-broken.json skipped") for n in repeat_site.notes), repeat_site.notes
+
+
+def test_repeatability_is_linked(repeat_site):
+    out = repeat_site.out
+    index = (out / "index.html").read_text()
+    line = next(p for p in re.findall(r"<p>.*?</p>", index, re.S) if "How often each verdict repeats" in p)
+    assert 'href="repeatability.html"' in line
+    assert text_of(line) == ("How often each verdict repeats: 1 run of every variant on TensorFlow 2.15.1, 1 child "
+                             "at a time; 3 runs of every variant on TensorFlow 2.16.2, 2 children at a time .")
+    lesson = (out / "lessons" / "stateful_map.html").read_text()
+    lines = [text_of(p) for p in re.findall(r'<p class="repeat">(.*?)</p>', lesson, re.S)]
+    assert lines == [
+        "Repeatability on TensorFlow 2.15.1, 1 child at a time: leaky leak 1/1; fixed no-leak 1/1 "
+        "( the runs and the spread of their slopes ).",
+        "Repeatability on TensorFlow 2.16.2, 2 children at a time: leaky leak 3/3; fixed no-leak 2, leak 1 "
+        "( the runs and the spread of their slopes )."]
+    assert 'href="../repeatability.html#tf-2.16.2-jobs2"' in lesson and 'href="../repeatability.html#tf-2.15.1"' in lesson
+    # a lesson whose pair was not repeated has no line
+    assert "repeatability.html" not in (out / "lessons" / "xss_pair.html").read_text()
+    for page in pages(out):  # every relative link resolves, the anchors included
+        for link in parse(page).links:
+            if relative(link):
+                target = (page.parent / urlsplit(link).path).resolve()
+                assert target.is_file(), f"{page.name}: broken link {link}"
+                anchor = urlsplit(link).fragment
+                assert not anchor or f'id="{anchor}"' in target.read_text(), f"{page.name}: no #{anchor}"
+
+
+def test_no_repeatability_no_page_and_no_links(built, repeat_results, results, checkout, tmp_path):
+    assert not (built.out / "repeatability.html").exists()
+    for page in pages(built.out):
+        text = page.read_text()
+        assert "repeatability.html" not in text and "How often each verdict repeats" not in text, page.name
+    # a rebuild without the files drops the page an earlier build wrote
+    out = tmp_path / "out"
+    site.build(repeat_results, out, root=checkout, asv=False)
+    assert (out / "repeatability.html").is_file()
+    site.build(results, out, root=checkout, asv=False)
+    assert not (out / "repeatability.html").exists()
+    assert "repeatability.html" not in (out / "index.html").read_text()
