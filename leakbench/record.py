@@ -5,7 +5,11 @@ is versioned by SCHEMA; a change of meaning bumps it.
 
     schema, pair, variant, path, title, source, reported, kind, repetition,
     size_param, params, settings, environment, runs[], metrics{}, signals[],
-    verdict, phase, error, skip_reason, seconds
+    verdict, teardown_stalled, phase, error, skip_reason, seconds
+
+teardown_stalled is the message of a run that passed its teardown timeout
+after its measurement was in (freeing live iterators can stall), else None:
+such a run keeps the verdict its measurement gives.
 
 reported is the scenario's REPORTED claim about TF versions (None without
 one): the matrix then accepts leak or no-leak from its leaky variant.
@@ -164,6 +168,11 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     return out
 
 
+def stalled_in_teardown(outcome) -> bool:
+    """True for a child run that passed its teardown timeout after its result arrived."""
+    return outcome.status == "hang" and outcome.phase == "teardown" and outcome.result is not None
+
+
 def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) -> dict:
     """The record of one scenario variant from its child runs (Outcome objects, default size first)."""
     runs = [run_entry(o) for o in outcomes]
@@ -174,8 +183,14 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
     found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
     if found:
         found["growth_basis"] = verdict.growth_basis(found)
-    word, signals = verdict.decide(statuses, found)
-    failed = next((r for r in runs if r["status"] not in ("ok", "skipped")), None)
+    # A run that hung in teardown after its result came is measured whole: the
+    # verdict is the measurement's, and the stall is reported beside it
+    # (teardown_stalled). kept_iterators' leaky side read leak in 2 runs and
+    # hang in 3 of 5 with two children at once: how long freeing ~80 live
+    # iterators takes is the machine's load, not the pipeline's memory.
+    stalled = [r for r, o in zip(runs, outcomes) if stalled_in_teardown(o)]
+    word, signals = verdict.decide(["ok" if r in stalled else r["status"] for r in runs], found)
+    failed = next((r for r in runs if r["status"] not in ("ok", "skipped") and r not in stalled), None)
     versions = next((o.result["versions"] for o in outcomes if o.result),
                     next((o.versions for o in outcomes if o.versions), None))
     device = next((o.device for o in outcomes if o.device), None)
@@ -198,6 +213,8 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "metrics": found,
         "signals": signals,
         "verdict": word,
+        "teardown_stalled": stalled and (stalled[0]["error"] or "teardown passed its timeout (settings "
+                                         "teardown_timeout_seconds) after the measurement was in") or None,
         "phase": failed and failed["phase"],
         "error": failed and failed["error"],
         "skip_reason": next((o.skipped for o in outcomes if o.status == "skipped"), None),

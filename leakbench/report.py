@@ -23,6 +23,8 @@ def row(rec: dict) -> list[str]:
     scaling = m.get("peak_scaling") or {}
     exponent = scaling.get("exponent")
     word = rec["verdict"] + (f" ({rec['phase']})" if rec.get("phase") else "")
+    if rec.get("teardown_stalled"):
+        word += " (teardown stalled)"
     trimmed = m.get("trim_returned_bytes")
     malloc = "n/a" if m.get("malloc_heap_unavailable") else _slope(m, "malloc_heap_growth", KIB)
     return [

@@ -8,7 +8,9 @@ VERDICTS, spelled the same in code, JSON, CLI and asv:
     over-cap  the child's RSS passed the memory cap and it was killed
     fragmentation  RSS grew, but nothing was held: held memory stayed flat
               and malloc_trim gave most of the growth back
-    hang      the child passed its timeout (the record names the phase)
+    hang      the child passed its timeout (the record names the phase); a run
+              that stalls in teardown after its measurement is in keeps the
+              measurement's verdict, the stall in record["teardown_stalled"]
     error     the scenario raised or the child crashed
     skipped   the scenario needs a device this machine lacks (REQUIRES = "GPU"
               and no GPU visible to TensorFlow): nothing measured, nothing
