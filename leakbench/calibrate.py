@@ -39,7 +39,6 @@ carries on from it.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import time
 from dataclasses import asdict, dataclass
@@ -50,6 +49,7 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
+from leakbench.jsonfile import write_atomic
 from leakbench import peers, record, verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
@@ -379,11 +379,11 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
             if seen["tensorflow"]:
                 result["environment"]["tensorflow"] = seen["tensorflow"]
         _finish(result, settings)
-        _write(out, result)
+        write_atomic(out, result)
         if on_run:
             on_run(i, len(todo), case, run, seen)
     _finish(result, settings)
-    _write(out, result)
+    write_atomic(out, result)
     return result
 
 
@@ -408,7 +408,7 @@ def add_context(result: dict, out: Path, settings: Settings, suite_records: Path
         result["committed_fixes"] = committed_fix_verdicts(records_dir)
     result["noise_floor"] = noise_floor(result["observations"], records_dir)
     _finish(result, settings.resolved(), suite_records)
-    _write(out, result)
+    write_atomic(out, result)
     return result
 
 
@@ -423,13 +423,6 @@ def _load(out: Path, settings: Settings) -> dict | None:
         return None
     return found
 
-
-def _write(path: Path, result: dict) -> None:
-    """Atomically: a kill mid-write leaves the previous complete file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
 
 
 # --- the view --------------------------------------------------------------

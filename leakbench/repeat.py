@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 import psutil
 
+from leakbench.jsonfile import write_atomic
 from leakbench import memlimit, record, verdict, versions
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.measure import Settings, measure
@@ -170,7 +171,7 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
                 run, target = futures[future]
                 seen = observe(future.result(), target.expected, run)
                 result["observations"].append(seen)
-                _write(out, _finish(result, before + time.monotonic() - start))
+                write_atomic(out, _finish(result, before + time.monotonic() - start))
                 if on_run:
                     on_run(i, len(todo), seen)
         except BaseException:  # Ctrl-C reaches this thread only: stop the children, record nothing more
@@ -179,7 +180,7 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
                 _stop_children()
                 wait(futures, timeout=0.2)
             raise
-    _write(out, _finish(result, before + time.monotonic() - start))
+    write_atomic(out, _finish(result, before + time.monotonic() - start))
     return result
 
 
@@ -225,9 +226,3 @@ def _load(out: Path, made: dict) -> dict | None:
     return found
 
 
-def _write(path: Path, result: dict) -> None:
-    """Atomically: a kill mid-write leaves the previous complete file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
