@@ -430,8 +430,9 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
                       f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s",
                       highlight=False, markup=False, soft_wrap=True)
             return
+        slopes = ", ".join(f"{name} {seen[f'{name}_slope'] or 0:,.0f}" for name in calibrate.SIGNALS)
         err.print(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
-                  f"(rss {seen['rss_slope'] or 0:,.0f}, heap {seen['heap_slope'] or 0:,.0f} B/rep) "
+                  f"({slopes} B/rep) "
                   f"in {seen['wall_seconds']:.1f} s", highlight=False, markup=False, soft_wrap=True)
 
     result = calibrate.calibrate(holder_list, size_list, runs, settings, out, resume=resume, on_run=progress,
