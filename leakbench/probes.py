@@ -191,8 +191,7 @@ def held_bytes(rss_anon: int, free: int | None) -> int | None:
     chunks glibc keeps for reuse. On this machine (TF 2.21, 12 repetitions) the
     RSS of the fixes wandered by -3.4 to +8.0 MiB/repetition, all of it malloc's
     free bytes, while this series moved 1.4-14 KiB/repetition and the leaks
-    kept their whole size in it (../shared/FIELD-NOTES.md, "Held memory"; the
-    method: RSS less malloc's free bytes, as glibc's malloc_stats splits it).
+    kept their whole size in it (../shared/FIELD-NOTES.md, "Held memory").
 
     Limits: fordblks counts free bytes whether or not they are resident. Free
     chunks in pages the kernel never backed, or gave back (malloc_trim
