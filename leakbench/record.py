@@ -97,6 +97,13 @@ def run_entry(outcome) -> dict:
     peak = hwm - before["rss_bytes"] if hwm is not None and before else None
     if peak is None and samples and before:
         peak = max(s["rss_bytes"] for s in samples) - before["rss_bytes"]
+    # The peak of setup and warm-up alone, what a peak pair's scaling compares
+    # (its larger sizes run no measured repetitions); without VmHWM, the RSS
+    # after warm-up (the baseline sample).
+    warm = result.get("warmup_high_water_mark_bytes")
+    warmup_peak = warm - before["rss_bytes"] if warm is not None and before else None
+    if warmup_peak is None and baseline and before:
+        warmup_peak = baseline["rss_bytes"] - before["rss_bytes"]
     return {
         "params": outcome.params,
         "status": outcome.status,
@@ -113,6 +120,7 @@ def run_entry(outcome) -> dict:
         "gpu_unavailable": result.get("gpu_unavailable"),  # a GPU whose allocator statistics could not be read
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
+        "warmup_peak_above_baseline_bytes": warmup_peak,
         "trim": result.get("trim"),
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         "heap": result.get("heap"),
@@ -162,7 +170,7 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["seconds_per_repetition"] = spent / reps if spent else None
     if scenario.kind == "peak" and len(runs) > 1:
         sizes = [r["params"][scenario.size_param] for r in runs]
-        peaks = [r["peak_above_baseline_bytes"] for r in runs]
+        peaks = [r["warmup_peak_above_baseline_bytes"] for r in runs]
         out["peak_scaling"] = {"sizes": sizes, "peaks_bytes": peaks,
                                "exponent": estimate.scaling_exponent(sizes, peaks)}
     return out

@@ -287,6 +287,9 @@ def test_peak_that_scales_with_size_is_a_leak():
         assert peak == pytest.approx(size, rel=0.2)
     assert [r["params"]["size_bytes"] for r in rec["runs"]] == scaling["sizes"]
     assert rec["runs"][1]["heap"] is None  # the heap pass runs at the first size only
+    # Growth is read at the first size alone: the larger ones run warm-up, no measured repetition.
+    assert [len(r["series"]["held_bytes"]) for r in rec["runs"]] == [6, 0, 0]
+    assert scaling["peaks_bytes"] == [r["warmup_peak_above_baseline_bytes"] for r in rec["runs"]]
 
 
 @pytest.mark.timeout(90)
@@ -317,10 +320,12 @@ def test_transient_peak_is_measured_whatever_the_warmup():
 def test_peak_run_stops_at_the_first_size_that_fails():
     """scales 1, 4, 8 of 24 MiB: the 96 MiB run passes an 80 MiB cap; 192 MiB is never tried.
 
-    60 repetitions keep the 96 MiB child above the cap for ~0.25 s, several of
-    the runner's 50 ms polls (a child that passes the cap for less than one
-    poll is not caught; the runner documents that overshoot)."""
-    rec = run("python_peak", cap_bytes=80 * MIB, scales=(1, 4, 8), reps=60, heap_reps=0)
+    Ten warm-up repetitions of 50 ms keep the 96 MiB child above the cap for
+    0.5 s, ten of the runner's 50 ms polls (a child that passes the cap for less
+    than one poll is not caught; the runner documents that overshoot); a larger
+    size runs its warm-up and no measured repetitions."""
+    rec = run("python_peak", {"rep_seconds": 0.05}, cap_bytes=80 * MIB, scales=(1, 4, 8), warmup=10,
+              heap_reps=0)
     assert [r["status"] for r in rec["runs"]] == ["ok", "over-cap"]
     assert [r["params"]["size_bytes"] for r in rec["runs"]] == [PEAK_SIZE, 4 * PEAK_SIZE]
     assert rec["verdict"] == "over-cap"
