@@ -11,15 +11,16 @@ call) is divided between them.
 Kept per run (an observation, `observe`): pair, variant, run number, verdict,
 signals, the expected verdict (verdict.expected_for) and whether the verdict
 is one (verdict.expected_ok), the TensorFlow version the child imported, the
-cap in bytes, wall seconds of its child runs, the slope of every decisive
-metric (verdict.GROWTH_SIGNALS as the engine has it when the run is measured,
-in the metric's unit per repetition), the peak's scaling exponent for peak
+cap in bytes, wall seconds of its child runs, the slope and the rate of
+every decisive metric (verdict.GROWTH_SIGNALS as the engine has it when the
+run is measured, in the metric's unit per repetition; the rate, verdict.rate,
+is what the verdict compares with the bar), the peak's scaling exponent for peak
 pairs, and the seconds of a confirmation re-run when the record holds one.
 
 Per pair × variant (`summarize`): verdict counts; `agrees`, one verdict in
 every run ("skipped" counts as agreeing); `as_expected`, every verdict as
 expected; per decisive metric the median, min, max and coefficient of
-variation (std / mean, ddof 1; None unless the mean is positive) of its slope
+variation (std / mean, ddof 1; None unless the mean is positive) of its rate
 over runs, and how many runs it moved in.
 
 The result JSON is replaced atomically after every run, so an interrupted
@@ -50,7 +51,7 @@ from leakbench import memlimit, record, verdict, versions
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.measure import Settings, measure
 
-FORMAT = 1
+FORMAT = 2  # 2: each decisive metric keeps its rate (verdict.rate) beside its slope
 FOLDER = "repeatability"  # under the results directory
 _MADE_WITH = ("machine", "jobs", "tensorflow", "settings")  # what a resumed file must share
 
@@ -83,8 +84,8 @@ def observe(rec: dict, expected: str, run: int) -> dict:
     slopes = {}
     for key, (name, threshold) in (decisive(m).items() if m else ()):  # nothing measured: no slopes
         trend = m.get(key)
-        slopes[key] = {"signal": name, "slope": trend and trend["slope"], "unit": trend and trend["unit"],
-                       "moved": verdict.moved(trend, threshold)}
+        slopes[key] = {"signal": name, "slope": trend and trend["slope"], "rate": trend and verdict.rate(trend),
+                       "unit": trend and trend["unit"], "moved": verdict.moved(trend, threshold)}
     scaling = m.get("peak_scaling")
     reason = (rec["error"] or "").strip().splitlines()
     return {"pair": rec["pair"], "variant": rec["variant"], "run": run, "verdict": rec["verdict"],
@@ -121,7 +122,7 @@ def summarize(observations: list[dict]) -> dict:
             entries = [o["slopes"][key] for o in done if key in o["slopes"]]
             unit = next((e["unit"] for e in entries if e["unit"]), None)
             slopes[key] = {"signal": entries[-1]["signal"], "unit": unit,
-                           "moved": sum(e["moved"] for e in entries), **_spread([e["slope"] for e in entries])}
+                           "moved": sum(e["moved"] for e in entries), **_spread([e["rate"] for e in entries])}
         costs = [o["confirmation_seconds"] for o in done if o["confirmation_seconds"] is not None]
         rows.append({"pair": pair, "variant": variant, "expected": done[-1]["expected"], "runs": len(done),
                      "verdicts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),

@@ -2,7 +2,7 @@
 
 Nothing is measured or decided here: one row per pair × variant with its
 expected verdict, the verdicts of its runs, whether they agree and were as
-expected, and each decisive metric's median slope over runs with its min–max,
+expected, and each decisive metric's median rate over runs with its min–max,
 in readable units: KiB/repetition for bytes, the metric's own unit per
 repetition otherwise (objects, threads, file descriptors), the exponent k in
 peak ∝ size^k for peak pairs.
@@ -64,8 +64,9 @@ def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
     return list(found.values())
 
 
-SLOPES = ("Slopes: Theil–Sen per repetition, median (min–max) over runs, of the growth signals that "
-          "decided each run's verdict (leakbench.verdict). Agrees: one verdict in every run (skipped "
+SLOPES = ("Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
+          "the verdict (leakbench.verdict), each the rate the verdict compares with its bar: the least of "
+          "the Theil–Sen slope of the whole series and of each half (verdict.rate). Agrees: one verdict in every run (skipped "
           "counts as agreeing). As expected: every verdict is one its variant should give.")
 PEAK_HEADER = "peak ∝ size^k"
 

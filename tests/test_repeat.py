@@ -150,12 +150,16 @@ def test_ctrl_c_stops_every_child_and_records_nothing_more(tmp_path):
 
 
 def observation(pair, variant, run, verdict_, slope, count=0.0, exponent=None, expected="leak", ok=True):
+    """One run as repeat.observe keeps it; `slope` is the held rate, and the whole series' slope is
+    three times it (a step), so the summary's figures show it spreads the rate."""
+    whole = slope and 3 * slope
     return {"pair": pair, "variant": variant, "run": run, "verdict": verdict_, "signals": [], "expected": expected,
             "expected_ok": ok, "tensorflow": "2.21.0", "cap_bytes": 1 << 30, "wall_seconds": 10.0,
-            "slopes": {"bytes_metric": {"signal": "held", "slope": slope, "unit": "bytes/repetition", "moved": False},
-                       "count_metric": {"signal": "threads", "slope": count, "unit": "threads/repetition",
+            "slopes": {"bytes_metric": {"signal": "held", "slope": whole, "rate": slope, "unit": "bytes/repetition",
                                         "moved": False},
-                       "absent_metric": {"signal": "gpu", "slope": None, "unit": None, "moved": False}},
+                       "count_metric": {"signal": "threads", "slope": count, "rate": count, "unit": "threads/repetition",
+                                        "moved": False},
+                       "absent_metric": {"signal": "gpu", "slope": None, "rate": None, "unit": None, "moved": False}},
             "peak_exponent": exponent, "confirmation_seconds": 4.0 if run == 1 else None, "phase": None, "error": None}
 
 
@@ -204,11 +208,11 @@ def test_markdown_of_a_synthetic_summary():
 
 def test_decisive_metrics_come_from_the_engine(monkeypatch):
     monkeypatch.setattr(verdict, "GROWTH_SIGNALS", {"new_growth": ("new", 5.0)})
-    trend = {"slope": 10.0, "p_increasing": 0.0001, "first_half": 10.0, "second_half": 10.0, "unit": "things/repetition"}
+    trend = {"slope": 12.0, "p_increasing": 0.0001, "first_half": 10.0, "second_half": 11.0, "unit": "things/repetition"}
     rec = {"pair": "p", "variant": "leaky", "verdict": "leak", "signals": ["new"], "phase": None, "error": None,
            "metrics": {"new_growth": trend, "malloc_heap_unavailable": None}, "environment": {"tensorflow": None},
            "settings": {"cap_bytes": 1}, "seconds": 3.0, "confirmation": {"seconds": 1.5}}
     seen = repeat.observe(rec, "leak", 1)
-    assert seen["slopes"] == {"new_growth": {"signal": "new", "slope": 10.0, "unit": "things/repetition",
+    assert seen["slopes"] == {"new_growth": {"signal": "new", "slope": 12.0, "rate": 10.0, "unit": "things/repetition",
                                              "moved": True}}
     assert seen["confirmation_seconds"] == 1.5 and seen["expected_ok"]

@@ -572,8 +572,9 @@ def repeat_observation(pair, variant, run, word, held, expected="leak", exponent
     return {"pair": pair, "variant": variant, "run": run, "verdict": word, "signals": [], "expected": expected,
             "expected_ok": word == expected,
             "tensorflow": version, "cap_bytes": 1 << 30, "wall_seconds": 10.0,
-            "slopes": {"bytes_metric": {"signal": "held", "slope": held, "unit": "bytes/repetition", "moved": False},
-                       "count_metric": {"signal": "threads", "slope": 0.0, "unit": "threads/repetition",
+            "slopes": {"bytes_metric": {"signal": "held", "slope": held, "rate": held, "unit": "bytes/repetition",
+                                        "moved": False},
+                       "count_metric": {"signal": "threads", "slope": 0.0, "rate": 0.0, "unit": "threads/repetition",
                                         "moved": False}},
             "peak_exponent": exponent, "confirmation_seconds": None, "phase": None, "error": None}
 
