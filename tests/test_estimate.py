@@ -306,10 +306,23 @@ def test_decide_uss_does_not_vote():
 # --- confirmation of marginal leaks ----------------------------------------
 
 def test_marginal_byte_leak_needs_confirmation_and_a_clear_one_does_not():
-    marginal = {**flat_metrics(), "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN))}
-    assert verdict.needs_confirmation(marginal, ["held"])
-    clear = {**flat_metrics(), "held_growth": trend_dict(line(verdict.CONFIRM_MARGIN * HELD_SLOPE_MIN))}
-    assert not verdict.needs_confirmation(clear, ["held"])
+    marginal = {**flat_metrics(), "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN)),
+                "retained_heap": trend_dict(line(1.5 * HEAP_SLOPE_MIN))}
+    assert verdict.needs_confirmation(marginal, ["held", "heap"])
+    clear = {**flat_metrics(), "held_growth": trend_dict(line(verdict.CONFIRM_MARGIN * HELD_SLOPE_MIN)),
+             "retained_heap": trend_dict(line(verdict.CONFIRM_MARGIN * HEAP_SLOPE_MIN))}
+    assert not verdict.needs_confirmation(clear, ["held", "heap"])
+    # two byte signals moved, one of them clearly: they corroborate each other
+    mixed = {**clear, "retained_heap": trend_dict(line(1.5 * HEAP_SLOPE_MIN))}
+    assert not verdict.needs_confirmation(mixed, ["held", "heap"])
+
+
+def test_one_byte_signal_alone_needs_confirmation_however_large():
+    """A bounded buffer that widens during the repetitions (AUTOTUNE) lifts held memory alone."""
+    far = {**flat_metrics(), "held_growth": trend_dict(line(100 * HELD_SLOPE_MIN))}
+    assert verdict.needs_confirmation(far, ["held"])
+    heap_only = {**flat_metrics(), "retained_heap": trend_dict(line(100 * HEAP_SLOPE_MIN))}
+    assert verdict.needs_confirmation(heap_only, ["heap"])
 
 
 def test_count_signals_and_peaks_never_need_confirmation():
