@@ -10,10 +10,10 @@ spell of load on the machine spreads over all cases instead of one.
 
 Per case and per signal (held memory's slope, which the verdict reads, RSS's
 slope at its fallback threshold, memray heap slope):
-- detection rate: runs where the signal moved (verdict.moved: slope over its
-  threshold, Mann–Kendall p < 0.01, both halves rising), with a 95 % Wilson
-  interval (scipy.stats.binomtest); on the control every detection is a
-  false alarm;
+- detection rate: runs where the signal moved (verdict.moved: its rate, the
+  least of the whole series' slope and each half's, at or over its threshold,
+  and Mann–Kendall p < 0.01), with a 95 % Wilson interval
+  (scipy.stats.binomtest); on the control every detection is a false alarm;
 - trend-only rate: runs where the trend test and both halves say "rising"
   with no size threshold (what a lower threshold could reach at best);
 - bias: mean estimated slope minus the true bytes per repetition;

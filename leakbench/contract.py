@@ -31,8 +31,8 @@ Optional:
                       free of it, or None; note (optional) the conditions in
                       words (a Python version, an OS). It is the thread's claim,
                       never a measurement: what a release does is in the
-                      committed results (results/records/tf-<v>.jsonl). Its
-                      leaky variant is expected to read leak or no-leak
+                      committed results (results/records/<machine>/tf-<v>.jsonl).
+                      Its leaky variant is expected to read leak or no-leak
                       (verdict.VERSION_DEPENDENT), its fix still no-leak.
     HEAP_REPS   int   at most this many repetitions in memray's heap pass (0:
                       no heap pass), for a pipeline whose allocations make

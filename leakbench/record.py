@@ -6,6 +6,13 @@ is versioned by SCHEMA; a change of meaning bumps it.
     schema, pair, variant, path, title, source, reported, kind, repetition,
     size_param, params, settings, environment, runs[], metrics{}, signals[],
     verdict, teardown_stalled, phase, error, skip_reason, seconds
+    (and confirmation, added by leakbench.measure to a leak it measured again)
+
+One change of meaning went without a bump, so that committed records keep
+loading: since c269ca3, metrics.peak_scaling.peaks_bytes (the peaks k is
+fitted on) is each size's peak of setup and warm-up. Records whose runs hold
+warmup_peak_above_baseline_bytes fitted k on it; older ones fitted it on
+VmHWM through the measured repetitions (peak_above_baseline_bytes).
 
 teardown_stalled is the message of a run that passed its teardown timeout
 after its measurement was in (freeing live iterators can stall), else None:
