@@ -6,7 +6,7 @@ process, so the record can say how the peak above baseline scales with size.
 Growth and the heap pass (memray, the costly pass) are read at the first size
 alone; every size's peak is that of setup and warm-up (leakbench.child), so
 the larger sizes run no measured repetitions: 12 more epochs there only cost
-time (75 s of make run's 569 on TF 2.21).
+time (on TF 2.21 the six peak pairs took 295 s of make run's 569 s of children, now 148 s).
 With Settings.flamegraph_dir, its capture is kept until memray has drawn the
 flame graph of the allocations still live at its end (heap.render_flamegraph):
 DIR/<pair>-<variant>.html.
