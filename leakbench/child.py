@@ -20,8 +20,7 @@ the collector then skips it, which makes each sample's full collection cheap); l
 TensorFlow; a scenario with REQUIRES = "GPU" and none visible is skipped
 here); garbage-collect, sample the import baseline
 and reset the kernel's high-water mark; setup(**params); `warmup`
-repetitions, then read the high-water mark (the peak of setup and warm-up,
-which a peak pair's scaling compares across sizes); reset the GPU allocator's peak (where there is a GPU);
+repetitions; reset the GPU allocator's peak (where there is a GPU);
 garbage-collect and sample the baseline; `reps` measured
 repetitions, each followed by a sample (with the GPU allocator's bytes in
 use); read the GPU allocator's peak and the high-water mark, whose
@@ -111,10 +110,6 @@ def main(config: dict) -> int:
         start = enter("warm-up")
         for _ in range(config["warmup"]):
             module.repetition(state)
-        # The peak of setup and warm-up: what a peak pair's buffers cost once filled,
-        # read at every size over the same epochs (leakbench.measure runs no measured
-        # repetitions at a peak pair's larger sizes).
-        warmup_hwm = probes.high_water_mark_bytes() if hwm_reset else None
         seconds["warm-up"] = time.perf_counter() - start
 
         start = enter("repetitions")
@@ -149,7 +144,6 @@ def main(config: dict) -> int:
             "baseline": baseline,
             "samples": samples,
             "high_water_mark_bytes": hwm,
-            "warmup_high_water_mark_bytes": warmup_hwm,
             "python_type_growth": type_growth,
             "gpu_peak_bytes": gpu_peak,
             "gpu_unavailable": gpu_problem or None,

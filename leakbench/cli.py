@@ -125,7 +125,7 @@ def _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegrap
 @click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
 @_measurement_options
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter.")
-@click.option("--scales", default="1,2,4", show_default=True,
+@click.option("--scales", default="1,4", show_default=True,
               help="Multiples of the size parameter for peak scenarios.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Append one JSON record per line to this file.")
@@ -456,7 +456,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
               help="Children measured at once (the default cap is divided between them).")
 @click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
 @_measurement_options
-@click.option("--scales", default="1,2,4", show_default=True,
+@click.option("--scales", default="1,4", show_default=True,
               help="Multiples of the size parameter for peak scenarios.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Result JSON (the table goes beside it, .md). "

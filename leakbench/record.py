@@ -8,12 +8,6 @@ is versioned by SCHEMA; a change of meaning bumps it.
     verdict, teardown_stalled, phase, error, skip_reason, seconds
     (and confirmation, added by leakbench.measure to a leak it measured again)
 
-One change of meaning went without a bump, so that committed records keep
-loading: since c269ca3, metrics.peak_scaling.peaks_bytes (the peaks k is
-fitted on) is each size's peak of setup and warm-up. Records whose runs hold
-warmup_peak_above_baseline_bytes fitted k on it; older ones fitted it on
-VmHWM through the measured repetitions (peak_above_baseline_bytes).
-
 teardown_stalled is the message of a run that passed its teardown timeout
 after its measurement was in (freeing live iterators can stall), else None:
 such a run keeps the verdict its measurement gives.
@@ -104,13 +98,6 @@ def run_entry(outcome) -> dict:
     peak = hwm - before["rss_bytes"] if hwm is not None and before else None
     if peak is None and samples and before:
         peak = max(s["rss_bytes"] for s in samples) - before["rss_bytes"]
-    # The peak of setup and warm-up alone, what a peak pair's scaling compares
-    # (its larger sizes run no measured repetitions); without VmHWM, the RSS
-    # after warm-up (the baseline sample).
-    warm = result.get("warmup_high_water_mark_bytes")
-    warmup_peak = warm - before["rss_bytes"] if warm is not None and before else None
-    if warmup_peak is None and baseline and before:
-        warmup_peak = baseline["rss_bytes"] - before["rss_bytes"]
     return {
         "params": outcome.params,
         "status": outcome.status,
@@ -127,7 +114,6 @@ def run_entry(outcome) -> dict:
         "gpu_unavailable": result.get("gpu_unavailable"),  # a GPU whose allocator statistics could not be read
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
-        "warmup_peak_above_baseline_bytes": warmup_peak,
         "trim": result.get("trim"),
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         "heap": result.get("heap"),
@@ -177,7 +163,7 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["seconds_per_repetition"] = spent / reps if spent else None
     if scenario.kind == "peak" and len(runs) > 1:
         sizes = [r["params"][scenario.size_param] for r in runs]
-        peaks = [r["warmup_peak_above_baseline_bytes"] for r in runs]
+        peaks = [r["peak_above_baseline_bytes"] for r in runs]
         out["peak_scaling"] = {"sizes": sizes, "peaks_bytes": peaks,
                                "exponent": estimate.scaling_exponent(sizes, peaks)}
     return out

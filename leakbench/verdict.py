@@ -83,13 +83,11 @@ Thresholds, and why:
   0-16 MiB in every other pair of that record, leaky or fixed, and the fixes'
   RSS creeps by a few MiB over 12 repetitions in some runs and not in others. Freed memory the
   allocator kept is not a leak: the trim proves the pages were free.
-- Peak scaling: the peak above baseline of setup and warm-up (the kernel's
-  VmHWM, exact, spikes included) is measured at SIZE_PARAM × SCALES, each
-  size in a fresh child; growth is read at the first size alone, so the
-  larger sizes run no measured repetitions (leakbench.measure). On TF 2.21
-  the six peak pairs then cost 148 s of children against 295 s in one run,
-  with the same verdicts; the leaks' exponents read 0.74-0.89, against
-  medians of 0.75-0.90 when the peak spanned 12 more repetitions. A held-memory peak, sampled
+- Peak scaling: the peak above baseline (the kernel's VmHWM through the
+  measured repetitions, exact, spikes included) is measured at SIZE_PARAM ×
+  SCALES (1 and 4; leakbench.measure says why two sizes), each in a fresh
+  child. A peak of setup and warm-up alone was weighed and left out: it
+  made group_by_window_keys' leak flip (see leakbench.measure). A held-memory peak, sampled
   on a thread every 10 ms, was weighed and left out: it missed most of
   full_shuffle_buffer's peak (10 -> 36 MiB against VmHWM's 39 -> 152 MiB),
   and spikes made while Python code holds the GIL, and each of its reads

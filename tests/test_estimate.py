@@ -165,6 +165,13 @@ def test_proportional_peaks_scale_with_exponent_one():
     assert estimate.scaling_exponent([10, 20, 40], [3 * MIB, 6 * MIB, 12 * MIB]) == pytest.approx(1.0, abs=1e-9)
 
 
+def test_middle_of_three_log_spaced_sizes_does_not_move_the_exponent():
+    """Why Settings.scales is (1, 4): at sizes 1, 2, 4 the least-squares slope is the end points' slope."""
+    ends = estimate.scaling_exponent([1, 4], [30 * MIB, 90 * MIB])
+    for middle in (31 * MIB, 60 * MIB, 89 * MIB):
+        assert estimate.scaling_exponent([1, 2, 4], [30 * MIB, middle, 90 * MIB]) == pytest.approx(ends, abs=1e-12)
+
+
 def test_quadratic_peaks_scale_with_exponent_two():
     assert estimate.scaling_exponent([1, 2, 4], [4 * MIB, 16 * MIB, 64 * MIB]) == pytest.approx(2.0, abs=1e-9)
 
