@@ -17,8 +17,9 @@ The heap pass (memray) runs only at the first size: it is the costly pass.
 With Settings.flamegraph_dir, its capture is kept until memray has drawn the
 flame graph of the allocations still live at its end (heap.render_flamegraph):
 DIR/<pair>-<variant>.html.
-A leak that rests on one byte signal alone, or on marginal ones, is measured once more, longer,
-in a fresh process before it is called (verdict.needs_confirmation).
+A leak that rests on one byte signal alone, or on marginal ones, is measured
+once more, longer, in a fresh process before it is called
+(verdict.needs_confirmation).
 """
 from __future__ import annotations
 
@@ -105,7 +106,8 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
 def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: dict,
              on_message, child_options: dict | None) -> None:
     """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
-    with verdict.CONFIRM_REPS_FACTOR times the repetitions, and keep as signals only those that moved in both runs.
+    with verdict.CONFIRM_REPS_FACTOR times the repetitions, and keep as signals only
+    those that moved in both runs.
 
     Adds rec["confirmation"]: reps, status, the signals that moved, the run
     (as in rec["runs"]) and its wall seconds, which also count in rec["seconds"].

@@ -66,7 +66,8 @@ def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
 
 SLOPES = ("Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
           "the verdict (leakbench.verdict), each the rate the verdict compares with its bar: the least of "
-          "the Theil–Sen slope of the whole series and of each half (verdict.rate). Agrees: one verdict in every run (skipped "
+          "the Theil–Sen slope of the whole series and of each half (verdict.rate). "
+          "Agrees: one verdict in every run (skipped "
           "counts as agreeing). As expected: every verdict is one its variant should give.")
 PEAK_HEADER = "peak ∝ size^k"
 
