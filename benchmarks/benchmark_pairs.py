@@ -1,6 +1,6 @@
 """asv glue: every scenario pair × variant, measured once per environment.
 
-`setup_cache` runs the engine (leakbench.measure) on each pair and variant —
+`setup_cache` runs the engine (leakbench.engine.measure) on each pair and variant —
 one capped, timed child process per size, exactly as `leakbench run` — and
 the `track_` benchmarks only read numbers out of those records: asv pays one
 measurement per variant per environment, not one TensorFlow import per metric.
@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from leakbench import catalog  # reads scenario metadata without TensorFlow
-from leakbench.versions import metric_value
+from leakbench.history.store import metric_value
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -43,7 +43,7 @@ PAIRS = SELECTED or catalog.pair_names(ROOT)
 VARIANTS = ["leaky", "fixed"]
 
 
-# asv name -> record metric (leakbench.record); growth metrics give their slope.
+# asv name -> record metric (leakbench.analysis.record); growth metrics give their slope.
 _METRICS = {
     "peak_above_baseline": "peak_above_baseline_bytes",
     "held_growth": "held_growth",
@@ -83,8 +83,8 @@ class Pairs:
     param_names = ["pair", "variant"]
 
     def setup_cache(self):
-        from leakbench import versions
-        from leakbench.measure import Settings
+        from leakbench.history import store as versions
+        from leakbench.engine.measure import Settings
 
         settings = Settings(cap_bytes=CAP_BYTES, timeout_seconds=TIMEOUT_SECONDS)
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:

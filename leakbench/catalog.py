@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from leakbench import verdict
+from leakbench.analysis import verdict
 from leakbench.contract import ContractError, Scenario, read_metadata
 
 VARIANT_DIRS = {"leaky": "scenarios", "fixed": "fixes"}

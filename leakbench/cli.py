@@ -15,9 +15,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from leakbench import catalog, report, verdict, versions
+from leakbench import catalog
+from leakbench.reporters import table as report
+from leakbench.analysis import verdict
+from leakbench.history import store as versions
 from leakbench.contract import ContractError
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 from leakbench.units import GIB, KIB, MIB
 
 # Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
@@ -210,7 +213,7 @@ def _append(path: Path, rec: dict) -> None:
         os.fsync(f.fileno())
 
 
-# --- TensorFlow versions: `compare` and `matrix` (logic in leakbench.versions) ---
+# --- TensorFlow versions: `compare` and `matrix` (logic in leakbench.history.store) ---
 
 def _results_dir(results: Path | None) -> Path:
     """--results, else ./results, else results/ of the leakbench checkout."""
@@ -275,7 +278,7 @@ def matrix(results, machine, fmt) -> None:
     click.echo(json.dumps(found, indent=2) if fmt == "json" else versions.matrix_markdown(found))
 
 
-# --- leakbench check: a pipeline of your own (logic in leakbench.check) ---
+# --- leakbench check: a pipeline of your own (logic in leakbench.check.run) ---
 
 def check_exit_code(rec: dict) -> int:
     """0 no-leak or fragmentation (RSS that malloc_trim gives back: nothing is held), or skipped
@@ -303,7 +306,7 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     `run` measures it. Exit 0 no-leak (or fragmentation), 1 leak (or
     over-cap), 2 bad target, error or hang.
     """
-    from leakbench import check
+    from leakbench.check import run as check
 
     settings = _settings(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir)
     try:
@@ -331,7 +334,7 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     sys.exit(check_exit_code(rec))
 
 
-# --- leakbench site: the static site (logic in leakbench.site) ---
+# --- leakbench site: the static site (logic in leakbench.site.build) ---
 
 @main.command("site")
 @_RESULTS_OPTION
@@ -342,7 +345,7 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
               help="Also run `asv publish` of the same results into OUT/asv.")
 def site_command(results, machine, out, asv) -> None:
     """Build the static site: the leak matrix and one lesson per pair, from the results."""
-    from leakbench import site
+    from leakbench.site import build as site
 
     try:
         built = site.build(_results_dir(results), out, asv=asv, machine=machine)
@@ -356,7 +359,7 @@ def site_command(results, machine, out, asv) -> None:
                f"open {out / 'index.html'}")
 
 
-# --- leakbench calibrate: designed leaks of known size (logic in leakbench.calibrate) ---
+# --- leakbench calibrate: designed leaks of known size (logic in leakbench.calibrate.run) ---
 
 def _sizes(text: str) -> list[int]:
     """'0,1KiB,64KiB' -> bytes; 0 is the control."""
@@ -397,7 +400,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
     import platform
 
-    from leakbench import calibrate
+    from leakbench.calibrate import run as calibrate
 
     try:
         size_list = _sizes(sizes)
@@ -446,7 +449,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
               markup=False, soft_wrap=True)
 
 
-# --- leakbench repeat: the repeatability table (logic in leakbench.repeat, view in leakbench.repeat_report) ---
+# --- leakbench repeat: the repeatability table (logic in leakbench.repeat.run, view in leakbench.reporters.repeatability) ---
 
 @main.command("repeat")
 @click.argument("names", nargs=-1)
@@ -471,7 +474,8 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
     """Measure pairs (all by default) RUNS times each, in independent runs, and write the
     repeatability table: verdict agreement and the spread of each decisive slope.
     Exit 0 once the table is written, 2 on bad input (nothing measured, nothing overwritten)."""
-    from leakbench import repeat, repeat_report
+    from leakbench.repeat import run as repeat
+    from leakbench.reporters import repeatability as repeat_report
 
     try:
         scale_list = tuple(float(s) for s in scales.split(","))

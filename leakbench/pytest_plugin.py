@@ -27,9 +27,10 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from leakbench import check, report
+from leakbench.check import run as check
+from leakbench.reporters import table as report
 from leakbench.cli import parse_size
-from leakbench.measure import Settings
+from leakbench.engine.measure import Settings
 
 DEFAULT_CAP = "4GiB"
 DEFAULT_TIMEOUT_SECONDS = 300.0

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from leakbench import memlimit
+from leakbench.engine import memlimit
 
 
 @pytest.fixture
 def fake_cgroup(tmp_path, monkeypatch):
-    """Point leakbench.memlimit at a fake /proc/self/cgroup and /sys/fs/cgroup.
+    """Point leakbench.engine.memlimit at a fake /proc/self/cgroup and /sys/fs/cgroup.
 
     Returns write(proc_line, folder, files): proc_line is /proc/self/cgroup's
     text, folder the cgroup's directory under the fake root, files name -> text.
@@ -34,8 +34,9 @@ import json  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from leakbench import catalog, check  # noqa: E402
-from leakbench.measure import Settings  # noqa: E402
+from leakbench import catalog  # noqa: E402
+from leakbench.check import run as check
+from leakbench.engine.measure import Settings  # noqa: E402
 
 TF_SETTINGS = Settings(cap_bytes=3 << 30, timeout_seconds=240)
 TF_CHECK_FILE = Path(__file__).parent / "data" / "check_tf.py"

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import calibrate, contract, verdict
+from leakbench import contract
+from leakbench.calibrate import run as calibrate
+from leakbench.analysis import verdict
 
 KIB = 1 << 10
 
@@ -119,9 +121,9 @@ def test_a_peer_runs_in_its_own_capped_process():
     """pytest-memray's limit_leaks on a designed 1 MiB/repetition Python leak, end to
     end (its own fresh process, a cap and a timeout): it flags it (about 1 s here)."""
     import leakbench
-    from leakbench import peers
+    from leakbench.calibrate import peers
 
-    path = Path(leakbench.__file__).parent / "calibration" / "python_held.py"
+    path = Path(leakbench.__file__).parent / "calibrate" / "designs" / "python_held.py"
     found = peers.run_peer("limit_leaks", path, {"bytes_per_rep": 1 << 20}, warmup=3, reps=12,
                            cap_bytes=1 << 30, timeout_seconds=60)
     assert found["status"] == "ok" and found["leak"] is True, found

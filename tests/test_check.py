@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import catalog, check, report
+from leakbench import catalog
+from leakbench.check import run as check
+from leakbench.reporters import table as report
 from leakbench.catalog import Target
 from leakbench.cli import check_exit_code
 from leakbench.contract import read_metadata
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
 
 from conftest import TF_SETTINGS

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from leakbench import catalog, cli, contract, probes, verdict
+from leakbench import catalog, cli, contract
+from leakbench.engine import probes
+from leakbench.analysis import verdict
 from leakbench.catalog import Target
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 KIB, MIB = 1 << 10, 1 << 20
@@ -148,7 +150,7 @@ def test_gpu_pair_is_skipped_without_a_gpu():
 # --- leakbench check and the pytest plugin ---------------------------------------------------
 
 def test_check_hints_at_kept_device_tensors():
-    from leakbench import check
+    from leakbench.check import run as check
 
     rec = {"verdict": "leak", "signals": ["gpu"], "metrics": {"gpu_memory_growth": {"slope": 8.0 * MIB}}}
     found = {"types": [], "attribution": {}, "top_stacks": []}

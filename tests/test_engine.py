@@ -17,9 +17,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from leakbench import contract, record, report, runner, verdict
+from leakbench import contract
+from leakbench.analysis import record, verdict
+from leakbench.reporters import table as report
+from leakbench.engine import runner
 from leakbench.catalog import Target
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -378,7 +381,7 @@ def test_killing_the_runner_kills_the_child(tmp_path):
     """kill -9 of the runner: the kernel ends the child too (PR_SET_PDEATHSIG),
     so a leaky scenario never goes on without its cap and timeout."""
     script = (
-        "import sys; from leakbench import runner;"
+        "import sys; from leakbench.engine import runner;"
         f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, warmup=1, reps=5, heap_reps=0,"
         " cap_bytes=1 << 30, timeout_seconds=120)")
     runner_proc = subprocess.Popen([sys.executable, "-c", script])

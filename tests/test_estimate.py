@@ -1,4 +1,4 @@
-"""The estimator (leakbench.estimate) and the verdict rules (leakbench.verdict)
+"""The estimator (leakbench.analysis.estimate) and the verdict rules (leakbench.analysis.verdict)
 on synthetic series: no subprocess, no TensorFlow."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from leakbench import estimate, verdict
-from leakbench.verdict import (COUNT_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN, OBJECT_SLOPE_MIN, PEAK_EXPONENT_MIN,
+from leakbench.analysis import estimate, verdict
+from leakbench.analysis.verdict import (COUNT_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN, OBJECT_SLOPE_MIN, PEAK_EXPONENT_MIN,
                                PEAK_RISE_MIN, RSS_SLOPE_MIN)
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -211,7 +211,7 @@ def trend_dict(values, unit="bytes/repetition") -> dict:
 
 
 def flat_metrics() -> dict:
-    """Metrics of a bounded run, as leakbench.record builds them."""
+    """Metrics of a bounded run, as leakbench.analysis.record builds them."""
     return {
         "held_growth": trend_dict(noisy(line(2 * KIB), 4 * KIB, seed=6)),  # TF's creep: 1.4-14 KiB/rep here
         "rss_growth": trend_dict(noisy(line(0.0), 32 * KIB, seed=7)),

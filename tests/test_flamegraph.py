@@ -11,7 +11,8 @@ import re
 
 from click.testing import CliRunner
 
-from leakbench import cli, heap
+from leakbench import cli
+from leakbench.engine import heap
 from tests.test_cli import FAST, make_root
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import catalog, contract, verdict
+from leakbench import catalog, contract
+from leakbench.analysis import verdict
 from leakbench.catalog import Target
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")

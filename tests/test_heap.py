@@ -1,11 +1,11 @@
-"""The heap pass (leakbench.heap): the heap at each repetition's end, replayed
+"""The heap pass (leakbench.engine.heap): the heap at each repetition's end, replayed
 from memray's allocation stream up to a marker. No TensorFlow."""
 from types import SimpleNamespace
 
 import memray
 import pytest
 
-from leakbench import heap
+from leakbench.engine import heap
 
 MIB = 1 << 20
 
@@ -61,7 +61,7 @@ def repetition(n):
 def test_a_scenario_can_skip_the_heap_pass(tmp_path):
     from leakbench import contract
     from leakbench.catalog import Target
-    from leakbench.measure import Settings, measure
+    from leakbench.engine.measure import Settings, measure
 
     path = tmp_path / "no_heap.py"
     path.write_text(SCENARIO % 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from leakbench import memlimit
+from leakbench.engine import memlimit
 
 GIB = 1 << 30
 

@@ -11,8 +11,10 @@ import re
 
 import pytest
 
-from leakbench import catalog, report, verdict
-from leakbench.measure import Settings, measure
+from leakbench import catalog
+from leakbench.reporters import table as report
+from leakbench.analysis import verdict
+from leakbench.engine.measure import Settings, measure
 
 pytestmark = [pytest.mark.tf]
 

@@ -4,7 +4,7 @@ TensorFlow (tests/data's python_leak.py and python_bounded.py, each run capped a
 a file made with other settings, and the markdown of a synthetic summary.
 
 Metric names are never written here: which growth signals decide is the engine's
-table (leakbench.verdict), read by leakbench.repeat when it runs."""
+table (leakbench.analysis.verdict), read by leakbench.repeat.run when it runs."""
 from __future__ import annotations
 
 import json
@@ -21,10 +21,13 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from leakbench import cli, repeat, repeat_report, verdict
+from leakbench import cli
+from leakbench.repeat import run as repeat
+from leakbench.reporters import repeatability as repeat_report
+from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.measure import Settings
+from leakbench.engine.measure import Settings
 from leakbench.units import KIB, MIB
 
 DATA = Path(__file__).parent / "data"

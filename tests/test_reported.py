@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import catalog, contract, verdict, versions
+from leakbench import catalog, contract
+from leakbench.analysis import verdict
+from leakbench.history import store as versions
 
 DATA = Path(__file__).parent / "data"
 LEAKBENCH = Path(sys.executable).with_name("leakbench")

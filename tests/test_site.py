@@ -1,4 +1,4 @@
-"""`leakbench site`: the static site from results/ (leakbench.site). No TensorFlow needed.
+"""`leakbench site`: the static site from results/ (leakbench.site.build). No TensorFlow needed.
 
 The fixture results (tests/data/site_results/records/) are trimmed real
 records: stateful_map on TF 2.15.1 and 2.16.2, and `xss_pair` (unbounded_cache's
@@ -8,7 +8,7 @@ variant reads `fragmentation` and whose fixed variant has its malloc heap n/a
 (the reason holds a <b> tag), and a real memray flame graph of a small capture
 as stateful_map's. The pair files are written into a temporary checkout;
 xss_pair's docstring holds a <script> tag too. The repeatability tests add
-synthetic results/repeatability/ files (leakbench.repeat.summarize of made-up
+synthetic results/repeatability/ files (leakbench.repeat.run.summarize of made-up
 observations, metric keys made up as in test_repeat).
 
 The browser test loads every page in headless Debian chromium from a localhost
@@ -38,7 +38,12 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from click.testing import CliRunner
 
-from leakbench import assets, cli, contract, heap, repeat, site, verdict, versions
+from leakbench import cli, contract
+from leakbench.site import vendor as assets, build as site
+from leakbench.engine import heap
+from leakbench.repeat import run as repeat
+from leakbench.analysis import verdict
+from leakbench.history import store as versions
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "data" / "site_results"
@@ -568,7 +573,7 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
 # --- repeatability (leakbench repeat's files) ------------------------------------------
 
 def repeat_observation(pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2"):
-    """One run as leakbench.repeat.observe keeps it; held in bytes/repetition."""
+    """One run as leakbench.repeat.run.observe keeps it; held in bytes/repetition."""
     return {"pair": pair, "variant": variant, "run": run, "verdict": word, "signals": [], "expected": expected,
             "expected_ok": word == expected,
             "tensorflow": version, "cap_bytes": 1 << 30, "wall_seconds": 10.0,

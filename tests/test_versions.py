@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from leakbench import cli, versions
+from leakbench import cli
+from leakbench.history import store as versions
 
 RESULTS = Path(__file__).parent / "data" / "results"
 MACHINE = "fixture"  # the asv machine name of the fixture records
@@ -351,7 +352,7 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
     import math
 
     from benchmarks import benchmark_pairs as glue
-    from leakbench import measure as measure_module
+    from leakbench.engine import measure as measure_module
 
     def fake_measure(target, params, settings):
         if target.scenario.requires == "GPU":  # as the child reports it on this CPU-only machine
@@ -385,8 +386,8 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
 
 
 def _stub_engine(monkeypatch, seen_tf="2.21.0"):
-    """leakbench.measure.measure replaced by one that returns a record at once (what it was asked in `calls`)."""
-    from leakbench import measure as measure_module
+    """leakbench.engine.measure.measure replaced by one that returns a record at once (what it was asked in `calls`)."""
+    from leakbench.engine import measure as measure_module
 
     calls = []
 
@@ -401,7 +402,7 @@ def _stub_engine(monkeypatch, seen_tf="2.21.0"):
 
 
 def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
-    from leakbench.measure import Settings
+    from leakbench.engine.measure import Settings
 
     calls = _stub_engine(monkeypatch)
     root = Path(__file__).resolve().parents[1]
@@ -415,7 +416,7 @@ def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
 
 
 def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp_path, monkeypatch):
-    from leakbench.measure import Settings
+    from leakbench.engine.measure import Settings
 
     calls = _stub_engine(monkeypatch, seen_tf="2.20.0")
     root = Path(__file__).resolve().parents[1]

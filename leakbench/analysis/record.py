@@ -6,7 +6,7 @@ is versioned by SCHEMA; a change of meaning bumps it.
     schema, pair, variant, path, title, source, reported, kind, repetition,
     size_param, params, settings, environment, runs[], metrics{}, signals[],
     verdict, teardown_stalled, phase, error, skip_reason, seconds
-    (and confirmation, added by leakbench.measure to a leak it measured again)
+    (and confirmation, added by leakbench.engine.measure to a leak it measured again)
 
 teardown_stalled is the message of a run that passed its teardown timeout
 after its measurement was in (freeing live iterators can stall), else None:
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import psutil
 
-from leakbench import estimate, verdict
-from leakbench.probes import SERIES_UNITS
+from leakbench.analysis import estimate, verdict
+from leakbench.engine.probes import SERIES_UNITS
 
 SCHEMA = 1
 
@@ -55,7 +55,7 @@ NOT_REPORTED = "not reported: the child ended before it looked for a GPU"
 def environment(child_versions: dict | None, device: dict | None = None, gpu_problem: str | None = None) -> dict:
     """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device and GPU.
 
-    device: the child's device message (leakbench.child._device); None if it never came.
+    device: the child's device message (leakbench.engine.child._device); None if it never came.
     gpu_problem: why a GPU that is there gave no readings (probes.Gpu.start), if it did not.
     """
     versions = child_versions or {}
@@ -118,7 +118,7 @@ def run_entry(outcome) -> dict:
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         "heap": result.get("heap"),
         "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
-        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.diagnose)
+        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.check.evidence)
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
     }

@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from leakbench import heap, memlimit, record, runner, verdict
+from leakbench.engine import heap, memlimit, runner
+from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
 
 
@@ -62,7 +63,7 @@ def sizes(target: Target, params: dict, scales) -> list[dict]:
 
 def measure(target: Target, params: dict, settings: Settings, env: dict | None = None,
             on_message: Callable[[dict], None] | None = None, child_options: dict | None = None) -> dict:
-    """Run `target` under `settings` and return its record (see leakbench.record).
+    """Run `target` under `settings` and return its record (see leakbench.analysis.record).
 
     child_options: passed to every child run (runner.run_child); `leakbench check` uses it.
 

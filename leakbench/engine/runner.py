@@ -1,6 +1,6 @@
 """Start one measured child process and watch it: memory cap, timeout, phases.
 
-The child (leakbench.child) is a fresh interpreter started with subprocess
+The child (leakbench.engine.child) is a fresh interpreter started with subprocess
 (spawn semantics: nothing of this process, TensorFlow least of all, is forked).
 It runs in its own session so that a kill reaches every process it started.
 While it runs, this process polls the resident set size of the child's whole
@@ -45,7 +45,7 @@ class Outcome:
     teardown_seconds: float | None = None
     error: str | None = None
     missing_module: str | None = None
-    device: dict | None = None                 # the child's "device" message (leakbench.child._device)
+    device: dict | None = None                 # the child's "device" message (leakbench.engine.child._device)
     versions: dict | None = None               # ... and the versions it sent with it
     skipped: str | None = None                 # why the child measured nothing (REQUIRES a GPU, none visible)
 
@@ -78,7 +78,7 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
         log_path = Path(tmp) / "child.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "leakbench.child", json.dumps(config)],
+                [sys.executable, "-m", "leakbench.engine.child", json.dumps(config)],
                 pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True, env=_child_env(env))
         os.close(write_fd)

@@ -52,7 +52,7 @@ def sample(process: psutil.Process, gpu: "Gpu | None" = None) -> dict:
     Collecting first means unreachable reference cycles are not counted as kept
     memory. python_objects counts the objects the collector tracks, the frozen
     ones included (`gc.get_objects()` skips them; the child freezes what the
-    import made, see leakbench.child). Costs ~10 ms in a process that imported
+    import made, see leakbench.engine.child). Costs ~10 ms in a process that imported
     TensorFlow once its import is frozen, ~180 ms if not (gc.collect walking
     TensorFlow's ~320k objects: 155 ms, measured on TF 2.21 here).
     gpu: the GPU to read (Gpu.find()); None leaves gpu_current_bytes None.
@@ -199,7 +199,7 @@ def held_bytes(rss_anon: int, free: int | None) -> int | None:
     same, so after a trim this series reads low by what the trim released:
     the engine trims only after the measured repetitions. Under another
     allocator (jemalloc, tcmalloc preloaded) fordblks does not describe the
-    heap: None, and the verdict falls back to RSS (leakbench.verdict).
+    heap: None, and the verdict falls back to RSS (leakbench.analysis.verdict).
     """
     return None if free is None else rss_anon - free
 

@@ -1,13 +1,13 @@
 """The static site: the leak matrix and one lesson per pair, from results/.
 
 `leakbench site` reads the records the asv suite stores
-(results/records/<machine>/tf-<version>.jsonl, through leakbench.versions) and the pair
+(results/records/<machine>/tf-<version>.jsonl, through leakbench.history.store) and the pair
 files (scenarios/X.py, fixes/X.py), and writes into one folder:
 
     index.html            the matrix: pairs × TF versions, verdict and growth
                           of the leaky and the fixed variant, filter by seed source
     repeatability.html    how often each verdict repeats: a table per
-                          results/repeatability/<machine>-tf-*.json (leakbench.repeat),
+                          results/repeatability/<machine>-tf-*.json (leakbench.repeat.run),
                           only when there is one
     lessons/<pair>.html   what goes wrong, the two files side by side (differing
                           lines marked), memory over repetitions (inline SVG),
@@ -18,7 +18,7 @@ files (scenarios/X.py, fixes/X.py), and writes into one folder:
     style.css
     asv/                  `asv publish` of the same results (optional)
     vendor/               local copies of the libraries asv's pages and memray's
-                          flame graphs load from CDNs (leakbench.assets)
+                          flame graphs load from CDNs (leakbench.site.vendor)
 
 Every link is relative, so the folder works from file:// and from any static
 server (asv's pages read their JSON with XMLHttpRequest: they need a server).
@@ -43,7 +43,12 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from leakbench import assets, catalog, contract, repeat, repeat_report, verdict, versions
+from leakbench import catalog, contract
+from leakbench.site import vendor as assets
+from leakbench.repeat import run as repeat
+from leakbench.reporters import repeatability as repeat_report
+from leakbench.analysis import verdict
+from leakbench.history import store as versions
 from leakbench.units import KIB, MIB
 
 DEFAULT_TF = "2.21.0"
@@ -79,7 +84,7 @@ class Built:
     asv: str = ""          # "asv/index.html" when asv publish ran, else ""
     asv_offline: bool = False  # asv's pages load their libraries from vendor/, not from CDNs
     notes: list = field(default_factory=list)
-    vendored: list = field(default_factory=list)  # third-party files copied (leakbench.assets)
+    vendored: list = field(default_factory=list)  # third-party files copied (leakbench.site.vendor)
 
 
 # --- data ----------------------------------------------------------------------
@@ -225,7 +230,7 @@ def _malloc_growth(rec: dict) -> str:
 
 def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -> list[dict]:
     """The tables of repeatability.html: one per results/repeatability/<machine>-tf-*.json that
-    leakbench.repeat wrote for `machine` (one TF version, one --jobs setting), sorted by TF
+    leakbench.repeat.run wrote for `machine` (one TF version, one --jobs setting), sorted by TF
     version then jobs; [] when there is none. Cells are repeat_report's; a row's pair links its
     lesson when it has one (`lessons`). A file that is no repeatability result of `machine` is
     left out, with a line in `notes`."""
@@ -398,7 +403,7 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
     (out / "lessons").mkdir(parents=True, exist_ok=True)
     built = Built(out)
 
-    env = Environment(loader=PackageLoader("leakbench", "templates"),
+    env = Environment(loader=PackageLoader("leakbench.site", "templates"),
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
 
@@ -514,7 +519,7 @@ def _vendor_asv(root: Path, out: Path, built: Built) -> None:
     built.vendored.extend(copied)
     built.asv_offline = not left
     if left:
-        built.notes.append(f"asv's pages still load {', '.join(left)} from CDNs (not in leakbench.assets.ASV_CDN)")
+        built.notes.append(f"asv's pages still load {', '.join(left)} from CDNs (not in leakbench.site.vendor.ASV_CDN)")
 
 
 def _lesson_data(name: str, root: Path, by_version: dict, found: dict, default: str) -> dict:

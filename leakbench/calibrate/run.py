@@ -4,7 +4,7 @@ Designed cases (leakbench/calibration/): `python_held.py` keeps a bytearray of
 `bytes_per_rep` bytes per repetition, `tensorflow_held.py` keeps the tensor a
 one-element tf.data pipeline yields; `bytes_per_rep = 0` is the control (same
 work, nothing kept). Each case is measured `runs` times, each time in a fresh,
-capped, timed child at the engine's settings (leakbench.measure), one child at
+capped, timed child at the engine's settings (leakbench.engine.measure), one child at
 a time. Runs go round-robin (run 1 of every case, then run 2, ...) so that a
 spell of load on the machine spreads over all cases instead of one.
 
@@ -50,13 +50,14 @@ import numpy as np
 from scipy import stats
 
 from leakbench.jsonfile import write_atomic
-from leakbench import peers, record, verdict
+from leakbench.calibrate import peers
+from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 from leakbench.units import KIB, MIB
 
-FOLDER = Path(__file__).parent / "calibration"
+FOLDER = Path(__file__).parent / "designs"
 HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorflow_held.py",
            # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default
            "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py"}
@@ -348,7 +349,7 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
 
     settings: the engine's settings (defaults except cap and timeout, for calibration at
     default settings). resume: keep the observations already in `out` whose settings match.
-    peer_names: peers (leakbench.peers.PEERS) to run on the same case after the engine, in
+    peer_names: peers (leakbench.calibrate.peers.PEERS) to run on the same case after the engine, in
     runs 1 … peer_runs; their results go to result["peers"].
     """
     settings = settings.resolved()

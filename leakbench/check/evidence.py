@@ -1,7 +1,7 @@
 """Evidence for `leakbench check`, gathered inside the measured child.
 
 Three cheap readings, each a dict of JSON data (the parent turns them into
-text and hints, leakbench.check):
+text and hints, leakbench.check.run):
 
 - `type_counts()`: Python objects tracked by the collector, by type
   (qualified name). Taken at the baseline and after the measured

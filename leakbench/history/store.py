@@ -3,7 +3,7 @@
 asv's results JSON holds numbers only, so the asv suite (benchmarks/) also
 writes the full leakbench records of each environment to
 
-    results/records/<machine>/tf-<version>.jsonl     one record (leakbench.record) per line
+    results/records/<machine>/tf-<version>.jsonl     one record (leakbench.analysis.record) per line
 
 where <machine> is asv's machine name, as in asv's own results/<machine>/
 (a record measured on one machine is never compared with another's numbers
@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from leakbench import catalog, verdict
-from leakbench.record import SCHEMA
+from leakbench import catalog
+from leakbench.analysis import verdict
+from leakbench.analysis.record import SCHEMA
 from leakbench.units import KIB, MIB
 
 DEFAULT_FACTOR = 1.5
@@ -126,7 +127,7 @@ def record_pairs(root: Path, names: list[str], settings, results: Path | None = 
     """Measure each pair's leaky and fixed variant with the engine, check the pin, file the records.
 
     root: the checkout holding scenarios/ and fixes/; names: pair names (all
-    pairs when empty, as catalog.targets). settings: a leakbench.measure.Settings
+    pairs when empty, as catalog.targets). settings: a leakbench.engine.measure.Settings
     (cap in bytes, timeout in seconds, per child run); each variant is measured
     at its scenario's parameters. flamegraph_dir: where memray draws the leaky
     variants' flame graphs (the fixed ones get none); None draws none.
@@ -142,7 +143,7 @@ def record_pairs(root: Path, names: list[str], settings, results: Path | None = 
     installed, a pin that did not hold, a machine name that is no folder) and
     contract.ContractError (an unknown pair, a scenario without the contract).
     """
-    from leakbench import measure as engine  # imported here: compare and matrix do not need the runner
+    from leakbench.engine import measure as engine  # imported here: compare and matrix do not need the runner
 
     pinned = installed_tf_version()
     records = []

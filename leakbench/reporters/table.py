@@ -5,7 +5,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from leakbench.units import KIB, MIB
-from leakbench.verdict import expected_ok
+from leakbench.analysis.verdict import expected_ok
 
 
 

@@ -1,6 +1,6 @@
 """The measured child process: the measurement protocol, in one place.
 
-Run as `python -m leakbench.child CONFIG_JSON`; the runner starts it in a
+Run as `python -m leakbench.engine.child CONFIG_JSON`; the runner starts it in a
 fresh process (never a fork of a process that imported TensorFlow) and reads
 one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
 
@@ -44,8 +44,10 @@ from pathlib import Path
 
 import psutil
 
-from leakbench import adapter, contract, diagnose, probes
-from leakbench.heap import heap_pass
+from leakbench import contract
+from leakbench.check import target as adapter, evidence as diagnose
+from leakbench.engine import probes
+from leakbench.engine.heap import heap_pass
 
 
 class _Channel:
@@ -86,7 +88,7 @@ def main(config: dict) -> int:
         start = enter("import")
         target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
         module = adapter.load(target) if target else contract.load_module(Path(config["path"]))
-        evidence = {} if config.get("diagnose") else None  # check's extra readings (leakbench.diagnose)
+        evidence = {} if config.get("diagnose") else None  # check's extra readings (leakbench.check.evidence)
         seconds["import"] = time.perf_counter() - start
         # What the import made lives as long as the process: freezing it (out of
         # every later collection) cuts a full gc.collect with TensorFlow loaded

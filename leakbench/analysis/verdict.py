@@ -63,7 +63,7 @@ Thresholds, and why:
 - Confirmation (psleak retests with more calls when memory grew): a leak
   that rests only on byte signals, either one alone or all with a rate within
   CONFIRM_MARGIN of their bar, is measured again in a fresh process with CONFIRM_REPS_FACTOR times the
-  repetitions (leakbench.measure), and stays a leak only if the same signal
+  repetitions (leakbench.engine.measure), and stays a leak only if the same signal
   moves there too. Count signals are exact and never need it.
 - Fragmentation (tensorflow/tensorflow#44176 and many threads like it):
   nothing that holds memory moved (held memory, memray's heap, threads, open
@@ -85,9 +85,9 @@ Thresholds, and why:
   allocator kept is not a leak: the trim proves the pages were free.
 - Peak scaling: the peak above baseline (the kernel's VmHWM through the
   measured repetitions, exact, spikes included) is measured at SIZE_PARAM ×
-  SCALES (1 and 4; leakbench.measure says why two sizes), each in a fresh
+  SCALES (1 and 4; leakbench.engine.measure says why two sizes), each in a fresh
   child. A peak of setup and warm-up alone was weighed and left out: it
-  made group_by_window_keys' leak flip (see leakbench.measure). A held-memory peak, sampled
+  made group_by_window_keys' leak flip (see leakbench.engine.measure). A held-memory peak, sampled
   on a thread every 10 ms, was weighed and left out: it missed most of
   full_shuffle_buffer's peak (10 -> 36 MiB against VmHWM's 39 -> 152 MiB),
   and spikes made while Python code holds the GIL, and each of its reads
@@ -181,7 +181,7 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
     """Verdict and the signals that moved, from run statuses and computed metrics.
 
     statuses: status of each child run in order ("ok", "over-cap", "hang", "error").
-    metrics: as built by leakbench.record; trends under GROWTH_SIGNALS' keys,
+    metrics: as built by leakbench.analysis.record; trends under GROWTH_SIGNALS' keys,
     "peak_scaling" with "exponent" and "peaks_bytes".
 
     The verdict is the first status that is not "ok" (over-cap, hang, error,
@@ -208,7 +208,7 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
 
     A count signal (exact), a peak that scales, or two byte signals (held memory
     and memray's heap) that moved, one of them past twice its bar, are evidence
-    enough; anything less is measured again (leakbench.measure). One byte signal
+    enough; anything less is measured again (leakbench.engine.measure). One byte signal
     alone, however far past its bar, is not: oversized_prefetch's fix, whose prefetch(AUTOTUNE) buffer
     widens by a batch now and then, read held memory +381 KiB/repetition in both
     halves in 1 of 6 runs with three TF processes on the 2 cores (TF 2.21; heap

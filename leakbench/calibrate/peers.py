@@ -15,7 +15,7 @@ warm-up and repetitions as the engine, in a fresh, capped, timed process.
 
 The process is watched as the runner watches the engine's child (its tree's
 RSS every runner.POLL_SECONDS, killed past the cap or the timeout) and dies
-with its parent (PR_SET_PDEATHSIG). Run as `python -m leakbench.peers
+with its parent (PR_SET_PDEATHSIG). Run as `python -m leakbench.calibrate.peers
 CONFIG_JSON`; it prints one JSON line: {"leak": bool, "detail": str}.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from leakbench import runner
+from leakbench.engine import runner
 
 PEERS = ("memory_checker", "limit_leaks")
 LIMIT_LEAKS = "64 KB"  # pytest-memray's KB is 1024 bytes: a stack holding 64 KiB after the test
@@ -63,7 +63,7 @@ def run_peer(peer: str, path: Path, params: dict, *, warmup: int, reps: int, cap
         out, log = Path(tmp) / "out", Path(tmp) / "log"
         config["folder"] = tmp
         with open(out, "wb") as stdout, open(log, "wb") as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "leakbench.peers", json.dumps(config)], stdout=stdout,
+            proc = subprocess.Popen([sys.executable, "-m", "leakbench.calibrate.peers", json.dumps(config)], stdout=stdout,
                                     stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         status, max_rss, start = "ok", 0, time.monotonic()
         try:
@@ -135,7 +135,7 @@ def _limit_leaks(config: dict) -> dict:
 
 
 def main(config: dict) -> int:
-    from leakbench.child import _die_with_parent
+    from leakbench.engine.child import _die_with_parent
 
     _die_with_parent(config["parent"])
     found = (_memory_checker if config["peer"] == "memory_checker" else _limit_leaks)(config)

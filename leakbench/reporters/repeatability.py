@@ -1,4 +1,4 @@
-"""The repeatability table in markdown, from the result leakbench.repeat writes.
+"""The repeatability table in markdown, from the result leakbench.repeat.run writes.
 
 Nothing is measured or decided here: one row per pair × variant with its
 expected verdict, the verdicts of its runs, whether they agree and were as
@@ -8,7 +8,7 @@ repetition otherwise (objects, threads, file descriptors), the exponent k in
 peak ∝ size^k for peak pairs.
 
 The pieces (`about`, `table`, `totals`, `verdict_counts`) are text, not
-markdown: leakbench.site renders the same table as HTML from them.
+markdown: leakbench.site.build renders the same table as HTML from them.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
 
 
 SLOPES = ("Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
-          "the verdict (leakbench.verdict), each the rate the verdict compares with its bar: the least of "
+          "the verdict (leakbench.analysis.verdict), each the rate the verdict compares with its bar: the least of "
           "the Theil–Sen slope of the whole series and of each half (verdict.rate). "
           "Agrees: one verdict in every run (skipped "
           "counts as agreeing). As expected: every verdict is one its variant should give.")
@@ -82,7 +82,7 @@ def about(result: dict) -> str:
     s, caps, jobs = result["settings"], result["summary"]["cap_bytes"], result["jobs"]
     cap = _size(s["cap_bytes"]) if s["cap_bytes"] else "default" + (
         f" ({', '.join(_size(c) for c in caps)})" if caps else "")
-    return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
+    return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.engine.measure), "
             f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time; "
             f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
             f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from leakbench import diagnose
+from leakbench.check import evidence as diagnose
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
 _MARKER_FUNCTION = "_heap_marker"
@@ -39,7 +39,7 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     Returns heap_bytes (shape (reps,), bytes live at each repetition's end,
     after a garbage collection), heap_high_water_mark_bytes and
     retained_bytes (memray's peak and bytes still live when tracking
-    stopped), allocations (count) and top_stacks (leakbench.diagnose).
+    stopped), allocations (count) and top_stacks (leakbench.check.evidence).
     """
     import memray
 

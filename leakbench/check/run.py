@@ -2,7 +2,7 @@
 
 The measurement is the engine's own (measure -> runner -> child -> record ->
 verdict): a check target is adapted to the scenario contract in the child
-(leakbench.adapter), which also gathers extra evidence (leakbench.diagnose).
+(leakbench.check.target), which also gathers extra evidence (leakbench.check.evidence).
 This module turns that evidence into data the views render: Python types that
 grew, bytes buffered per transformation, the largest live allocation stacks,
 and hints at the seed source. Hints are read from the evidence and say so;
@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from leakbench import adapter
+from leakbench.check import target as adapter
 from leakbench.catalog import Target
 from leakbench.contract import Scenario, read_metadata
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 from leakbench.units import MIB
 
 HOLDER_SHARE = 0.5               # the holder's subtree holds at least this share of buffered bytes

@@ -1,6 +1,6 @@
 """Repeatability: every pair × variant measured RUNS times, each run a fresh child.
 
-A run is one call of leakbench.measure.measure (a fresh, capped, timed child
+A run is one call of leakbench.engine.measure.measure (a fresh, capped, timed child
 per size) at the scenario's parameters and the caller's Settings (the
 engine's defaults unless told otherwise). Runs go round-robin (run 1 of every
 variant, then run 2, ...) so that a spell of load on the machine spreads over
@@ -28,7 +28,7 @@ call keeps what it measured; a later call with the same settings resumes from
 it and measures only the missing (pair, variant, run). A file made with other
 settings (engine settings, jobs, machine, installed TensorFlow) or not a
 repeatability file is never overwritten: RepeatError, one line.
-Rendering is leakbench.repeat_report's.
+Rendering is leakbench.reporters.repeatability's.
 """
 from __future__ import annotations
 
@@ -47,9 +47,11 @@ import numpy as np
 import psutil
 
 from leakbench.jsonfile import write_atomic
-from leakbench import memlimit, record, verdict, versions
+from leakbench.engine import memlimit
+from leakbench.analysis import record, verdict
+from leakbench.history import store as versions
 from leakbench.catalog import VARIANT_DIRS, Target
-from leakbench.measure import Settings, measure
+from leakbench.engine.measure import Settings, measure
 
 FORMAT = 2  # 2: each decisive metric keeps its rate (verdict.rate) beside its slope
 FOLDER = "repeatability"  # under the results directory
@@ -74,12 +76,12 @@ def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
 
 
 def _seconds(confirmation: dict | None) -> float | None:
-    """Seconds of a confirmation re-run (rec["confirmation"], leakbench.measure), or None."""
+    """Seconds of a confirmation re-run (rec["confirmation"], leakbench.engine.measure), or None."""
     return confirmation["seconds"] if confirmation else None
 
 
 def observe(rec: dict, expected: str, run: int) -> dict:
-    """What repeat keeps of one record (leakbench.record): see the module docstring."""
+    """What repeat keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     slopes = {}
     for key, (name, threshold) in (decisive(m).items() if m else ()):  # nothing measured: no slopes
@@ -194,11 +196,11 @@ def _finish(result: dict, elapsed: float) -> dict:
 
 
 def _stop_children() -> None:
-    """Kill the sessions of this process's measured children (leakbench.runner starts each in
+    """Kill the sessions of this process's measured children (leakbench.engine.runner starts each in
     its own session); their measure() calls then return at once."""
     for child in psutil.Process().children():
         try:
-            if "leakbench.child" in child.cmdline():
+            if "leakbench.engine.child" in child.cmdline():
                 os.killpg(child.pid, signal.SIGKILL)
         except (psutil.Error, ProcessLookupError, PermissionError):
             pass
