@@ -1,6 +1,6 @@
 """leakbench calibrate's statistics on synthetic observations (no process started),
-and its designed-leak files against the contract. The command itself, killed and
-resumed, is in test_interrupts.py."""
+its resume rules with a stub measure, and its designed-leak files against the
+contract. The command itself, killed and resumed, is in test_interrupts.py."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import contract
-from leakbench.calibrate import run as calibrate
+from leakbench import contract, expectation, metrics
 from leakbench.analysis import verdict
+from leakbench.analysis.schema import SCHEMA
+from leakbench.calibrate import committed, stats
+from leakbench.calibrate import run as calibrate
+from leakbench.engine.measure import Settings
+from leakbench.reporters.calibration import markdown
 
 KIB = 1 << 10
 
@@ -21,11 +25,12 @@ def trend(slope: float, p: float = 0.0001, halves: tuple = (None, None)) -> dict
             "second_half": second, "unit": "bytes/repetition"}
 
 
-def rec(rss: dict | None, heap: dict | None, verdict_: str = "no-leak", peak: int = 500 << 20) -> dict:
+def rec(rss: dict | None, heap: dict | None, verdict_: str = "no-leak", peak: int = 500 << 20,
+        phase: str | None = None) -> dict:
     return {"metrics": {"rss_growth": rss, "retained_heap": heap}, "runs": [
         {"seconds": {"import": 3.0, "setup": 0.1, "warm-up": 0.3, "repetitions": 2.4, "heap": 1.8},
          "high_water_mark_bytes": peak, "max_rss_bytes": peak, "heap": {"heap_source": "snapshots"}}],
-        "verdict": verdict_, "signals": [], "phase": None, "error": None, "seconds": 9.0,
+        "verdict": verdict_, "signals": [], "phase": phase, "error": None, "seconds": 9.0,
         "environment": {"tensorflow": "2.21.0"}}
 
 
@@ -41,7 +46,7 @@ def observations() -> list[dict]:
 
 
 def test_summary_counts_detections_bias_and_cv():
-    rows = {r["bytes_per_rep"]: r for r in calibrate.summarize(observations())}
+    rows = {r["bytes_per_rep"]: r for r in stats.summarize(observations())}
     control, leak = rows[0], rows[1024 * KIB]
     assert control["rss"]["detected"]["k"] == 0 and control["heap"]["detected"]["k"] == 0
     assert control["heap"]["trend_only"]["k"] == 3  # rising, below the 64 KiB bar: not an alarm
@@ -57,26 +62,70 @@ def test_summary_counts_detections_bias_and_cv():
 
 def test_reach_is_the_largest_threshold_that_still_moves():
     t = trend(100 * KIB, halves=(30 * KIB, 120 * KIB))
-    reach = calibrate._reach(t)
+    reach = stats.reach(t)
     assert reach == 30 * KIB  # the smaller half: verdict.rate
     assert verdict.moved(t, reach) and not verdict.moved(t, reach + 1)
-    assert calibrate._reach(trend(100 * KIB, p=0.5)) is None
+    assert stats.reach(trend(100 * KIB, p=0.5)) is None
+
+
+def committed_record(variant: str = "fixed", verdict_: str = "no-leak", pair: str = "p", **metrics_) -> dict:
+    """A record as results/records keeps it, at this leakbench's schema."""
+    return {"schema": SCHEMA, "pair": pair, "variant": variant, "verdict": verdict_, "signals": [],
+            "phase": None, "metrics": metrics_ or None, "environment": {"tensorflow": "2.21.0"},
+            "reported": None, "expects": None, "requires": None}
+
+
+def write_records(folder: Path, name: str, records: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_signals_and_thresholds_come_from_the_registry():
+    assert list(calibrate.SIGNALS) == ["held", "rss", "heap"]
+    for name, key in (("held", "held_growth"), ("rss", "rss_growth"), ("heap", "retained_heap")):
+        assert calibrate.SIGNALS[name] is metrics.BY_KEY[key] and metrics.BY_KEY[key].signal == name
+    assert calibrate.SIGNALS["rss"].fallback and not calibrate.SIGNALS["held"].fallback
 
 
 def test_noise_floor_from_controls_and_committed_fixes(tmp_path):
-    folder = tmp_path / "records" / "vm"
-    folder.mkdir(parents=True)
-    fixed = {"variant": "fixed", "pair": "p", "verdict": "no-leak", "signals": [],
-             "metrics": {"rss_growth": trend(200 * KIB), "retained_heap": trend(6 * KIB)}}
-    (folder / "tf-2.21.0.jsonl").write_text(json.dumps(fixed) + "\n")
-    floor = calibrate.noise_floor(observations(), tmp_path / "records")
+    write_records(tmp_path / "records" / "vm", "tf-2.21.0.jsonl", [
+        committed_record(rss_growth=trend(200 * KIB), retained_heap=trend(6 * KIB)),
+        # a fix that reads leak is an alarm, not noise; a leaky variant is no fix
+        committed_record(verdict_="leak", pair="q", rss_growth=trend(900 * KIB)),
+        committed_record(variant="leaky", verdict_="leak", rss_growth=trend(800 * KIB))])
+    fixes, unreadable = committed.fixed_records(tmp_path / "records")
+    assert [label for label, _ in fixes] == ["vm/tf-2.21.0", "vm/tf-2.21.0"] and unreadable == []
+    floor = committed.noise_floor(observations(), fixes)
     assert floor["rss"]["floor"] == 200 * KIB and floor["rss"]["set_by"] == "p fixed, vm/tf-2.21.0"
-    assert floor["heap"]["floor"] == 6 * KIB
+    assert floor["heap"]["floor"] == 6 * KIB and floor["heap"]["fix_records"] == 1
+    assert floor["held"]["threshold"] == metrics.HELD_SLOPE_MIN
+
+
+def test_a_fix_is_a_false_alarm_where_the_expectation_refuses_it(tmp_path):
+    write_records(tmp_path / "vm", "tf-2.21.0.jsonl", [
+        committed_record(), committed_record(verdict_="fragmentation", pair="frag"),
+        committed_record(verdict_="error", pair="broken"), committed_record(verdict_="skipped", pair="gpu")])
+    (tmp_path / "vm" / "tf-2.20.0.jsonl").write_text("{not json\n")
+    found = committed.committed_fix_verdicts(*committed.fixed_records(tmp_path))
+    assert found["records"] == 3 and found["skipped"] == 1  # skipped measured nothing
+    assert found["false_alarms"] == 2 and [a.split(":")[1].split()[0] for a in found["alarms"]] == ["frag", "broken"]
+    assert len(found["unreadable"]) == 1 and found["unreadable"][0].startswith("vm/tf-2.20.0: ")
+
+
+def test_a_control_alarm_is_any_verdict_no_leak_does_not_accept():
+    seen = observations() + [calibrate.observe(rec(trend(0.0, p=1.0), None, "over-cap", phase="repetitions"),
+                                               calibrate.Case("tensorflow", 0), 4)]
+    assert not expectation.NO_LEAK.accepts(seen[-1])
+    control = next(r for r in stats.summarize(seen) if r["bytes_per_rep"] == 0)
+    assert control["false_alarms"]["k"] == 1 and control["false_alarms"]["n"] == 4
+    found = {t["target"]: t for t in stats.targets(stats.summarize(seen), {}, None)}
+    assert found["tensorflow: no false alarm on the control"]["met"] is False
+    assert found["tensorflow: no false alarm on the control"]["measured"] == "1/4 runs read other than no-leak"
 
 
 def test_targets_say_what_is_not_met():
-    rows = calibrate.summarize(observations())
-    found = {t["target"]: t for t in calibrate.targets(rows, {}, {"wall_over_floor": 2.0})}
+    rows = stats.summarize(observations())
+    found = {t["target"]: t for t in stats.targets(rows, {}, {"wall_over_floor": 2.0})}
     assert found["tensorflow: no false alarm on the control"]["met"] is True
     assert found["tensorflow: 64 KiB/rep caught 10/10 by held memory"]["met"] is None  # not measured
     assert found["suite <= 1.5x its floor"]["met"] is False
@@ -84,9 +133,9 @@ def test_targets_say_what_is_not_met():
 
 def test_markdown_has_a_row_per_case():
     result = {"machine": "m", "environment": {"tensorflow": "2.21.0"},
-              "settings": {"warmup": 3, "reps": 12, "heap_reps": 6}, "summary": calibrate.summarize(observations()),
+              "settings": {"warmup": 3, "reps": 12, "heap_reps": 6}, "summary": stats.summarize(observations()),
               "peer_summary": [], "cost": {}, "targets": []}
-    text = calibrate.markdown(result)
+    text = markdown(result)
     assert "| tensorflow | 0 (control) | 3/3 |" in text and "| tensorflow | 1 MiB | 3/3 |" in text
     # every table's header has as many columns as its rows (no peer ran here)
     for table in text.split("\n\n"):
@@ -128,3 +177,66 @@ def test_a_peer_runs_in_its_own_capped_process():
                            cap_bytes=1 << 30, timeout_seconds=60)
     assert found["status"] == "ok" and found["leak"] is True, found
     assert 0 < found["max_rss_bytes"] < 1 << 30
+
+
+# --- resume: a file made otherwise is never overwritten --------------------------------------
+
+SETTINGS = Settings(cap_bytes=1 << 30, timeout_seconds=60)
+
+
+@pytest.fixture
+def stub_measure(monkeypatch):
+    """calibrate's measure replaced by a record of a flat run; the calls it got, in a list."""
+    calls = []
+
+    def measure(target, params, settings):
+        calls.append(params["bytes_per_rep"])
+        return rec(trend(0.0, p=1.0), trend(0.0, p=1.0))
+
+    monkeypatch.setattr(calibrate, "measure", measure)
+    return calls
+
+
+def test_resume_measures_only_the_missing_runs(tmp_path, stub_measure):
+    out = tmp_path / "c.json"
+    calibrate.calibrate(["python"], [0], 1, SETTINGS, out, machine="m")
+    result = calibrate.calibrate(["python"], [0, KIB], 2, SETTINGS, out, machine="m")
+    assert stub_measure == [0, KIB, 0, KIB]  # run 1 of the control was kept, not measured again
+    assert sorted((o["bytes_per_rep"], o["run"]) for o in result["observations"]) == [
+        (0, 1), (0, 2), (KIB, 1), (KIB, 2)]
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"settings": Settings(cap_bytes=1 << 30, timeout_seconds=60, reps=6)}, "reps 12 there, 6 here"),
+    ({"machine": "other"}, "machine m there, other here"),
+])
+def test_resume_with_other_settings_raises_and_keeps_the_file(tmp_path, stub_measure, change, named):
+    out = tmp_path / "c.json"
+    calibrate.calibrate(["python"], [0], 1, SETTINGS, out, machine="m")
+    before = out.read_bytes()
+    args = {"settings": SETTINGS, "machine": "m", **change}
+    with pytest.raises(calibrate.CalibrateError) as e:
+        calibrate.calibrate(["python"], [0], 2, args["settings"], out, resume=True, machine=args["machine"])
+    message = str(e.value)
+    assert "\n" not in message and named in message and str(out) in message and "--fresh" in message
+    assert out.read_bytes() == before and stub_measure == [0]  # untouched, and nothing measured
+    # --fresh replaces it
+    result = calibrate.calibrate(["python"], [0], 1, args["settings"], out, resume=False, machine=args["machine"])
+    assert json.loads(out.read_text())["machine"] == result["machine"] == args["machine"]
+
+
+@pytest.mark.parametrize("content, named", [
+    (b"{\"format\": 2, \"observ", "cannot be read as JSON"),
+    (b"\xff\xfe", "cannot be read as JSON"),
+    (b"[1, 2]", "is not a calibration result of format 2"),
+    (json.dumps({"format": 2, "machine": "m", "jobs": 1, "observations": {}}).encode(),
+     "is not a calibration result"),  # a repeatability result, say
+    (json.dumps({"format": 1, "machine": "m", "settings": {}, "observations": []}).encode(),
+     "is not a calibration result of format 2"),
+])
+def test_a_corrupt_or_foreign_out_raises_and_is_kept(tmp_path, stub_measure, content, named):
+    out = tmp_path / "c.json"
+    out.write_bytes(content)
+    with pytest.raises(calibrate.CalibrateError, match=named):
+        calibrate.calibrate(["python"], [0], 1, SETTINGS, out, machine="m")
+    assert out.read_bytes() == content and stub_measure == []

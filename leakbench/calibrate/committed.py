@@ -1,0 +1,110 @@
+"""What records on disk add to a calibration: the suite's cost against its floor,
+and the committed fixes (results/records/<machine>/tf-<version>.jsonl), read once,
+for their false alarms and for the noise floor.
+
+Records are read with leakbench.history.store.read_records (which migrates older
+record schemas); a file it cannot read is named with its one-line reason, never
+skipped in silence. What a fix should read is the expectation model's
+(leakbench.expectation): a fixed record is a false alarm where
+`expectation.accepts` refuses it; one that reads `skipped` measured nothing and
+counts for neither.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from leakbench import expectation
+from leakbench.calibrate.stats import SIGNALS, TIMED, reach
+from leakbench.history import store
+
+
+def suite_cost(records_path: Path) -> dict | None:
+    """The suite's wall time against its floor, from a records file of `leakbench run --json`.
+
+    Returns {records (the path), runs, wall_seconds, floor_seconds, wall_over_floor,
+    heap_over_plain (None without a memray pass)}; None if the file is missing or holds no timed
+    run; {records, error (one line)} if it cannot be read as records. The floor is as in
+    stats.cost: import + setup + warm-up and measured repetitions at the warm-up's pace.
+    """
+    if not records_path.is_file():
+        return None
+    try:
+        records = store.read_records(records_path)
+    except store.VersionError as e:  # one line: unreadable, corrupt, not records, a newer schema
+        return {"records": str(records_path), "error": str(e)}
+    walls = floors = heap = plain = 0.0
+    count = 0
+    for rec in records:
+        warmup, reps, heap_reps = (rec["settings"][k] for k in ("warmup", "reps", "heap_reps"))
+        for run in rec["runs"]:
+            s = run["seconds"]
+            if not warmup or not all(k in s for k in TIMED):
+                continue
+            count += 1
+            walls += run["wall_seconds"]
+            floors += s["import"] + s["setup"] + s["warm-up"] / warmup * (warmup + reps)
+            if "heap" in s and heap_reps:
+                heap += s["heap"] / heap_reps
+                plain += s["repetitions"] / reps
+    if not count:
+        return None
+    return {"records": str(records_path), "runs": count, "wall_seconds": walls, "floor_seconds": floors,
+            "wall_over_floor": walls / floors, "heap_over_plain": heap / plain if plain else None}
+
+
+def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, dict]], list[str]]:
+    """The one walk of the committed records: ([(file label "<machine>/tf-<version>", record)] for
+    every fixed variant, in file order), [one line per file that could not be read]). Both empty
+    when records_dir is None or not a directory."""
+    fixes, unreadable = [], []
+    if records_dir is None or not records_dir.is_dir():
+        return fixes, unreadable
+    for path in sorted(records_dir.glob("*/tf-*.jsonl")):
+        label = f"{path.parent.name}/{path.stem}"
+        try:
+            records = store.read_records(path)
+        except store.VersionError as e:  # one line: unreadable, corrupt, not records, a newer schema
+            unreadable.append(f"{label}: {e}")
+            continue
+        fixes += [(label, rec) for rec in records if rec["variant"] == "fixed"]
+    return fixes, unreadable
+
+
+def committed_fix_verdicts(fixes: list[tuple[str, dict]], unreadable: list[str] = ()) -> dict:
+    """The verdicts of the committed fixes (fixed_records' results).
+
+    Returns {records (fixes that measured, i.e. did not read skipped), skipped, by_verdict
+    (verdict -> count over the measured ones), false_alarms (how many expectation.accepts
+    refuses), alarms (one line each: file, pair, verdict, signals), unreadable (files not read)}.
+    """
+    measured = [(label, rec) for label, rec in fixes if rec["verdict"] != "skipped"]
+    by_verdict: dict[str, int] = {}
+    for _, rec in measured:
+        by_verdict[rec["verdict"]] = by_verdict.get(rec["verdict"], 0) + 1
+    alarms = [f"{label}: {rec['pair']} {rec['verdict']} ({', '.join(rec['signals'])})"
+              for label, rec in measured if not expectation.accepts(rec)]
+    return {"records": len(measured), "skipped": len(fixes) - len(measured), "by_verdict": by_verdict,
+            "false_alarms": len(alarms), "alarms": alarms, "unreadable": list(unreadable)}
+
+
+def noise_floor(observations: list[dict], fixes: list[tuple[str, dict]]) -> dict:
+    """Per signal of SIGNALS: the smallest threshold (bytes/repetition) that keeps zero false
+    alarms on the controls' runs and on the committed fixes that read as expected (the largest
+    stats.reach among them; 0.0 if none moves).
+
+    A fix that already reads an alarm is committed_fix_verdicts' to report: the floor is how low
+    a threshold could go without turning a clean fix into one. Returns signal -> {threshold (the
+    registry's), floor, set_by (the run or fix that sets it, None if none), fix_records (clean
+    fixes with metrics)}.
+    """
+    clean = [(f"{rec['pair']} fixed, {label}", rec["metrics"]) for label, rec in fixes
+             if rec["verdict"] != "skipped" and rec["metrics"] and expectation.accepts(rec)]
+    out = {}
+    for name, metric in SIGNALS.items():
+        found = [(f"{o['holder']} control run {o['run']}", o[f"{name}_reach"]) for o in observations
+                 if o["bytes_per_rep"] == 0 and o.get(f"{name}_reach") is not None]
+        found += [(label, r) for label, m in clean if (r := reach(m.get(metric.key))) is not None]
+        worst = max(found, key=lambda f: f[1], default=(None, 0.0))
+        out[name] = {"threshold": metric.threshold, "floor": max(worst[1], 0.0), "set_by": worst[0],
+                     "fix_records": len(clean)}
+    return out

@@ -1,0 +1,150 @@
+"""The calibration's tables in markdown, from the result leakbench.calibrate.run writes.
+
+Nothing is measured or decided here: the detection table (one row per holder
+and size, per signal of leakbench.calibrate.stats.SIGNALS with the registry's
+labels and thresholds), the peers on the same cases, the cost, what the
+committed records add (suite cost, fixes' false alarms, noise floor) and the
+targets. Sizes and slopes are shown in KiB (per repetition); rates as k/n
+runs with their 95 % Wilson interval. How to read them: docs/calibration.md,
+"How to read its tables".
+"""
+from __future__ import annotations
+
+from leakbench.analysis import verdict
+from leakbench.calibrate import peers
+from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, size_label
+from leakbench.units import KIB
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def _kib(x) -> str:
+    return "—" if x is None else f"{x / KIB:,.1f}"
+
+
+def _det(d: dict) -> str:
+    """A rate (stats._rate) as "k/n [low–high]"; — for none."""
+    if not d["n"]:
+        return "—"
+    return f"{d['k']}/{d['n']} [{d['low']:.2f}–{d['high']:.2f}]"
+
+
+def _case(size: int) -> str:
+    return size_label(size) if size else "0 (control)"
+
+
+def _about(result: dict) -> list[str]:
+    s = result["settings"]
+    return [f"## Calibration: {result['machine']}, TensorFlow {result['environment'].get('tensorflow')}", "",
+            f"Engine settings: warm-up {s['warmup']}, {s['reps']} measured repetitions, heap pass "
+            f"{s['heap_reps']}; thresholds: "
+            + ", ".join(f"{m.label} {m.display(m.threshold)} {m.shown}" for m in SIGNALS.values())
+            + f" ({' and '.join(m.label for m in SIGNALS.values() if not m.fallback)} decide; "
+            + " and ".join(m.label for m in SIGNALS.values() if m.fallback)
+            + f" only where held memory is n/a), Mann–Kendall p < {verdict.TREND_P_MAX}. "
+            "Detected: k/n runs [95 % Wilson interval]. Trend only: p < 0.01 and both halves rising, "
+            "no size threshold. Bias: mean slope − true. CV: std/mean of slopes. "
+            f"asv peakmem: peak RSS > {ASV_FACTOR}× the control's median.", ""]
+
+
+def _detection_table(result: dict) -> list[str]:
+    labels = [m.label for m in SIGNALS.values()]
+    lines = ["| holder | true /rep | runs | verdict leak | "
+             + " | ".join(f"{x} detected | {x} trend only | {x} slope KiB/rep | {x} bias | {x} CV" for x in labels)
+             + " | asv peakmem |",
+             "|---|---:|---:|---|" + "---|---|---:|---:|---:|" * len(SIGNALS) + "---|"]
+    for r in result["summary"]:
+        cells = [r["holder"], _case(r["bytes_per_rep"]), f"{r['measured']}/{r['runs']}", _det(r["leak"])]
+        for name in SIGNALS:
+            sl = r[name]["slope"]
+            bias = sl["relative_bias"] if r["bytes_per_rep"] else sl["bias"]
+            cells += [_det(r[name]["detected"]), _det(r[name]["trend_only"]), _kib(sl["mean"]),
+                      _pct(bias) if r["bytes_per_rep"] else f"{_kib(bias)} KiB",
+                      _pct(sl["cv"]) if r["bytes_per_rep"] else "—"]
+        cells.append(_det(r["asv_peakmem"]["detected"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + ["", f"On the control (0 bytes) every detection is a false alarm, and so is every verdict "
+                    f"but {CONTROL.label}.", ""]
+
+
+def _peer_table(result: dict) -> list[str]:
+    """leakbench's verdict, asv's peakmem_, MemoryChecker and limit_leaks on the same cases."""
+    found = {(p["peer"], p["holder"], p["bytes_per_rep"]): p for p in result.get("peer_summary", [])}
+    names = [n for n in peers.PEERS if any(k[0] == n for k in found)]
+    titles = {"memory_checker": "TF MemoryChecker", "limit_leaks": f"pytest-memray limit_leaks({peers.LIMIT_LEAKS})"}
+    lines = ["### Peers on the same cases", "",
+             "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
+             f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
+             "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
+             "", "| " + " | ".join(["holder", "true /rep", "leakbench", "asv peakmem_", *(titles[n] for n in names)])
+             + " |", "|---|---:|---|---|" + "---|" * len(names)]
+    for r in result["summary"]:
+        key = (r["holder"], r["bytes_per_rep"])
+        cells = [r["holder"], _case(r["bytes_per_rep"]), _det(r["leak"]), _det(r["asv_peakmem"]["detected"])]
+        for n in names:
+            p = found.get((n, *key))
+            cell = _det(p["detected"]) if p else "—"
+            if p and p["failed"]:
+                cell += " (" + ", ".join(f"{k} {v}" for k, v in p["failed"].items()) + ")"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _cost(result: dict) -> list[str]:
+    lines = ["### Cost", "",
+             "| holder | runs | wall s | floor s | wall/floor | work s/rep | plain pass s/rep | memray pass s/rep "
+             "| memray/plain |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for holder, c in result["cost"].items():
+        if not c:
+            continue
+        heap = c["heap_seconds_per_rep"]
+        lines.append(f"| {holder} | {c['runs']} | {c['wall_seconds']:.0f} | {c['floor_seconds']:.0f} | "
+                     f"{c['wall_over_floor']:.2f} | {c['work_seconds_per_rep']:.3f} | "
+                     f"{c['plain_seconds_per_rep']:.3f} | {'—' if heap is None else f'{heap:.3f}'} | "
+                     f"{'—' if heap is None else format(c['heap_over_plain'], '.2f')} |")
+    suite = result.get("suite_cost")
+    if suite and "error" in suite:
+        lines += ["", f"Suite ({suite['records']}): not read: {suite['error']}"]
+    elif suite:
+        heap = suite["heap_over_plain"]
+        lines += ["", f"Suite ({suite['records']}, {suite['runs']} child runs): wall {suite['wall_seconds']:.0f} s "
+                  f"against a floor of {suite['floor_seconds']:.0f} s = {suite['wall_over_floor']:.2f}×; "
+                  f"memray pass per repetition {'—' if heap is None else f'{heap:.2f}'}× the plain pass."]
+    return lines
+
+
+def _committed(result: dict) -> list[str]:
+    lines = []
+    fixes = result.get("committed_fixes")
+    if fixes:
+        lines += ["", f"Fixes in committed records: {fixes['records']} records ({fixes['skipped']} skipped), "
+                  f"verdicts {fixes['by_verdict']}; false alarms (a verdict other than no-leak): "
+                  f"{fixes['false_alarms']}"]
+        lines += [f"- {a}" for a in fixes["alarms"]]
+        lines += [f"- not read: {u}" for u in fixes["unreadable"]]
+    floor = result.get("noise_floor")
+    if floor:
+        lines += ["", "Noise floor: the smallest threshold that would keep every control run and every clean "
+                  "(no-leak) fix in the committed records from moving: "
+                  + "; ".join(f"{SIGNALS[name].label} {f['floor'] / KIB:,.1f} KiB/rep (threshold "
+                              f"{f['threshold'] / KIB:,.0f} KiB/rep; set by {f['set_by']})"
+                              for name, f in floor.items()) + "."]
+    return lines
+
+
+def markdown(result: dict) -> str:
+    """The calibration's tables and figures (see the module docstring), in markdown, ending in a newline.
+
+    result: as leakbench.calibrate.run.calibrate returns it (settings, machine, environment,
+    summary, peer_summary, cost, targets), add_context's keys (suite_cost, committed_fixes,
+    noise_floor) shown where present.
+    """
+    lines = _about(result) + _detection_table(result) + _peer_table(result) + _cost(result) + _committed(result)
+    lines += ["", "### Targets", "", "| target | measured | met |", "|---|---|---|"]
+    for t in result["targets"]:
+        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        lines.append(f"| {t['target']} | {t['measured'] or '—'} | {met} |")
+    return "\n".join(lines) + "\n"
