@@ -7,7 +7,7 @@ measurement per variant per environment, not one TensorFlow import per metric.
 
 asv's results hold numbers only; the full records (verdicts, signals, series)
 go to results/records/<machine>/tf-<version>.jsonl (<machine>: asv's machine
-name, versions.asv_machine) for `leakbench compare` and
+name, store.asv_machine) for `leakbench compare` and
 `leakbench matrix`, and memray's flame graph of each leaky variant's retained
 allocations to results/flamegraphs/tf-<version>/<pair>-leaky.html for the
 site's lessons. Before anything is stored, the TensorFlow each child
@@ -31,8 +31,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from leakbench import catalog  # reads scenario metadata without TensorFlow
-from leakbench.history.store import metric_value
+from leakbench import catalog, metrics  # read scenario metadata and the registry without TensorFlow
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -43,24 +42,16 @@ PAIRS = SELECTED or catalog.pair_names(ROOT)
 VARIANTS = ["leaky", "fixed"]
 
 
-# asv name -> record metric (leakbench.analysis.record); growth metrics give their slope.
-_METRICS = {
-    "peak_above_baseline": "peak_above_baseline_bytes",
-    "held_growth": "held_growth",
-    "rss_growth": "rss_growth",
-    "python_objects": "python_objects_growth",
-    "retained_heap": "retained_heap",
-    "malloc_heap_growth": "malloc_heap_growth",
-    "trim_returned": "trim_returned_bytes",
-    "threads": "threads_growth",
-    "seconds_per_repetition": "seconds_per_repetition",
-}
+# asv name -> record metric, from the registry (leakbench.metrics: entries with an asv name). The
+# track_ methods below stay written out: asv versions a benchmark by the hash of its source, and a
+# changed source would drop its history. tests/test_versions.py checks them against the registry.
+_METRICS = {m.asv: m.key for m in metrics.METRICS if m.asv}
 
 
 def _numbers(rec):
     """The numbers asv stores for one record; nan where a run ended early (over-cap, hang, error),
     nothing was measured (skipped) or a metric does not apply (malloc heap under jemalloc)."""
-    numbers = {name: metric_value(rec, key) for name, key in _METRICS.items()}
+    numbers = {name: metrics.value(rec, key) for name, key in _METRICS.items()}
     return {**{k: math.nan if v is None else v for k, v in numbers.items()}, "verdict": rec["verdict"],
             "skip_reason": rec.get("skip_reason")}
 
@@ -83,13 +74,13 @@ class Pairs:
     param_names = ["pair", "variant"]
 
     def setup_cache(self):
-        from leakbench.history import store as versions
+        from leakbench.history import sweep
         from leakbench.engine.measure import Settings
 
         settings = Settings(cap_bytes=CAP_BYTES, timeout_seconds=TIMEOUT_SECONDS)
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:
             # a trial run (LEAKBENCH_PAIRS) files no records
-            pinned, records, _ = versions.record_pairs(ROOT, PAIRS, settings, None if SELECTED else RESULTS,
+            pinned, records, _ = sweep.record_pairs(ROOT, PAIRS, settings, None if SELECTED else RESULTS,
                                                        flamegraph_dir=drawn)
             if not SELECTED:
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from leakbench.analysis import verdict
+from leakbench import expectation
 from leakbench.contract import ContractError, Scenario, read_metadata
 
 VARIANT_DIRS = {"leaky": "scenarios", "fixed": "fixes"}
@@ -19,10 +19,10 @@ class Target:
     variant: str  # "leaky", "fixed", or "file" for a user's own file
 
     @property
-    def expected(self) -> str:
-        """Scenarios should leak (or, with a REPORTED claim, may not on this release);
-        fixes and a user's own files should not: verdict.expected_for."""
-        return verdict.expected_for(self.variant, self.scenario.reported)
+    def expected(self) -> expectation.Expectation:
+        """What this variant should read, as its contract declares (leakbench.expectation)."""
+        s = self.scenario
+        return expectation.for_variant(self.variant, s.reported, s.expects, s.requires)
 
 
 def find_root(start: Path | None = None) -> Path:

@@ -33,7 +33,10 @@ Optional:
                       never a measurement: what a release does is in the
                       committed results (results/records/<machine>/tf-<v>.jsonl).
                       Its leaky variant is expected to read leak or no-leak
-                      (verdict.VERSION_DEPENDENT), its fix still no-leak.
+                      (expectation.VERSION_DEPENDENT), its fix still no-leak.
+    EXPECTED    str   "fragmentation": the pair's point is allocator fragmentation,
+                      not a leak, so its leaky variant should read that
+                      (leakbench.expectation). Scenarios (leaky) only.
     HEAP_REPS   int   at most this many repetitions in memray's heap pass (0:
                       no heap pass), for a pipeline whose allocations make
                       memray's pass cost minutes: shuffle_fragmentation makes
@@ -60,7 +63,8 @@ from types import ModuleType
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
 METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
-OPTIONAL = ("ENV", "REQUIRES", "REPORTED", "HEAP_REPS")
+OPTIONAL = ("ENV", "REQUIRES", "REPORTED", "HEAP_REPS", "EXPECTED")
+EXPECTATIONS = ("fragmentation",)  # what EXPECTED may declare (leakbench.expectation.DECLARABLE)
 REQUIREMENTS = ("GPU",)
 FUNCTIONS = ("setup", "repetition")
 
@@ -84,6 +88,7 @@ class Scenario:
     requires: str | None = None  # REQUIRES: "GPU" or None
     reported: dict | None = None  # REPORTED: a report's claim about TF versions, or None
     heap_reps: int | None = None  # HEAP_REPS: a cap on memray's heap pass (0: none), or None
+    expects: str | None = None  # EXPECTED: "fragmentation", or None (a leak)
 
     @property
     def name(self) -> str:
@@ -162,11 +167,14 @@ def _validated(path: Path, meta: dict) -> Scenario:
     heap_reps = meta.get("HEAP_REPS", 0)
     if not isinstance(heap_reps, int) or isinstance(heap_reps, bool) or heap_reps < 0:
         raise ContractError(f"{path}: HEAP_REPS must be an int >= 0, got {heap_reps!r}")
+    if meta.get("EXPECTED") not in (None, *EXPECTATIONS):
+        raise ContractError(f"{path}: EXPECTED must be one of {EXPECTATIONS}, got {meta['EXPECTED']!r}")
     reported = meta.get("REPORTED")
     if reported is not None:
         _check_reported(path, reported)
     return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env,
-                    requires=meta.get("REQUIRES"), reported=reported, heap_reps=meta.get("HEAP_REPS"))
+                    requires=meta.get("REQUIRES"), reported=reported, heap_reps=meta.get("HEAP_REPS"),
+                    expects=meta.get("EXPECTED"))
 
 
 def _check_reported(path: Path, reported) -> None:
@@ -192,9 +200,14 @@ def _check_reported(path: Path, reported) -> None:
 
 
 def load_module(path: Path) -> ModuleType:
-    """Execute a scenario file and return its module (this imports TensorFlow)."""
+    """Execute a scenario file and return its module (this imports TensorFlow).
+
+    Raises ContractError for a file Python cannot load as a module (not .py).
+    """
     path = Path(path)
     spec = importlib.util.spec_from_file_location(f"leakbench_scenario_{path.stem}", path)
+    if spec is None or spec.loader is None:  # not a .py file: Python has no loader for it
+        raise ContractError(f"{path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # pickling and tf.function tracing look modules up here
     spec.loader.exec_module(module)

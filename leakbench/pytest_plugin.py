@@ -27,10 +27,11 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+from leakbench import expectation
 from leakbench.check import run as check
-from leakbench.reporters import table as report
-from leakbench.cli import parse_size
 from leakbench.engine.measure import Settings
+from leakbench.reporters import check as report
+from leakbench.units import parse_size
 
 DEFAULT_CAP = "4GiB"
 DEFAULT_TIMEOUT_SECONDS = 300.0
@@ -70,8 +71,10 @@ def measure_target(target, *, cap: str | int = DEFAULT_CAP, timeout: float = DEF
 
 
 def assert_no_leak(target, **settings) -> dict:
-    """Measure `target` as `leakbench check` does; raise LeakError unless the verdict is `no-leak`
-    (or `fragmentation`: RSS that malloc_trim gives back, nothing held by the pipeline).
+    """Measure `target` as `leakbench check` does; raise LeakError unless the record reads what a
+    check target should (expectation.CHECK: `no-leak`, or `fragmentation`: RSS that malloc_trim gives
+    back, nothing held by the pipeline). `skipped` (a scenario file that REQUIRES a GPU TensorFlow
+    does not see) skips the test.
 
     settings: cap, timeout, reps, warmup, heap_reps, teardown_timeout (see measure_target).
     Returns the record, for further assertions.
@@ -81,7 +84,7 @@ def assert_no_leak(target, **settings) -> dict:
         import pytest
 
         pytest.skip(f"leakbench: {rec['skip_reason']}")
-    if rec["verdict"] not in ("no-leak", "fragmentation"):  # fragmentation: RSS a trim gives back, nothing held
+    if not expectation.CHECK.accepts(rec):
         raise LeakError(report.check_summary(rec), rec)
     return rec
 

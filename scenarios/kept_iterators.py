@@ -7,7 +7,7 @@ frame of `peek`, and the frame holds the local `it`: a live, partly consumed
 iterator with its prefetch buffer and its threads. Nothing ever drops it.
 
 On TF 2.21 each live iterator over this dataset holds about 4 threads and its
-prefetched batches (../shared/FIELD-NOTES.md); destroying hundreds of them at
+prefetched batches (docs/measurements.md, "TensorFlow"); destroying hundreds of them at
 once can take seconds, which is why the engine times teardown too.
 
 One repetition is PEEKS_PER_REPETITION peeks. The measurement should show

@@ -117,7 +117,7 @@ def test_bad_cap(root, cap):
     assert_bad_input(invoke(["run", "pyleak", "--cap", cap, "--timeout", "60"]), "--cap")
 
 
-@pytest.mark.parametrize("scales", ["0,x", "1,x", "0,1", "1,-2", "", "1,,2"])
+@pytest.mark.parametrize("scales", ["0,x", "1,x", "0,1", "1,-2", "", "1,,2", "4,2,1", "1,1", "4"])
 def test_bad_scales(root, scales):
     assert_bad_input(invoke(["run", "pyleak", *SAFE, "--scales", scales]), "--scales")
 
@@ -259,3 +259,15 @@ def test_error_in_scenario_exits_one_with_its_message(tmp_path):
     assert result.returncode == 1
     assert "pyleak (leaky): error in warm-up: RuntimeError: scenario exploded with code 42" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_scales_out_of_order_are_refused_before_anything_runs(root):
+    """4,2,1 used to be accepted, and a peak pair then read no-leak (its largest size first)."""
+    message = assert_bad_input(invoke(["run", "pyleak", *SAFE, "--scales", "4,2,1"]), "--scales")
+    assert "increasing" in message
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd:x", "/etc/passwd"])
+def test_check_of_a_file_that_is_not_python_is_one_line(target):
+    """/etc/passwd:x used to end in AttributeError: 'NoneType' object has no attribute 'loader'."""
+    assert_bad_input(invoke(["check", target, *SAFE]), ".py")

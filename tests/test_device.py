@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from leakbench import catalog, cli, contract
+from leakbench import catalog, cli, contract, expectation
 from leakbench.engine import probes
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
@@ -105,7 +105,9 @@ def test_requires_gpu_without_one_is_skipped_before_setup():
     assert (rec["phase"], rec["error"], rec["signals"], rec["metrics"]) == (None, None, [], {})
     assert [r["status"] for r in rec["runs"]] == ["skipped"]
     assert rec["environment"]["gpu_unavailable"] == NO_TF
-    assert verdict.expected_ok(rec, "leak") and verdict.expected_ok(rec, "no-leak")
+    for variant in ("leaky", "fixed"):  # skipped passes only where the contract REQUIRES the device
+        assert expectation.for_variant(variant, requires="GPU").accepts(rec)
+        assert not expectation.for_variant(variant).accepts(rec)
     assert cli.check_exit_code(rec) == 0
     json.dumps(rec, allow_nan=False)
 
@@ -144,7 +146,7 @@ def test_gpu_pair_is_skipped_without_a_gpu():
         assert rec["skip_reason"] == probes.NO_GPU == "no GPU visible to TensorFlow"
         env = rec["environment"]
         assert env["tensorflow"] and env["device"] == "CPU" and env["gpu"] is None
-        assert verdict.expected_ok(rec, target.expected)
+        assert target.expected.accepts(rec)
 
 
 # --- leakbench check and the pytest plugin ---------------------------------------------------

@@ -7,6 +7,7 @@ here passes an explicit small cap_bytes and timeout_seconds.
 from __future__ import annotations
 
 import json
+import os
 import math
 import platform
 import subprocess
@@ -19,8 +20,8 @@ import pytest
 
 from leakbench import contract
 from leakbench.analysis import record, verdict
-from leakbench.reporters import table as report
-from leakbench.engine import runner
+from leakbench import expectation
+from leakbench.engine import runner, supervise
 from leakbench.catalog import Target
 from leakbench.engine.measure import Settings, measure
 
@@ -58,7 +59,7 @@ def spawned(monkeypatch):
             super().__init__(*args, **kwargs)
             handles.append(psutil.Process(self.pid))
 
-    monkeypatch.setattr(runner.subprocess, "Popen", Recording)
+    monkeypatch.setattr(supervise.subprocess, "Popen", Recording)
     return handles
 
 
@@ -177,7 +178,7 @@ def test_hang_in_teardown_keeps_the_measurement(spawned):
     assert "held" in rec["signals"]
     assert rec["metrics"]["held_growth"]["slope"] == pytest.approx(1 << 20, rel=0.2)
     assert time.monotonic() - start < TIMEOUT / 2
-    assert report.expected_ok(rec, "leak") and not report.expected_ok(rec, "no-leak")
+    assert expectation.LEAK.accepts(rec) and not expectation.NO_LEAK.accepts(rec)
     assert_no_process_left(spawned, before)
 
 
@@ -341,7 +342,7 @@ def test_record_is_json_with_schema_environment_and_units():
     back = json.loads(text)
     assert back["verdict"] == rec["verdict"] == "leak"
 
-    assert rec["schema"] == record.SCHEMA == 1
+    assert rec["schema"] == record.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (None, None)
     assert rec["pair"] == "python_leak" and rec["variant"] == "file"
     assert rec["kind"] == "growth" and rec["size_param"] == "bytes_per_rep"
     assert rec["params"] == {"bytes_per_rep": 1048576}
@@ -404,3 +405,16 @@ def test_killing_the_runner_kills_the_child(tmp_path):
                 child.kill()
             except psutil.NoSuchProcess:
                 pass
+
+
+def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
+    """run_child used to leave both ends of its pipe open when Popen raised."""
+    def refuse(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(supervise.subprocess, "Popen", refuse)
+    outcome = runner.run_child(DATA / "python_leak.py", {}, warmup=0, reps=5, heap_reps=0, cap_bytes=CAP,
+                               timeout_seconds=TIMEOUT)
+    assert (outcome.status, outcome.phase) == ("error", "import") and "could not start" in outcome.error
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from leakbench import catalog
-from leakbench.reporters import table as report
+from leakbench import expectation
 from leakbench.analysis import verdict
 from leakbench.engine.measure import Settings, measure
 
@@ -33,8 +33,8 @@ def run(tf_records):
 
 def leaks(rec: dict) -> bool:
     """leak, or a hang in teardown after the signals moved (freeing live
-    iterators can stall on TF 2.21): see report.expected_ok."""
-    return report.expected_ok(rec, "leak") and rec["verdict"] != "over-cap"
+    iterators can stall on TF 2.21): see expectation.LEAK."""
+    return expectation.LEAK.accepts(rec) and rec["verdict"] != "over-cap"
 
 
 def slope(rec: dict, metric: str) -> float:
@@ -113,7 +113,7 @@ def test_peak_pair(run, name, bytes_per_unit):
 # Pairs whose report ties the leak to some releases (REPORTED in the scenario). On
 # the default TensorFlow (the Makefile's TF_VERSION) the leaky variant must give the
 # verdict measured here; on another release either verdict is a finding
-# (verdict.VERSION_DEPENDENT), to be filed in results/records/, not asserted here.
+# (expectation.VERSION_DEPENDENT), to be filed in results/records/, not asserted here.
 DEFAULT_TF = re.search(r"^TF_VERSION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 REPORTED_ON_DEFAULT_TF = [
     ("generator_epochs", "no-leak"),   # #65675 names 2.13.0 and 2.16.1 (Python 3.11): flat on 2.21 here
@@ -128,7 +128,7 @@ def test_version_dependent_pair(run, name, on_default_tf):
     if leaky["environment"]["tensorflow"] == DEFAULT_TF:
         assert leaky["verdict"] == on_default_tf, (DEFAULT_TF, leaky["verdict"], leaky["signals"])
     else:
-        assert report.expected_ok(leaky, verdict.VERSION_DEPENDENT), (leaky["verdict"], leaky["error"])
+        assert expectation.VERSION_DEPENDENT.accepts(leaky), (leaky["verdict"], leaky["error"])
     fixed = run(name, "fixed")
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 

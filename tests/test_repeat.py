@@ -21,7 +21,7 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from leakbench import cli
+from leakbench import cli, expectation
 from leakbench.repeat import run as repeat
 from leakbench.reporters import repeatability as repeat_report
 from leakbench.analysis import verdict
@@ -215,7 +215,7 @@ def test_decisive_metrics_come_from_the_engine(monkeypatch):
     rec = {"pair": "p", "variant": "leaky", "verdict": "leak", "signals": ["new"], "phase": None, "error": None,
            "metrics": {"new_growth": trend, "malloc_heap_unavailable": None}, "environment": {"tensorflow": None},
            "settings": {"cap_bytes": 1}, "seconds": 3.0, "confirmation": {"seconds": 1.5}}
-    seen = repeat.observe(rec, "leak", 1)
+    seen = repeat.observe(rec, expectation.LEAK, 1)
     assert seen["slopes"] == {"new_growth": {"signal": "new", "slope": 12.0, "rate": 10.0, "unit": "things/repetition",
                                              "moved": True}}
     assert seen["confirmation_seconds"] == 1.5 and seen["expected_ok"]

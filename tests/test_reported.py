@@ -1,6 +1,6 @@
 """A pair whose public report ties its leak to some TensorFlow releases
 (REPORTED in the contract): the contract reads and checks the claim; its leaky
-variant may read leak or no-leak (verdict.VERSION_DEPENDENT) in `leakbench
+variant may read leak or no-leak (expectation.VERSION_DEPENDENT) in `leakbench
 run`'s exit code and in the matrix alike, while its fix must still not leak and
 an error is still a failure. No TensorFlow needed.
 """
@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import catalog, contract
-from leakbench.analysis import verdict
-from leakbench.history import store as versions
+from leakbench import catalog, contract, expectation
+from leakbench.reporters import history as history_md
+from leakbench.history import matrix
+from leakbench.history import store
 
 DATA = Path(__file__).parent / "data"
 LEAKBENCH = Path(sys.executable).with_name("leakbench")
@@ -58,37 +59,21 @@ def test_contract_rejects_a_malformed_claim(tmp_path, claim, message):
 
 # --- what each variant is expected to give ---------------------------------------
 
-def test_expected_for_each_variant():
-    assert verdict.expected_for("leaky") == "leak"
-    assert verdict.expected_for("leaky", CLAIM) == verdict.VERSION_DEPENDENT
-    assert verdict.expected_for("fixed", CLAIM) == "no-leak"  # a claim about the leak never excuses the fix
-    assert verdict.expected_for("file", CLAIM) == "no-leak"
-
-
-@pytest.mark.parametrize("word, ok", [
-    ("leak", True), ("no-leak", True), ("fragmentation", True), ("over-cap", True), ("skipped", True),
-    ("error", False), ("hang", False),
-])
-def test_a_version_dependent_scenario_may_read_leak_or_no_leak(word, ok):
-    rec = {"verdict": word, "phase": None, "signals": []}
-    assert verdict.expected_ok(rec, verdict.VERSION_DEPENDENT) is ok
-    assert verdict.expected_ok(rec, "leak") is (ok and word != "no-leak")  # without a claim no-leak still fails
-
-
 def test_target_expectation_comes_from_the_scenario(tmp_path):
     root = tmp_path / "root"
     reported_copy(root / "scenarios", "python_bounded", "pair")
     reported_copy(root / "fixes", "python_bounded", "pair")
     leaky, fixed = catalog.targets(root, ["pair"], "both")
-    assert (leaky.expected, fixed.expected) == (verdict.VERSION_DEPENDENT, "no-leak")
+    assert (leaky.expected, fixed.expected) == (expectation.VERSION_DEPENDENT, expectation.NO_LEAK)
 
 
 # --- the matrix ---------------------------------------------------------------------
 
 def record(pair: str, variant: str, word: str, reported=None) -> dict:
-    return {"schema": 1, "pair": pair, "variant": variant, "kind": "growth", "verdict": word,
+    return {"schema": 2, "expects": None, "requires": None, "pair": pair, "variant": variant, "kind": "growth", "verdict": word,
             "signals": ["rss"] if word == "leak" else [], "reported": reported,
-            "metrics": {"rss_growth": {"slope": (900 if word == "leak" else 4) * 1024}},
+            "metrics": {"rss_growth": dict.fromkeys(("slope", "first_half", "second_half"),
+                                                    (900 if word == "leak" else 4) * 1024)},
             "environment": {"tensorflow": None}, "phase": None, "error": None, "seconds": 1.0}
 
 
@@ -97,14 +82,14 @@ def test_matrix_accepts_either_verdict_of_a_version_dependent_scenario(tmp_path)
            record("plain", "leaky", "leak")]
     new = [record("reported", "leaky", "no-leak", CLAIM), record("reported", "fixed", "leak", CLAIM),
            record("plain", "leaky", "no-leak")]
-    versions.write_records(tmp_path, "box", "2.13.1", old)
-    versions.write_records(tmp_path, "box", "2.21.0", new)
-    found = versions.matrix(tmp_path)
+    store.write_records(tmp_path, "box", "2.13.1", old)
+    store.write_records(tmp_path, "box", "2.21.0", new)
+    found = matrix.matrix(tmp_path)
     cells = {(r["pair"], r["variant"]): r["cells"] for r in found["rows"]}
     assert cells[("reported", "leaky")]["2.13.1"]["expected"] and cells[("reported", "leaky")]["2.21.0"]["expected"]
     assert not cells[("reported", "fixed")]["2.21.0"]["expected"]  # the fix leaking is still a failure
     assert not cells[("plain", "leaky")]["2.21.0"]["expected"]     # no claim: a scenario that stops leaking is news
-    lines = versions.matrix_markdown(found).splitlines()
+    lines = history_md.matrix_markdown(found).splitlines()
     assert "| reported | leaky | leak +900 | no-leak +4 |" in lines
     assert "| reported | fixed | no-leak +4 | **leak** (rss) +900 |" in lines
     assert "| plain | leaky | leak +900 | **no-leak** +4 |" in lines

@@ -20,8 +20,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from leakbench import cli
-from leakbench.history import store as versions
+from leakbench import cli, metrics
+from leakbench.analysis import verdict
+from leakbench.history import compare
+from leakbench.reporters import history as history_md
+from leakbench.history import matrix
+from leakbench.history import pin
+from leakbench.history import store
+from leakbench.history import sweep
 
 RESULTS = Path(__file__).parent / "data" / "results"
 MACHINE = "fixture"  # the asv machine name of the fixture records
@@ -42,23 +48,23 @@ def one_error_line(result) -> str:
 # --- the TF pin ---------------------------------------------------------------
 
 def test_pin_check_passes_when_the_child_imported_the_pinned_version():
-    versions.check_tf_version(versions.read_records(FILES / "tf-2.13.1.jsonl"), "2.13.1")
+    pin.check_tf_version(store.read_records(FILES / "tf-2.13.1.jsonl"), "2.13.1")
 
 
 def test_pin_check_raises_on_another_version():
-    recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
-    with pytest.raises(versions.VersionError, match="imported TensorFlow 2.13.1, but this environment pins 2.21.0"):
-        versions.check_tf_version(recs, "2.21.0")
+    recs = store.read_records(FILES / "tf-2.13.1.jsonl")
+    with pytest.raises(store.VersionError, match="imported TensorFlow 2.13.1, but this environment pins 2.21.0"):
+        pin.check_tf_version(recs, "2.21.0")
 
 
 def test_pin_check_raises_without_tensorflow_installed():
-    with pytest.raises(versions.VersionError, match="no TensorFlow distribution"):
-        versions.check_tf_version([], None)
+    with pytest.raises(store.VersionError, match="no TensorFlow distribution"):
+        pin.check_tf_version([], None)
 
 
 def test_pin_check_skips_a_child_that_died_before_reporting_versions():
     crashed = {"pair": "p", "variant": "leaky", "verdict": "over-cap", "environment": {"tensorflow": None}}
-    versions.check_tf_version([crashed], "2.21.0")
+    pin.check_tf_version([crashed], "2.21.0")
 
 
 def test_installed_version_comes_from_pip_metadata(monkeypatch):
@@ -66,30 +72,30 @@ def test_installed_version_comes_from_pip_metadata(monkeypatch):
 
     def version(dist):
         if dist not in seen:
-            raise versions.metadata.PackageNotFoundError(dist)
+            raise pin.metadata.PackageNotFoundError(dist)
         return seen[dist]
-    monkeypatch.setattr(versions.metadata, "version", version)
-    assert versions.installed_tf_version() == "2.15.1"
+    monkeypatch.setattr(pin.metadata, "version", version)
+    assert pin.installed_tf_version() == "2.15.1"
     seen.clear()
-    assert versions.installed_tf_version() is None
+    assert pin.installed_tf_version() is None
 
 
 # --- record files --------------------------------------------------------------
 
 def test_write_records_rewrites_the_version_file(tmp_path):
-    recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
-    versions.write_records(tmp_path, "box", "2.13.1", recs)
-    versions.write_records(tmp_path, "box", "2.13.1", recs)  # a rerun replaces, never appends
-    assert len(versions.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")) == len(recs)
+    recs = store.read_records(FILES / "tf-2.13.1.jsonl")
+    store.write_records(tmp_path, "box", "2.13.1", recs)
+    store.write_records(tmp_path, "box", "2.13.1", recs)  # a rerun replaces, never appends
+    assert len(store.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")) == len(recs)
     changed = {**recs[0], "verdict": "no-leak"}
-    versions.write_records(tmp_path, "box", "2.13.1", [changed])  # a partial run keeps the other records
-    again = versions.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")
+    store.write_records(tmp_path, "box", "2.13.1", [changed])  # a partial run keeps the other records
+    again = store.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")
     assert len(again) == len(recs)
     assert [r["verdict"] for r in again if (r["pair"], r["variant"]) == (changed["pair"], changed["variant"])] == ["no-leak"]
 
 
 def test_versions_sort_numerically():
-    assert sorted(["2.9.1", "2.12.1", "2.10.0"], key=versions.version_key) == ["2.9.1", "2.10.0", "2.12.1"]
+    assert sorted(["2.9.1", "2.12.1", "2.10.0"], key=store.version_key) == ["2.9.1", "2.10.0", "2.12.1"]
 
 
 # --- compare -------------------------------------------------------------------
@@ -98,7 +104,7 @@ def test_compare_unchanged_exits_0_markdown():
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
     assert result.exit_code == 0, result.output
     assert "| pair | variant | metric | 2.13.1 | 2.21.0 | ratio | |" in result.output
-    assert "| growing | fixed | RSS growth (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output  # below the floor
+    assert "| growing | fixed | RSS (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output  # below the floor
     assert "| peaking | fixed | peak above baseline (MiB) | 25.0 | 30.0 | 1.20× |  |" in result.output
     assert "exit 0" in result.output
 
@@ -119,8 +125,7 @@ def test_compare_factor_is_configurable():
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--factor", "4", "--format", "json")
     assert result.exit_code == 1
     assert json.loads(result.output)["failures"] == [
-        "fragmenting (fixed): verdict no-leak → fragmentation: RSS grows, but malloc_trim gives it back "
-        "(fragmentation, not a leak)",
+        "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak",
         "growing (fixed): verdict no-leak → leak: the fix leaks again"]
 
 
@@ -192,19 +197,19 @@ def test_matrix_json():
     assert found["versions"] == ["2.13.1", "2.21.0", "2.99.0"] and found["machine"] == MACHINE
     cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("growing", "fixed"))["cells"]["2.99.0"]
     assert cell["verdict"] == "leak" and cell["expected"] is False
-    assert cell["rss_growth_bytes_per_rep"] == 900 * 1024
+    assert cell["memory_rate_bytes_per_rep"] == 900 * 1024 and cell["expectation"] == "no-leak"
 
 
 def test_matrix_marks_a_version_without_a_pair(tmp_path):
     shutil.copytree(RESULTS, tmp_path / "results")
-    recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
-    versions.write_records(tmp_path / "results", MACHINE, "2.12.1", [{**r, "environment": {"tensorflow": "2.12.1"}}
+    recs = store.read_records(FILES / "tf-2.13.1.jsonl")
+    store.write_records(tmp_path / "results", MACHINE, "2.12.1", [{**r, "environment": {"tensorflow": "2.12.1"}}
                                                             for r in recs if r["pair"] == "growing"])
-    found = versions.matrix(tmp_path / "results")
+    found = matrix.matrix(tmp_path / "results")
     assert found["versions"][0] == "2.12.1"
     peaking = next(r for r in found["rows"] if r["pair"] == "peaking")
     assert peaking["cells"]["2.12.1"] is None
-    assert "| peaking | fixed | — |" in versions.matrix_markdown(found)
+    assert "| peaking | fixed | — |" in history_md.matrix_markdown(found)
 
 
 def test_empty_matrix_exits_2(tmp_path):
@@ -216,7 +221,7 @@ def test_empty_matrix_exits_2(tmp_path):
 
 def test_compare_shows_malloc_heap_growth_and_trim():
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
-    assert "| growing | fixed | malloc heap growth (KiB/rep) | 2.00 | 880 | 440.00× | ▲ regressed |" in result.output
+    assert "| growing | fixed | malloc in use (KiB/rep) | 2.00 | 880 | 440.00× | ▲ regressed |" in result.output
     assert "| growing | leaky | returned by malloc_trim (MiB) | 4.00 | 4.00 | 1.00× |  |" in result.output
     # 3.0 → 6.5 MiB given back is 2.2×, but under the 8 MiB floor: the allocator's noise here
     assert "| fragmenting | fixed | returned by malloc_trim (MiB) | 3.00 | 6.50 | 2.17× |  |" in result.output
@@ -229,28 +234,28 @@ def test_compare_shows_fragmentation_apart_from_leak():
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
     assert "| fragmenting | leaky | verdict | fragmentation | fragmentation |  |  |" in result.output
     assert "| fragmenting | fixed | verdict | no-leak | fragmentation |  | **changed** |" in result.output
-    assert "fragmentation (fixed)" not in result.output and versions.FRAGMENTATION_NOTE in result.output
-    assert ("fragmenting (fixed): verdict no-leak → fragmentation: RSS grows, but malloc_trim gives it back "
-            "(fragmentation, not a leak)") in result.output
+    assert "fragmentation (fixed)" not in result.output and verdict.VERDICTS["fragmentation"] in result.output
+    assert "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak" in result.output
     assert "the fix leaks again" not in next(l for l in result.output.splitlines() if l.startswith("- fragmenting"))
 
 
 def test_matrix_shows_fragmentation_with_its_evidence():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
-    assert ("| fragmenting | leaky | fragmentation +600 · malloc +2 · trim 9.0 MiB "
-            "| fragmentation +600 · malloc +2 · trim 9.0 MiB | fragmentation +600 · malloc +2 · trim 9.0 MiB |") in lines
-    # a fix that fragments holds nothing: not bold (verdict.expected_ok), its evidence still shown
-    assert "| fragmenting | fixed | no-leak +8 | no-leak +8 | fragmentation +500 · malloc +1 · trim 6.5 MiB |" in lines
-    found = versions.matrix(RESULTS)
+    # undeclared (no EXPECTED = "fragmentation" in its contract): neither side should read it, evidence shown
+    frag = "**fragmentation** (rss) {} · malloc {} · trim {} MiB"
+    assert f"| fragmenting | leaky | {frag.format('+600', '+2', '9.0')} | {frag.format('+600', '+2', '9.0')} | " \
+           f"{frag.format('+600', '+2', '9.0')} |" in lines
+    assert f"| fragmenting | fixed | no-leak +8 | no-leak +8 | {frag.format('+500', '+1', '6.5')} |" in lines
+    found = matrix.matrix(RESULTS)
     cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("fragmenting", "leaky"))["cells"]["2.13.1"]
-    assert cell["verdict"] == "fragmentation" and cell["expected"] is True
+    assert cell["verdict"] == "fragmentation" and cell["expected"] is False and cell["expectation"] == "leak"
     assert cell["malloc_heap_growth_bytes_per_rep"] == 2 * 1024 and cell["trim_returned_bytes"] == 9 << 20
 
 
 def test_skipped_pair_in_matrix_and_compare():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
     assert "| gpu_only | leaky | skipped | skipped | skipped |" in lines  # not bold: nothing unexpected
-    cell = next(r for r in versions.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"]["2.21.0"]
+    cell = next(r for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"]["2.21.0"]
     assert cell["verdict"] == "skipped" and cell["expected"] is True
     assert cell["skip_reason"] == "no GPU visible to TensorFlow"
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
@@ -261,12 +266,12 @@ def test_skipped_pair_in_matrix_and_compare():
 
 
 def test_a_skip_against_a_measurement_is_shown_not_failed(tmp_path):
-    recs = versions.read_records(FILES / "tf-2.13.1.jsonl")
+    recs = store.read_records(FILES / "tf-2.13.1.jsonl")
     measured = [{**r, "verdict": "leak" if r["variant"] == "leaky" else "no-leak"} if r["pair"] == "gpu_only" else r
                 for r in recs]
-    found = versions.compare("gpu", measured, "cpu", recs)
+    found = compare.compare("gpu", measured, "cpu", recs)
     row = next(r for r in found.rows if (r["pair"], r["variant"], r["metric"]) == ("gpu_only", "fixed", "verdict"))
-    assert (row["old"], row["new"], row["marker"]) == ("no-leak", "skipped", versions.CHANGED)
+    assert (row["old"], row["new"], row["marker"]) == ("no-leak", "skipped", compare.CHANGED)
     assert found.failures == []
 
 
@@ -280,10 +285,10 @@ def two_machines(tmp_path) -> Path:
 
 
 def test_records_live_under_their_machine():
-    assert versions.machines(RESULTS) == [MACHINE]
-    assert versions.records_path(RESULTS, MACHINE, "2.13.1") == FILES / "tf-2.13.1.jsonl"
-    assert list(versions.available(RESULTS)) == ["2.13.1", "2.21.0", "2.99.0"]
-    assert versions.available(RESULTS, MACHINE) == versions.available(RESULTS)
+    assert store.machines(RESULTS) == [MACHINE]
+    assert store.records_path(RESULTS, MACHINE, "2.13.1") == FILES / "tf-2.13.1.jsonl"
+    assert list(store.available(RESULTS)) == ["2.13.1", "2.21.0", "2.99.0"]
+    assert store.available(RESULTS, MACHINE) == store.available(RESULTS)
 
 
 def test_several_machines_need_machine_one_line(tmp_path):
@@ -322,26 +327,26 @@ def test_records_of_the_old_layout_are_named(tmp_path):
 
 def test_write_records_refuses_a_machine_name_that_is_no_folder(tmp_path):
     for bad in ("", "..", "a/b"):
-        with pytest.raises(versions.VersionError, match="not an asv machine name"):
-            versions.write_records(tmp_path, bad, "2.13.1", [])
+        with pytest.raises(store.VersionError, match="not an asv machine name"):
+            store.write_records(tmp_path, bad, "2.13.1", [])
 
 
 def test_asv_machine_follows_asv(tmp_path, monkeypatch):
     monkeypatch.delenv("ASV_MACHINE", raising=False)
-    monkeypatch.setattr(versions.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
-    assert versions.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
+    monkeypatch.setattr(store.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
+    assert store.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
     for name, when in (("vm", 1_000), ("ci-runner", 2_000)):  # asv run rewrites machine.json as it starts
         (tmp_path / name).mkdir()
         (tmp_path / name / "machine.json").write_text("{}")
         os.utime(tmp_path / name / "machine.json", (when, when))
-    assert versions.asv_machine(tmp_path) == "ci-runner"
+    assert store.asv_machine(tmp_path) == "ci-runner"
     monkeypatch.setenv("ASV_MACHINE", "github-ubuntu-latest")
-    assert versions.asv_machine(tmp_path) == "github-ubuntu-latest"
+    assert store.asv_machine(tmp_path) == "github-ubuntu-latest"
 
 
 def test_committed_records_are_per_machine():
     committed = Path(__file__).resolve().parents[1] / "results"
-    assert versions.machines(committed) == ["vm"]  # asv's results/vm/machine.json
+    assert store.machines(committed) == ["vm"]  # asv's results/vm/machine.json
     assert (committed / "vm" / "machine.json").is_file()
     assert not list((committed / "records").glob("tf-*.jsonl"))
 
@@ -365,14 +370,14 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
                 "signals": ["rss"], "schema": 1, "environment": {"tensorflow": "2.21.0"}}
 
     monkeypatch.setattr(measure_module, "measure", fake_measure)
-    monkeypatch.setattr(versions, "installed_tf_version", lambda: "2.21.0")
+    monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
     monkeypatch.setattr(glue, "RESULTS", tmp_path)
     monkeypatch.setattr(glue, "PAIRS", ["stateful_map", "kept_device_batches"])
     monkeypatch.setattr(glue, "SELECTED", [])
     monkeypatch.setenv("ASV_MACHINE", "box")
     pairs = glue.Pairs()
     cache = pairs.setup_cache()
-    stored = versions.read_records(tmp_path / "records" / "box" / "tf-2.21.0.jsonl")
+    stored = store.read_records(tmp_path / "records" / "box" / "tf-2.21.0.jsonl")
     assert {(r["pair"], r["variant"]) for r in stored} == {(p, v) for p in ("stateful_map", "kept_device_batches")
                                                             for v in ("leaky", "fixed")}
     pairs.setup(cache, "stateful_map", "leaky")  # measured: no skip
@@ -394,10 +399,11 @@ def _stub_engine(monkeypatch, seen_tf="2.21.0"):
     def fake_measure(target, params, settings):
         calls.append((target.scenario.name, target.variant, settings.flamegraph_dir))
         return {"pair": target.scenario.name, "variant": target.variant, "verdict": "no-leak", "metrics": {},
-                "signals": [], "schema": 1, "environment": {"tensorflow": seen_tf}}
+                "signals": [], "schema": 2, "expects": None, "requires": None,
+                "environment": {"tensorflow": seen_tf}}
 
     monkeypatch.setattr(measure_module, "measure", fake_measure)
-    monkeypatch.setattr(versions, "installed_tf_version", lambda: "2.21.0")
+    monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
     return calls
 
 
@@ -406,13 +412,13 @@ def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
 
     calls = _stub_engine(monkeypatch)
     root = Path(__file__).resolve().parents[1]
-    pinned, recs, path = versions.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box",
+    pinned, recs, path = sweep.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box",
                                                flamegraph_dir="/drawn")
     assert pinned == "2.21.0" and path == tmp_path / "records" / "box" / "tf-2.21.0.jsonl"
     assert [(r["pair"], r["variant"]) for r in recs] == [("stateful_map", "leaky"), ("stateful_map", "fixed")]
     assert calls == [("stateful_map", "leaky", "/drawn"), ("stateful_map", "fixed", None)]  # graphs: leaky only
-    assert versions.read_records(path) == sorted(recs, key=lambda r: r["variant"])
-    assert versions.record_pairs(root, ["stateful_map"], Settings())[2] is None  # no results: nothing filed
+    assert store.read_records(path) == sorted(recs, key=lambda r: r["variant"])
+    assert sweep.record_pairs(root, ["stateful_map"], Settings())[2] is None  # no results: nothing filed
 
 
 def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp_path, monkeypatch):
@@ -420,8 +426,8 @@ def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp
 
     calls = _stub_engine(monkeypatch, seen_tf="2.20.0")
     root = Path(__file__).resolve().parents[1]
-    with pytest.raises(versions.VersionError, match="the pin did not hold"):
-        versions.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box")
+    with pytest.raises(store.VersionError, match="the pin did not hold"):
+        sweep.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box")
     assert len(calls) == 1 and not (tmp_path / "records").exists()
 
 
@@ -443,4 +449,57 @@ def test_record_version_script_files_each_pair(tmp_path, monkeypatch, capsys):
     written = tmp_path / "results" / "records" / "box" / "tf-2.21.0.jsonl"
     assert out == ["tf 2.21.0 stateful_map: leaky no-leak, fixed no-leak",
                    "tf 2.21.0 dataset_per_step: leaky no-leak, fixed no-leak", f"wrote {written}"]
-    assert len(versions.read_records(written)) == 4
+    assert len(store.read_records(written)) == 4
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("{not json\n", "corrupt JSON"),
+    ('{"schema": 99, "pair": "p", "variant": "leaky", "verdict": "leak", "metrics": {}, "environment": {}}\n',
+     "record schema 99"),
+])
+def test_write_records_never_drops_a_file_it_cannot_read_whole(tmp_path, bad, message):
+    """It used to replace the whole file when one line was corrupt or of another schema."""
+    recs = store.read_records(FILES / "tf-2.13.1.jsonl")
+    path = store.write_records(tmp_path, "box", "2.13.1", recs)
+    before = path.read_bytes() + bad.encode()
+    path.write_bytes(before)
+    with pytest.raises(store.VersionError, match=message):
+        store.write_records(tmp_path, "box", "2.13.1", recs[:1])
+    assert path.read_bytes() == before
+
+
+def test_record_pairs_checks_the_records_file_before_measuring(tmp_path, monkeypatch):
+    calls = _stub_engine(monkeypatch)
+    path = store.records_path(tmp_path, "box", "2.21.0")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json\n")
+    from leakbench.engine.measure import Settings
+    with pytest.raises(store.VersionError, match="corrupt JSON"):
+        sweep.record_pairs(Path(__file__).resolve().parents[1], ["stateful_map"], Settings(), tmp_path, "box")
+    assert calls == [] and path.read_text() == "{not json\n"  # nothing measured, nothing lost
+
+
+def test_schema_1_records_migrate_on_read():
+    from leakbench.analysis import schema
+    v1 = {"schema": 1, "pair": "p", "variant": "leaky", "verdict": "skipped", "metrics": {}, "environment": {},
+          "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}]}
+    rec = schema.loads(json.dumps(v1))
+    assert rec["schema"] == schema.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (None, "GPU")
+    assert rec["runs"][0]["series"]["malloc_used_bytes"] == [15, None]
+    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 2  # the schema-1 fixtures, migrated
+
+
+def test_committed_records_load_in_the_current_schema():
+    committed = Path(__file__).resolve().parents[1] / "results"
+    found = {v: store.read_records(p) for v, p in store.available(committed, "vm").items()}
+    assert len(found) == 10 and all(r["schema"] == 2 for recs in found.values() for r in recs)
+    frag = next(r for r in found["2.21.0"] if (r["pair"], r["variant"]) == ("shuffle_fragmentation", "leaky"))
+    assert frag["expects"] == "fragmentation"  # copied from the contract (scripts/migrate-records)
+
+
+def test_asv_track_benchmarks_match_the_registry():
+    import benchmarks.benchmark_pairs as glue
+    tracked = {name[len("track_"):]: getattr(glue.Pairs, name) for name in dir(glue.Pairs) if name.startswith("track_")}
+    registry = {m.asv: m for m in metrics.METRICS if m.asv}
+    assert tracked.keys() == registry.keys()
+    assert {k: f.unit for k, f in tracked.items()} == {k: m.unit for k, m in registry.items()}

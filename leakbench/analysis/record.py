@@ -1,19 +1,13 @@
-"""The result record: one JSON object per measured scenario variant.
+"""Build the result record: one per measured scenario variant, from its child runs.
 
-A record is data; the table, JSON lines and asv are views of it. Its layout
-is versioned by SCHEMA; a change of meaning bumps it.
-
-    schema, pair, variant, path, title, source, reported, kind, repetition,
-    size_param, params, settings, environment, runs[], metrics{}, signals[],
-    verdict, teardown_stalled, phase, error, skip_reason, seconds
-    (and confirmation, added by leakbench.engine.measure to a leak it measured again)
+A record is data (its keys and types: leakbench.analysis.schema.Record); the
+table, JSON lines and asv are views of it. Metrics are computed from the
+registry (leakbench.metrics): the trend of every metric that names a sample
+series, plus memray's heap, the peak and the fragmentation inputs.
 
 teardown_stalled is the message of a run that passed its teardown timeout
 after its measurement was in (freeing live iterators can stall), else None:
 such a run keeps the verdict its measurement gives.
-
-reported is the scenario's REPORTED claim about TF versions (None without
-one): the matrix then accepts leak or no-leak from its leaky variant.
 
 environment.device is "GPU:0" where TensorFlow saw a GPU (then
 environment.gpu holds its name, compute capability, driver and count, and
@@ -21,9 +15,6 @@ metrics hold gpu_memory_growth and gpu_peak_bytes), else "CPU" with gpu and
 the GPU metrics null and gpu_unavailable saying why ("no GPU visible to
 TensorFlow"). A scenario that REQUIRES a GPU it cannot see reads `skipped`,
 its reason in skip_reason; its run has status skipped and empty series.
-
-Units are in the names: *_bytes in bytes, growth metrics in units per
-repetition (each metric carries "unit"), seconds in seconds.
 """
 from __future__ import annotations
 
@@ -32,21 +23,10 @@ from pathlib import Path
 
 import psutil
 
+from leakbench import metrics as registry
 from leakbench.analysis import estimate, verdict
-from leakbench.engine.probes import SERIES_UNITS
-
-SCHEMA = 1
-
-# metric name -> (series name, unit)
-_GROWTH = {
-    "held_growth": ("held_bytes", "bytes/repetition"),
-    "rss_growth": ("rss_bytes", "bytes/repetition"),
-    "uss_growth": ("uss_bytes", "bytes/repetition"),
-    "heap_used_growth": ("heap_used_bytes", "bytes/repetition"),
-    "threads_growth": ("threads", "threads/repetition"),
-    "open_files_growth": ("open_files", "file descriptors/repetition"),
-    "python_objects_growth": ("python_objects", "objects/repetition"),
-}
+from leakbench.analysis.schema import SCHEMA, Record
+from leakbench.metrics import SERIES_UNITS
 
 
 NOT_REPORTED = "not reported: the child ended before it looked for a GPU"
@@ -134,11 +114,9 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     """Metrics of a measurement; growth and heap from the first (default-size) run."""
     first = runs[0]
     out: dict = {}
-    for name, (series, unit) in _GROWTH.items():
-        out[name] = _trend(first["series"][series], unit)
-    used = [h + m if h is not None and m is not None else None
-            for h, m in zip(first["series"]["heap_used_bytes"], first["series"]["mmap_used_bytes"])]
-    out["malloc_heap_growth"] = _trend(used, "bytes/repetition")
+    for metric in registry.METRICS:
+        if metric.series:
+            out[metric.key] = _trend(first["series"][metric.series], metric.unit)
     out["malloc_heap_unavailable"] = first["malloc_heap_unavailable"]
     trim, rss = first["trim"], first["series"]["rss_bytes"]
     out["trim_returned_bytes"] = trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
@@ -155,9 +133,7 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
     out["peak_above_baseline_bytes"] = first["peak_above_baseline_bytes"]
-    # The GPU allocator's bytes in use (live tensors) per repetition, and its peak
-    # over the measured repetitions; None without a GPU (gpu_unavailable says why).
-    out["gpu_memory_growth"] = _trend(first["series"]["gpu_current_bytes"], "bytes/repetition")
+    # The GPU allocator's peak over the measured repetitions; None without a GPU (gpu_unavailable says why).
     out["gpu_peak_bytes"] = first.get("gpu_peak_bytes")
     spent = first["seconds"].get("repetitions")
     out["seconds_per_repetition"] = spent / reps if spent else None
@@ -174,7 +150,7 @@ def stalled_in_teardown(outcome) -> bool:
     return outcome.status == "hang" and outcome.phase == "teardown" and outcome.result is not None
 
 
-def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) -> dict:
+def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) -> Record:
     """The record of one scenario variant from its child runs (Outcome objects, default size first)."""
     runs = [run_entry(o) for o in outcomes]
     statuses = [r["status"] for r in runs]
@@ -203,6 +179,8 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "title": scenario.title,
         "source": scenario.source,
         "reported": scenario.reported,
+        "expects": scenario.expects,
+        "requires": scenario.requires,
         "kind": scenario.kind,
         "repetition": scenario.repetition,
         "size_param": scenario.size_param,

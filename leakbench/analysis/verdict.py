@@ -35,7 +35,7 @@ Thresholds, and why:
   itself wanders with what glibc keeps free: on the fixes here it moved -3.4
   to +8.0 MiB/repetition between runs, and malloc's free bytes moved with it
   to within 26 KiB, while held memory moved 1.4-14 KiB/repetition and every
-  leak kept its whole size in it (../shared/FIELD-NOTES.md, "Held memory").
+  leak kept its whole size in it (docs/measurements.md, "Held memory").
   The bar is set from measured noise (results/calibration and
   results/repeatability, made by `leakbench calibrate` and `leakbench repeat`).
 - RSS_SLOPE_MIN, 256 KiB/repetition, is the RSS rule the verdict falls back
@@ -46,7 +46,7 @@ Thresholds, and why:
   but its pass has few repetitions (Settings.heap_reps).
 - COUNT_SLOPE_MIN, 0.5 per repetition, for threads and open files: counts are
   exact, so any steady rise of one every two repetitions is real; each live
-  tf.data iterator holds about 4 threads on TF 2.21 (../shared/FIELD-NOTES.md).
+  tf.data iterator holds about 4 threads on TF 2.21 (docs/measurements.md, "TensorFlow").
 - OBJECT_SLOPE_MIN, 8 per repetition, for the objects Python's collector
   tracks: exact too, but a bounded pipeline may keep a few (TensorFlow's
   function registries). Every fix and calibration control read 0.0
@@ -98,37 +98,37 @@ Thresholds, and why:
 """
 from __future__ import annotations
 
-from leakbench.units import KIB, MIB
+from leakbench import metrics as registry
+from leakbench.metrics import (COUNT_SLOPE_MIN, GPU_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN,  # noqa: F401
+                               OBJECT_SLOPE_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN)
+from leakbench.units import MIB
 
-VERDICTS = ("leak", "no-leak", "fragmentation", "over-cap", "hang", "error", "skipped")
+# The closed set of verdicts, each with what it means: the one text every view shows.
+VERDICTS = {
+    "leak": "a signal grew with every repetition, or the peak grew with the data",
+    "no-leak": "every signal stayed within its threshold",
+    "fragmentation": "RSS grew but nothing was held (held memory, memray's heap, threads, open files and "
+                     "Python objects stayed flat) and malloc_trim gave the memory back: freed memory the "
+                     "allocator kept, not a leak",
+    "over-cap": "killed past the memory cap",
+    "hang": "killed past the timeout",
+    "error": "the scenario raised or its process crashed",
+    "skipped": "not measured: the scenario needs a device this machine lacks (REQUIRES)",
+}
 
 TREND_P_MAX = 0.01
-HELD_SLOPE_MIN = 32 * KIB
-RSS_SLOPE_MIN = 256 * KIB
-HEAP_SLOPE_MIN = 64 * KIB
-GPU_SLOPE_MIN = 64 * KIB
-COUNT_SLOPE_MIN = 0.5
-OBJECT_SLOPE_MIN = 8
 PEAK_EXPONENT_MIN = 0.5
-PEAK_RISE_MIN = 32 * MIB
 TRIM_SHARE_MIN = 0.5
 TRIM_HELD_MIN = 32 * MIB
 CONFIRM_MARGIN = 2.0
 CONFIRM_REPS_FACTOR = 1.5
 
-# metric name -> (signal name shown to people, slope threshold in the metric's unit).
+# metric key -> (signal name, threshold in the metric's unit), from the registry (leakbench.metrics).
 # These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
-GROWTH_SIGNALS = {
-    "held_growth": ("held", HELD_SLOPE_MIN),
-    "retained_heap": ("heap", HEAP_SLOPE_MIN),
-    "threads_growth": ("threads", COUNT_SLOPE_MIN),
-    "open_files_growth": ("open files", COUNT_SLOPE_MIN),
-    "python_objects_growth": ("python objects", OBJECT_SLOPE_MIN),
-    "gpu_memory_growth": ("gpu", GPU_SLOPE_MIN),  # absent (None) without a GPU
-}
-RSS_FALLBACK = {"rss_growth": ("rss", RSS_SLOPE_MIN)}
+GROWTH_SIGNALS = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback}
+RSS_FALLBACK = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.fallback}
 # Signals counted in objects (exact): a move of theirs is never marginal.
-COUNT_SIGNALS = ("threads", "open files", "python objects")
+COUNT_SIGNALS = tuple(m.signal for m in registry.METRICS if m.signal and m.counts)
 
 
 def deciding_signals(metrics: dict) -> dict:
@@ -225,48 +225,6 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
 def confirmed(first: list[str], again: list[str]) -> list[str]:
     """The signals that moved in a run and in its confirmation: a leak only if any remain."""
     return [s for s in first if s in again]
-
-
-def stalled_after_leak(rec: dict) -> bool:
-    """A record that hung in teardown after its signals moved: freeing what leaked stalled."""
-    return rec["verdict"] == "hang" and rec.get("phase") == "teardown" and bool(rec["signals"])
-
-
-# What a variant should give, besides "leak" and "no-leak": the leaky variant of
-# a pair whose report ties the leak to some TensorFlow releases (REPORTED in the
-# contract). Either verdict is a measurement of that release, not a failure;
-# which one a release gives is read from its records, never from a table in code.
-VERSION_DEPENDENT = "leak or no-leak"
-
-
-def expected_for(variant: str, reported: dict | None = None) -> str:
-    """The verdict a variant should give: "leak" for a scenario ("leaky"),
-    VERSION_DEPENDENT for one with a REPORTED claim, "no-leak" for a fix or a
-    user's own file."""
-    if variant != "leaky":
-        return "no-leak"
-    return VERSION_DEPENDENT if reported else "leak"
-
-
-def expected_ok(rec: dict, expected: str) -> bool:
-    """Whether a record's verdict is what its variant should give ("leak",
-    "no-leak" or VERSION_DEPENDENT, see expected_for).
-
-    A leaky variant may also read fragmentation, end over-cap (its leak, cut short
-    by the cap), or hang in teardown after its signals moved; a fix may read
-    fragmentation (nothing held). A skipped record
-    (no GPU for a pair that needs one) measured nothing and counts as neither.
-    A version-dependent one may read no-leak as well; error and hang stay failures.
-    """
-    if expected == VERSION_DEPENDENT:
-        return rec["verdict"] == "no-leak" or expected_ok(rec, "leak")
-    if rec["verdict"] in (expected, "skipped"):
-        return True
-    if expected == "no-leak":
-        # RSS crept and malloc_trim gave it back: the fix holds nothing (leakbench
-        # check exits 0 on it too); unbounded_interleave's fix on 2.21 under load.
-        return rec["verdict"] == "fragmentation"
-    return expected == "leak" and (rec["verdict"] in ("fragmentation", "over-cap") or stalled_after_leak(rec))
 
 
 def fragmented(metrics: dict, grew: bool = True) -> bool:

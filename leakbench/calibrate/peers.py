@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from leakbench.engine import runner
+from leakbench.engine import supervise
 
 PEERS = ("memory_checker", "limit_leaks")
 LIMIT_LEAKS = "64 KB"  # pytest-memray's KB is 1024 bytes: a stack holding 64 KiB after the test
@@ -58,29 +57,25 @@ def run_peer(peer: str, path: Path, params: dict, *, warmup: int, reps: int, cap
     "detail", "wall_seconds", "max_rss_bytes"}."""
     config = {"peer": peer, "path": str(Path(path).resolve()), "params": params, "warmup": warmup, "reps": reps,
               "parent": os.getpid()}
-    env = runner._child_env({"PYTHONMALLOC": "malloc"} if peer == "limit_leaks" else None)
+    env = supervise.child_env({"PYTHONMALLOC": "malloc"} if peer == "limit_leaks" else None)
     with tempfile.TemporaryDirectory(prefix="leakbench-peer-") as tmp:
         out, log = Path(tmp) / "out", Path(tmp) / "log"
         config["folder"] = tmp
         with open(out, "wb") as stdout, open(log, "wb") as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "leakbench.calibrate.peers", json.dumps(config)], stdout=stdout,
-                                    stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
-        status, max_rss, start = "ok", 0, time.monotonic()
+            child = supervise.Supervised(supervise.python("leakbench.calibrate.peers", json.dumps(config)),
+                                         env=env, stdout=stdout, stderr=stderr)
+        status, deadline = "ok", child.started + timeout_seconds
         try:
-            while proc.poll() is None:
-                rss = runner._tree_rss(proc.pid)
-                max_rss = max(max_rss, rss)
-                if rss > cap_bytes:
-                    status = "over-cap"
+            while not child.reap():
+                status = child.over_limits(cap_bytes, deadline) or "ok"
+                if status != "ok":
                     break
-                if time.monotonic() - start > timeout_seconds:
-                    status = "hang"
-                    break
-                time.sleep(runner.POLL_SECONDS)
+                time.sleep(supervise.POLL_SECONDS)
         finally:
-            runner._kill_tree(proc)
+            child.kill()
+        proc, max_rss = child.proc, child.max_rss_bytes
         found = {"peer": peer, "status": status, "leak": None, "detail": None,
-                 "wall_seconds": time.monotonic() - start, "max_rss_bytes": max_rss}
+                 "wall_seconds": child.seconds(), "max_rss_bytes": max_rss}
         lines = out.read_text(errors="replace").strip().splitlines()
         if status == "ok":
             try:
@@ -135,9 +130,7 @@ def _limit_leaks(config: dict) -> dict:
 
 
 def main(config: dict) -> int:
-    from leakbench.engine.child import _die_with_parent
-
-    _die_with_parent(config["parent"])
+    supervise.die_with_parent(config["parent"])
     found = (_memory_checker if config["peer"] == "memory_checker" else _limit_leaks)(config)
     print(json.dumps(found), flush=True)
     return 0

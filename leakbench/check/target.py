@@ -67,6 +67,8 @@ def parse(spec: str) -> CheckTarget:
         path = Path(where)
         if not path.is_file():
             raise ContractError(f"no file at {path}")
+        if path.suffix != ".py":
+            raise ContractError(f"{path} is not a Python file (FILE.py:NAME)")
         return CheckTarget(text, path, None, name)
     if not all(p.isidentifier() for p in where.split(".")):
         raise ContractError(f"{text!r}: {where!r} is neither a .py file nor a module name")

@@ -32,11 +32,9 @@ waits for their thread pools.
 """
 from __future__ import annotations
 
-import ctypes
 import gc
 import json
 import os
-import signal
 import sys
 import time
 import traceback
@@ -45,8 +43,8 @@ from pathlib import Path
 import psutil
 
 from leakbench import contract
-from leakbench.check import target as adapter, evidence as diagnose
-from leakbench.engine import probes
+from leakbench.check import evidence, target as check_target
+from leakbench.engine import probes, supervise
 from leakbench.engine.heap import heap_pass
 
 
@@ -59,20 +57,9 @@ class _Channel:
         self._file.flush()
 
 
-def _die_with_parent(parent: int) -> None:
-    """Have the kernel SIGKILL this process when its runner dies (Linux prctl
-    PR_SET_PDEATHSIG), so a leak never goes on without its cap and timeout."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return  # not Linux: the runner's kill in its `finally` is all there is
-    if os.getppid() != parent:  # the runner died before the prctl took effect
-        os._exit(1)
-
-
 def main(config: dict) -> int:
     if "parent" in config:
-        _die_with_parent(config["parent"])
+        supervise.die_with_parent(config["parent"])
     channel = _Channel(config["fd"])
     process = psutil.Process()
     phase = "import"
@@ -87,8 +74,8 @@ def main(config: dict) -> int:
     try:
         start = enter("import")
         target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
-        module = adapter.load(target) if target else contract.load_module(Path(config["path"]))
-        evidence = {} if config.get("diagnose") else None  # check's extra readings (leakbench.check.evidence)
+        module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
+        extra = {} if config.get("diagnose") else None  # check's extra readings (leakbench.check.evidence)
         seconds["import"] = time.perf_counter() - start
         # What the import made lives as long as the process: freezing it (out of
         # every later collection) cuts a full gc.collect with TensorFlow loaded
@@ -119,7 +106,7 @@ def main(config: dict) -> int:
         if gpu_problem:
             gpu = None
         baseline = probes.sample(process, gpu)
-        types_baseline = diagnose.type_counts()  # which types python_objects counts: the evidence
+        types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
@@ -127,7 +114,7 @@ def main(config: dict) -> int:
             channel.send(sample=samples[-1], rep=rep)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
-        type_growth = diagnose.type_growth(types_baseline, diagnose.type_counts(), config["reps"])
+        type_growth = evidence.type_growth(types_baseline, evidence.type_counts(), config["reps"])
         seconds["repetitions"] = time.perf_counter() - start
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
@@ -137,9 +124,9 @@ def main(config: dict) -> int:
             start = enter("heap")
             heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]))
             seconds["heap"] = time.perf_counter() - start
-        if evidence is not None:
-            evidence["target_kind"] = getattr(module, "kind", None)
-            evidence["attribution"] = diagnose.attribution(state)
+        if extra is not None:
+            extra["target_kind"] = getattr(module, "kind", None)
+            extra["attribution"] = evidence.attribution(state)
 
         channel.send(result={
             "import_baseline": import_baseline,
@@ -154,7 +141,7 @@ def main(config: dict) -> int:
             "heap": heap,
             "seconds": seconds,
             "versions": _versions(),
-            "diagnostics": evidence,
+            "diagnostics": extra,
         })
 
         start = enter("teardown")

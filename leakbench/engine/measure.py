@@ -36,7 +36,10 @@ from leakbench.catalog import Target
 
 @dataclass(frozen=True)
 class Settings:
-    """How to measure. Repetition counts are per child run; bytes and seconds as named."""
+    """How to measure. Repetition counts are per child run; bytes and seconds as named.
+
+    Raises ValueError for scales that are not two or more positive, increasing multiples.
+    """
 
     warmup: int = 3
     reps: int = 12
@@ -46,6 +49,12 @@ class Settings:
     scales: tuple = (1, 4)     # see the module docstring
     teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
     flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
+
+    def __post_init__(self):
+        scales = tuple(self.scales)
+        if len(scales) < 2 or any(s <= 0 for s in scales) or any(b <= a for a, b in zip(scales, scales[1:])):
+            # a peak pair compares its smallest and largest size: out of order, it reads no-leak
+            raise ValueError(f"scales must be two or more positive multiples in increasing order, got {scales}")
 
     def resolved(self) -> "Settings":
         cap = self.cap_bytes or memlimit.default_cap_bytes()

@@ -23,22 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from leakbench.metrics import SERIES_UNITS
 from leakbench.units import KIB
-
-# Series sampled after every repetition, with their units.
-SERIES_UNITS = {
-    "held_bytes": "bytes",  # anonymous RSS less malloc's free bytes (held_bytes below): the growth signal
-    "rss_bytes": "bytes",
-    "rss_anon_bytes": "bytes",  # anonymous resident memory (RssAnon): RSS less file-backed and shared pages
-    "uss_bytes": "bytes",
-    "heap_used_bytes": "bytes",  # glibc mallinfo2 via psutil.heap_info(): bytes in use in malloc's heap
-    "mmap_used_bytes": "bytes",  # ... and in chunks malloc mapped on their own (large allocations)
-    "heap_free_bytes": "bytes",  # free bytes malloc keeps in its arenas (mallinfo2 fordblks): its slack
-    "threads": "threads",
-    "open_files": "file descriptors",
-    "python_objects": "objects",
-    "gpu_current_bytes": "bytes",  # GPU allocator's bytes in use (get_memory_info "current"); None without a GPU
-}
 
 NO_GPU = "no GPU visible to TensorFlow"
 
@@ -47,7 +33,7 @@ _CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
 def sample(process: psutil.Process, gpu: "Gpu | None" = None) -> dict:
-    """One sample of every series in SERIES_UNITS, after a full garbage collection.
+    """One sample of every series in leakbench.metrics.SERIES, after a full garbage collection.
 
     Collecting first means unreachable reference cycles are not counted as kept
     memory. python_objects counts the objects the collector tracks, the frozen
@@ -61,7 +47,7 @@ def sample(process: psutil.Process, gpu: "Gpu | None" = None) -> dict:
     mem = process.memory_full_info()
     malloc = _malloc_in_use()
     anon = mem.rss - mem.shared
-    return {
+    found = {
         "held_bytes": held_bytes(anon, malloc["heap_free_bytes"]),
         "rss_bytes": mem.rss,
         "rss_anon_bytes": anon,
@@ -72,6 +58,8 @@ def sample(process: psutil.Process, gpu: "Gpu | None" = None) -> dict:
         "python_objects": len(gc.get_objects()) + gc.get_freeze_count(),
         "gpu_current_bytes": gpu.current_bytes() if gpu else None,
     }
+    assert found.keys() == SERIES_UNITS.keys(), "leakbench.metrics.SERIES and the probes disagree"
+    return found
 
 
 # --- the GPU, through TensorFlow's documented API (untested: no GPU here) ---
@@ -157,9 +145,10 @@ def nvidia_driver() -> str | None:
 
 def _malloc_in_use() -> dict:
     if malloc_heap_unavailable():
-        return {"heap_used_bytes": None, "mmap_used_bytes": None, "heap_free_bytes": None}
+        return {"heap_used_bytes": None, "mmap_used_bytes": None, "malloc_used_bytes": None, "heap_free_bytes": None}
     info = psutil.heap_info()
-    return {"heap_used_bytes": info.heap_used, "mmap_used_bytes": info.mmap_used, "heap_free_bytes": heap_free_bytes()}
+    return {"heap_used_bytes": info.heap_used, "mmap_used_bytes": info.mmap_used,
+            "malloc_used_bytes": info.heap_used + info.mmap_used, "heap_free_bytes": heap_free_bytes()}
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -191,7 +180,7 @@ def held_bytes(rss_anon: int, free: int | None) -> int | None:
     chunks glibc keeps for reuse. On this machine (TF 2.21, 12 repetitions) the
     RSS of the fixes wandered by -3.4 to +8.0 MiB/repetition, all of it malloc's
     free bytes, while this series moved 1.4-14 KiB/repetition and the leaks
-    kept their whole size in it (../shared/FIELD-NOTES.md, "Held memory").
+    kept their whole size in it (docs/measurements.md, "Held memory").
 
     Limits: fordblks counts free bytes whether or not they are resident. Free
     chunks in pages the kernel never backed, or gave back (malloc_trim
@@ -224,7 +213,7 @@ def malloc_heap_unavailable() -> str | None:
 
     psutil.heap_info() reads glibc's mallinfo2(); with another allocator
     preloaded (jemalloc, tcmalloc), glibc's malloc is not the one in use and
-    its counters stay near zero (../shared/FIELD-NOTES.md).
+    its counters stay near zero (docs/measurements.md, "psutil and glibc malloc").
     """
     if not hasattr(psutil, "heap_info"):
         return "psutil has no heap_info() (needs psutil >= 7.2 on glibc)"

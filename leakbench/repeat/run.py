@@ -9,8 +9,8 @@ the machine, so the default cap (memlimit.default_cap_bytes, read once per
 call) is divided between them.
 
 Kept per run (an observation, `observe`): pair, variant, run number, verdict,
-signals, the expected verdict (verdict.expected_for) and whether the verdict
-is one (verdict.expected_ok), the TensorFlow version the child imported, the
+signals, what the variant should read (leakbench.expectation, as a label)
+and whether it did, the TensorFlow version the child imported, the
 cap in bytes, wall seconds of its child runs, the slope and the rate of
 every decisive metric (verdict.GROWTH_SIGNALS as the engine has it when the
 run is measured, in the metric's unit per repetition; the rate, verdict.rate,
@@ -49,7 +49,8 @@ import psutil
 from leakbench.jsonfile import write_atomic
 from leakbench.engine import memlimit
 from leakbench.analysis import record, verdict
-from leakbench.history import store as versions
+from leakbench import expectation
+from leakbench.history import pin
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.engine.measure import Settings, measure
 
@@ -64,7 +65,7 @@ class RepeatError(ValueError):
 
 def default_out(results: Path, machine: str, jobs: int) -> Path:
     """results/repeatability/<machine>-tf-<installed version>[-jobs<N>].json"""
-    version = versions.installed_tf_version() or "none"
+    version = pin.installed_tf_version() or "none"
     return Path(results) / FOLDER / f"{machine}-tf-{version}{f'-jobs{jobs}' if jobs > 1 else ''}.json"
 
 
@@ -80,7 +81,7 @@ def _seconds(confirmation: dict | None) -> float | None:
     return confirmation["seconds"] if confirmation else None
 
 
-def observe(rec: dict, expected: str, run: int) -> dict:
+def observe(rec: dict, expected: expectation.Expectation, run: int) -> dict:
     """What repeat keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     slopes = {}
@@ -91,7 +92,7 @@ def observe(rec: dict, expected: str, run: int) -> dict:
     scaling = m.get("peak_scaling")
     reason = (rec["error"] or "").strip().splitlines()
     return {"pair": rec["pair"], "variant": rec["variant"], "run": run, "verdict": rec["verdict"],
-            "signals": rec["signals"], "expected": expected, "expected_ok": verdict.expected_ok(rec, expected),
+            "signals": rec["signals"], "expected": expected.label, "expected_ok": expected.accepts(rec),
             "tensorflow": rec["environment"]["tensorflow"], "cap_bytes": rec["settings"]["cap_bytes"],
             "wall_seconds": rec["seconds"], "slopes": slopes, "peak_exponent": scaling and scaling["exponent"],
             "confirmation_seconds": _seconds(rec.get("confirmation")),
@@ -155,7 +156,7 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
     runs already in `out`; False starts anew and replaces it. on_run(i, total, observation)
     after each run. Raises RepeatError before measuring anything if `out` cannot be resumed.
     """
-    made = {"machine": machine, "jobs": jobs, "tensorflow": versions.installed_tf_version(),
+    made = {"machine": machine, "jobs": jobs, "tensorflow": pin.installed_tf_version(),
             "settings": json.loads(json.dumps({k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}))}
     result = _load(out, made) if resume else None
     if result is None:

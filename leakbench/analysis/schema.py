@@ -1,0 +1,102 @@
+"""The record's type, its JSON form, and migration of older schemas.
+
+A record (leakbench.analysis.record builds it) is one JSON object per
+measured scenario variant. Record below names every key and its type; the
+engine, the store (leakbench.history) and every view read records through
+`loads`, which migrates an older schema to SCHEMA, so they never guess at a
+missing key.
+
+Schemas:
+    1  the first committed records (TF 2.12-2.21, results/records/)
+    2  adds `expects` and `requires` (the contract's EXPECTED and REQUIRES,
+       copied like `reported`: what the variant should read is judged from the
+       record alone, leakbench.expectation), and the sample series
+       `malloc_used_bytes` (heap_used_bytes + mmap_used_bytes) in every run.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, TypedDict
+
+SCHEMA = 2
+REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
+
+
+class Record(TypedDict, total=False):
+    """One measured variant. Units are in the names (*_bytes bytes, seconds seconds);
+    growth metrics carry their unit ("bytes/repetition", ...)."""
+
+    schema: int
+    pair: str                   # scenario file stem, or the check target
+    variant: str                # "leaky", "fixed", "file", "check"
+    path: str
+    title: str
+    source: str
+    reported: dict | None       # the contract's REPORTED claim
+    expects: str | None         # the contract's EXPECTED ("fragmentation") or None
+    requires: str | None        # the contract's REQUIRES ("GPU") or None
+    kind: str                   # "growth" or "peak"
+    repetition: str
+    size_param: str
+    params: dict
+    settings: dict              # leakbench.engine.measure.Settings, flamegraph_dir left out
+    environment: dict           # versions, CPU, cores, RAM, device
+    runs: list[dict]            # one per size (record.run_entry)
+    metrics: dict               # leakbench.metrics.METRICS keys, and the fragmentation inputs
+    signals: list[str]
+    verdict: str                # a word of verdict.VERDICTS
+    teardown_stalled: str | None
+    phase: str | None
+    error: str | None
+    skip_reason: str | None
+    seconds: float
+    confirmation: dict          # only on a leak measured again (leakbench.engine.measure)
+    flamegraph: dict            # only where memray drew one
+    diagnosis: dict             # only from leakbench check
+
+
+class SchemaError(ValueError):
+    """Not a record this leakbench can read. One line."""
+
+
+def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
+    # Schema 1 had no EXPECTED in the contract, and skipped only what REQUIRES a device.
+    rec["expects"] = None
+    rec["requires"] = "GPU" if rec["verdict"] == "skipped" else None
+    for run in rec.get("runs") or []:
+        series = run.get("series") or {}
+        if "heap_used_bytes" in series and "malloc_used_bytes" not in series:
+            mapped = series.get("mmap_used_bytes") or [None] * len(series["heap_used_bytes"])
+            series["malloc_used_bytes"] = [h + m if h is not None and m is not None else None
+                                           for h, m in zip(series["heap_used_bytes"], mapped)]
+    rec["schema"] = 2
+    return rec
+
+
+_MIGRATIONS = {1: _from_1}
+
+
+def migrate(rec: dict[str, Any]) -> Record:
+    """The record in SCHEMA's form. Raises SchemaError for a newer schema or a non-record."""
+    if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED):
+        raise SchemaError(f"not a leakbench record (needs {', '.join(REQUIRED)})")
+    while rec["schema"] != SCHEMA:
+        step = _MIGRATIONS.get(rec["schema"])
+        if step is None:
+            raise SchemaError(f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}")
+        rec = step(rec)
+    return rec  # type: ignore[return-value]
+
+
+def loads(line: str) -> Record:
+    """One record from a JSON line, migrated. Raises SchemaError (corrupt JSON, not a record, newer schema)."""
+    try:
+        found = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"corrupt JSON ({e.msg})") from None
+    return migrate(found)
+
+
+def dumps(rec: Record) -> str:
+    """One JSON line (no newline)."""
+    return json.dumps(rec)

@@ -1,0 +1,167 @@
+"""The command group, and what its commands share: one-line errors, the
+measurement options, the results options, progress lines.
+
+Exit codes of every command: 0 as expected, 1 a verdict the variant should
+not read (each command says which), 2 bad input (one line on stderr, nothing
+run, nothing already recorded touched).
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from leakbench import catalog
+from leakbench.contract import ContractError
+from leakbench.engine.measure import Settings
+from leakbench.units import parse_size
+
+# Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True)
+
+# Mann–Kendall's smallest one-sided p for n points is 1/n!, below TREND_P_MAX
+# (0.01) only from n = 5: with fewer repetitions no growth could ever be a leak.
+MIN_SERIES = 5
+
+
+def say(message: str) -> None:
+    """One plain line on stderr (markup=False: messages hold paths and "[tf]", which rich reads as tags)."""
+    err.print(message, highlight=False, markup=False, soft_wrap=True)
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit 2."""
+    say(f"leakbench: error: {message}")
+    sys.exit(2)
+
+
+class _OneLineErrors(click.Group):
+    """Click's usage errors (bad choice, unknown option) as one line and exit 2, like ours."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:  # bare `leakbench`: the help, as usual
+            click.echo(e.format_message())
+            sys.exit(2)
+        except click.ClickException as e:
+            fail(e.format_message().replace("\n", " "))
+        except click.Abort:
+            sys.exit(130)
+
+
+@click.group(cls=_OneLineErrors)
+def main() -> None:
+    """Reproducible, measured memory leaks in tf.data pipelines."""
+
+
+def measurement_options(command):
+    """The options `run`, `check` and `repeat` share: repetitions, memory cap, timeouts."""
+    options = [
+        click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps,
+                     show_default=True, help="Measured repetitions per child run."),
+        click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True),
+        click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
+                     help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES})."),
+        click.option("--cap", "cap", default=None, metavar="SIZE",
+                     help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM, "
+                          "or less where little is available or a cgroup limits memory."),
+        click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds,
+                     show_default=True, help="Seconds per child run, import to teardown."),
+        click.option("--teardown-timeout", type=click.FloatRange(1, None),
+                     default=Settings.teardown_timeout_seconds, show_default=True,
+                     help="Seconds a child may take to tear down once its measurement is in."),
+        click.option("--flamegraph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     metavar="DIR", help="Also write memray's flame graph of the allocations the heap pass "
+                                         "retained (memray flamegraph --leaks) to DIR/<pair>-<variant>.html."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+SCALES_OPTION = click.option("--scales", default="1,4", show_default=True,
+                             help="Multiples of the size parameter for peak scenarios, increasing.")
+
+
+def scales_of(text: str) -> tuple:
+    """'1,4' -> (1.0, 4.0); bad input ends here (Settings says what scales may be)."""
+    try:
+        found = tuple(float(s) for s in text.split(","))
+        Settings(scales=found)
+    except ValueError:
+        fail(f"--scales: {text!r} is not two or more positive multiples in increasing order, e.g. 1,4")
+    return found
+
+
+def settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, **more) -> Settings:
+    """Settings from the shared options; bad values end here with one line, exit 2."""
+    try:
+        cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
+    except ValueError as e:
+        fail(f"--cap: {e}")
+    if 0 < heap_reps < MIN_SERIES:
+        fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+    if flamegraph_dir is not None:
+        if heap_reps == 0:
+            fail("--flamegraph-dir: the flame graph is drawn from the heap pass; --heap-reps 0 skips it")
+        try:
+            flamegraph_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f"--flamegraph-dir: {e}")
+    return Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes, timeout_seconds=timeout,
+                    teardown_timeout_seconds=teardown_timeout,
+                    flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None, **more)
+
+
+def targets_of(names, variant: str) -> list:
+    """catalog targets for NAMES; an unknown name, or TensorFlow missing where needed, ends here."""
+    try:
+        found = catalog.targets(catalog.find_root(), list(names), variant)
+    except ContractError as e:
+        fail(str(e))
+    if importlib.util.find_spec("tensorflow") is None and any(
+            "tensorflow" in t.scenario.path.read_text() for t in found):
+        fail(f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'")
+    return found
+
+
+def progress(status, label: str, reps: int):
+    """A child-message callback that shows the phase and repetition on a rich status line."""
+    def show(message: dict) -> None:
+        if "phase" in message:
+            status.update(f"{label}: {message['phase']}")
+        elif "sample" in message:
+            status.update(f"{label}: repetition {message['rep'] + 1}/{reps}")
+    return show
+
+
+def flamegraph_note(rec: dict, folder: Path | None) -> str:
+    found = rec.get("flamegraph") or {}
+    if "file" in found:
+        return f"flame graph {folder / found['file']}"
+    return f"no flame graph: {found['error']}" if "error" in found else ""
+
+
+def results_dir(results: Path | None) -> Path:
+    """--results, else ./results, else results/ of the leakbench checkout."""
+    if results is not None or Path("results").is_dir():
+        return results or Path("results")
+    try:
+        return catalog.find_root() / "results"
+    except ContractError:
+        return Path("results")
+
+
+RESULTS_OPTION = click.option(
+    "--results", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="asv results directory holding records/<machine>/tf-<version>.jsonl. Default: ./results.")
+MACHINE_OPTION = click.option(
+    "--machine", default=None, metavar="NAME",
+    help="asv machine whose records to read. Default: the only one in the results.")
+FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["markdown", "json"]),
+                             default="markdown", show_default=True)

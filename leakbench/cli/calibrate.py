@@ -1,0 +1,102 @@
+"""`leakbench calibrate`: designed leaks of known size (logic in leakbench.calibrate)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import click
+
+from leakbench.cli.base import fail, main, results_dir, say
+from leakbench.engine.measure import Settings
+from leakbench.units import parse_size
+
+
+def _sizes(text: str) -> list[int]:
+    """'0,1KiB,64KiB' -> bytes; 0 is the control."""
+    found = []
+    for item in text.split(","):
+        item = item.strip()
+        found.append(0 if item == "0" else parse_size(item))
+    return found
+
+
+@main.command("calibrate")
+@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Measurements per case, each in a fresh process.")
+@click.option("--sizes", default="0,1KiB,16KiB,64KiB,256KiB,1MiB,8MiB", show_default=True,
+              help="Bytes kept per repetition, comma-separated; 0 is the control.")
+@click.option("--holders", default="python,tensorflow", show_default=True,
+              help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
+                   "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).")
+@click.option("--cap", default="4GiB", show_default=True, metavar="SIZE", help="Memory cap per child.")
+@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
+              help="Seconds per child run, import to teardown.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.")
+@click.option("--machine", default=None, metavar="NAME", help="Machine name for the default --out. Default: hostname.")
+@click.option("--resume/--fresh", default=True, show_default=True,
+              help="Keep the runs already in --out (same settings) and measure only the missing ones.")
+@click.option("--suite-records", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Records of the default suite (leakbench run --json) to report its wall time against its floor. "
+                   "Default: results/records/<machine>/tf-<version>.jsonl if there is one.")
+@click.option("--peers", "peer_names", default="", metavar="NAMES",
+              help="Also run these peers on the same cases: memory_checker (TensorFlow's MemoryChecker), "
+                   "limit_leaks (pytest-memray). asv's peakmem_ is always read from leakbench's own runs.")
+@click.option("--peer-runs", type=click.IntRange(0, 1000), default=None,
+              help="Runs per case for each peer. Default: --runs.")
+def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, suite_records, peer_names,
+                      peer_runs) -> None:
+    """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
+    settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
+    import platform
+
+    from leakbench.calibrate import run as calibrate
+
+    try:
+        size_list = _sizes(sizes)
+        cap_bytes = parse_size(cap)
+    except ValueError as e:
+        fail(f"--sizes/--cap: {e}")
+    holder_list = [h.strip() for h in holders.split(",") if h.strip()]
+    unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
+    if unknown or not holder_list:
+        fail(f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})")
+    if any(h.startswith("tensorflow") for h in holder_list) and importlib.util.find_spec("tensorflow") is None:
+        fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
+    results = results_dir(None)
+    machine = machine or platform.node()
+    out = out or calibrate.default_out(results, machine)
+    if suite_records is None:
+        candidates = sorted((results / "records").glob(f"*/tf-{calibrate.tensorflow_version()}.jsonl"))
+        suite_records = candidates[0] if candidates else None
+    settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
+    peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
+    unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
+    if unknown:
+        fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(calibrate.peers.PEERS)})")
+    if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
+        fail("--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)")
+
+    def progress(i, total, case, run, seen):
+        if "peer" in seen:
+            say(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['peer']} "
+                f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s")
+            return
+        slopes = ", ".join(f"{name} {seen[f'{name}_slope'] or 0:,.0f}" for name in calibrate.SIGNALS)
+        say(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
+            f"({slopes} B/rep) in {seen['wall_seconds']:.1f} s")
+
+    try:
+        result = calibrate.calibrate(holder_list, size_list, runs, settings, out, resume=resume, on_run=progress,
+                                     machine=machine, peer_names=peer_list,
+                                     peer_runs=runs if peer_runs is None else peer_runs)
+    except calibrate.CalibrateError as e:
+        fail(str(e))
+    result = calibrate.add_context(result, out, settings, suite_records, results / "records")
+    table = calibrate.markdown(result)
+    out.with_suffix(".md").write_text(table)
+    click.echo(table)
+    say(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}")
+
+

@@ -1,0 +1,64 @@
+"""`leakbench check`: a pipeline of your own (logic in leakbench.check, views in leakbench.reporters.check)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from leakbench import expectation
+from leakbench.cli.base import err, fail, flamegraph_note, main, measurement_options, out, progress, say, settings_of
+from leakbench.contract import ContractError
+from leakbench.reporters import check as view
+
+
+def check_exit_code(rec: dict) -> int:
+    """0 when the record reads what a check target should (expectation.CHECK: no-leak, fragmentation,
+    or skipped for a scenario file that REQUIRES a GPU TensorFlow does not see); 2 error or hang
+    (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown after the signals
+    moved: freeing what leaked stalled)."""
+    if expectation.CHECK.accepts(rec):
+        return 0
+    if rec["verdict"] in ("error", "hang") and not expectation.stalled_after_leak(rec):
+        return 2
+    return 1
+
+
+@main.command("check")
+@click.argument("target")
+@measurement_options
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables.")
+def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
+                  as_json) -> None:
+    """Check a pipeline of your own for leaks, and say where the memory is.
+
+    TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
+    tf.data.Dataset (iterated to its end once per repetition) or a zero-argument
+    function doing one repetition of work; or a scenario FILE.py, measured as
+    `run` measures it. Exit 0 no-leak (or fragmentation), 1 leak (or
+    over-cap), 2 bad target, error or hang.
+    """
+    from leakbench.check import run as checking
+
+    settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir)
+    try:
+        checking.plan(target)
+    except ContractError as e:
+        fail(str(e))
+    with err.status("starting") as status:
+        rec = checking.check(target, settings, on_message=progress(status, target, reps))
+    if as_json:
+        click.echo(json.dumps(rec))
+    else:
+        for part in view.check_view(rec):
+            out.print(part, highlight=False)
+    if rec.get("flamegraph"):
+        say(f"leakbench: {flamegraph_note(rec, flamegraph_dir)}")
+    if rec["verdict"] == "skipped":
+        say(f"leakbench: skipped: {rec['skip_reason']}")
+    if rec["verdict"] in ("error", "hang"):
+        where = f" in {rec['phase']}" if rec.get("phase") else ""
+        reason = (rec.get("error") or "").strip().splitlines()
+        why = reason[-1] if reason else f"no end within {timeout:g} s (--timeout)"
+        say(f"leakbench: {rec['verdict']}{where}: {why}")
+    sys.exit(check_exit_code(rec))

@@ -1,0 +1,56 @@
+"""`leakbench compare` and `leakbench matrix`: TensorFlow releases' records (logic in leakbench.history)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from leakbench.cli.base import FORMAT_OPTION, MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
+from leakbench.history import compare as comparing
+from leakbench.history import matrix as tabulating
+from leakbench.history import store
+from leakbench.reporters import history as views
+
+
+@main.command()
+@click.argument("old")
+@click.argument("new")
+@click.option("--factor", type=float, default=comparing.DEFAULT_FACTOR, show_default=True,
+              help="Mark a metric regressed or improved past this ratio.")
+@RESULTS_OPTION
+@MACHINE_OPTION
+@FORMAT_OPTION
+def compare(old, new, factor, results, machine, fmt) -> None:
+    """Compare two TensorFlow versions' records: per pair, variant and metric.
+
+    OLD and NEW are TF versions in the results (2.13.1) or records files (.jsonl).
+    Exit 1 when a verdict changed (a fix that leaks again among them) or a
+    fixed variant's peak regressed past the factor; 2 on bad input.
+    """
+    try:
+        where = results_dir(results)
+        from_files = all(w.endswith(".jsonl") or Path(w).is_file() for w in (old, new))
+        if not from_files:
+            machine = store.pick_machine(where, machine)
+        old_label, old_recs = store.resolve(where, old, machine)
+        new_label, new_recs = store.resolve(where, new, machine)
+        found = comparing.compare(old_label, old_recs, new_label, new_recs, factor,
+                                  machine=None if from_files else machine)
+    except store.VersionError as e:
+        fail(str(e))
+    click.echo(json.dumps(found.as_dict(), indent=2) if fmt == "json" else views.compare_markdown(found))
+    raise SystemExit(found.exit_code)
+
+
+@main.command()
+@RESULTS_OPTION
+@MACHINE_OPTION
+@FORMAT_OPTION
+def matrix(results, machine, fmt) -> None:
+    """The pair × TensorFlow version table of verdicts (and growth) from the results."""
+    try:
+        found = tabulating.matrix(results_dir(results), machine)
+    except store.VersionError as e:
+        fail(str(e))
+    click.echo(json.dumps(found, indent=2) if fmt == "json" else views.matrix_markdown(found))

@@ -1,0 +1,33 @@
+"""`leakbench site`: the static site (logic in leakbench.site)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from leakbench.cli.base import MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
+from leakbench.history.store import VersionError
+from leakbench.units import KIB
+
+
+@main.command("site")
+@RESULTS_OPTION
+@MACHINE_OPTION
+@click.option("--out", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
+              help="Folder to write the site into.")
+@click.option("--asv/--no-asv", default=True, show_default=True,
+              help="Also run `asv publish` of the same results into OUT/asv.")
+def site_command(results, machine, out, asv) -> None:
+    """Build the static site: the leak matrix and one lesson per pair, from the results."""
+    from leakbench.site import build as site
+
+    try:
+        built = site.build(results_dir(results), out, asv=asv, machine=machine)
+    except (VersionError, site.SiteError) as e:
+        fail(str(e))
+    for rel, size in built.pages:
+        click.echo(f"{out / rel}  {size / KIB:,.1f} KiB")
+    for note in built.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "
+               f"open {out / 'index.html'}")

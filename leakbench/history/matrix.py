@@ -1,0 +1,57 @@
+"""`leakbench matrix`: the pair × TensorFlow release table of verdicts, from the record store.
+
+Each cell keeps the verdict, whether it is what the variant should read
+(leakbench.expectation), the rate the verdict compared with its bar for the
+memory signal it rests on (verdict.rate: held memory, or RSS where held is
+n/a), the peak's exponent for peak pairs, and the fragmentation evidence.
+Rendering is leakbench.reporters.history's.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from leakbench import expectation, metrics
+from leakbench.analysis import verdict
+from leakbench.history import store
+from leakbench.history.compare import order
+
+
+def memory_rate(rec: dict) -> float | None:
+    """The rate (bytes/repetition, verdict.rate) of the memory signal the record's verdict rests on."""
+    m = rec["metrics"] or {}
+    key = "rss_growth" if m.get("malloc_heap_unavailable") else "held_growth"
+    trend = m.get(key) or (m.get("rss_growth") if key == "held_growth" else None)
+    return verdict.rate(trend) if trend else None
+
+
+def cell(rec: dict) -> dict:
+    """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition."""
+    scaling = (rec["metrics"] or {}).get("peak_scaling") or {}
+    return {
+        "verdict": rec["verdict"],
+        "expected": expectation.accepts(rec),
+        "expectation": expectation.for_record(rec).label,
+        "kind": rec.get("kind"),
+        "memory_rate_bytes_per_rep": memory_rate(rec),
+        "peak_above_baseline_bytes": metrics.value(rec, "peak_above_baseline_bytes"),
+        "peak_exponent": scaling.get("exponent"),
+        "malloc_heap_growth_bytes_per_rep": metrics.value(rec, "malloc_heap_growth"),
+        "trim_returned_bytes": metrics.value(rec, "trim_returned_bytes"),
+        "signals": rec.get("signals", []),
+        "skip_reason": rec.get("skip_reason"),
+    }
+
+
+def matrix(results: Path, machine: str | None = None) -> dict:
+    """{"machine", "versions": [...], "rows": [{"pair", "variant", "cells": {version: cell or None}}]}
+    from every records file of one machine in `results` (store.pick_machine).
+    Raises store.VersionError for results without records."""
+    machine = store.pick_machine(results, machine)
+    found = store.by_version(results, machine)
+    keys = sorted({k for recs in found.values() for k in recs}, key=order)
+    if not keys:
+        raise store.VersionError(f"{results}: the matrix is empty")
+    rows = [{"pair": pair, "variant": variant,
+             "cells": {v: cell(recs[(pair, variant)]) if (pair, variant) in recs else None for v, recs in found.items()}}
+            for pair, variant in keys]
+    return {"machine": machine, "versions": list(found), "rows": rows}

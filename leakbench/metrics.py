@@ -1,0 +1,168 @@
+"""The one registry of what leakbench measures: the series sampled after every
+repetition, and the metrics a record computes from them.
+
+Every other module reads this table: the probes sample SERIES, the record
+computes the trend of each METRICS entry that names a series, the verdict
+takes its deciding signals and thresholds from it, and the views (run table,
+`check`, compare and matrix, the site, asv's track_ benchmarks) take their
+labels, units and help texts from it. Adding a signal is one entry here.
+
+Why each threshold has its value is in docs/verdicts.md (measured on TF
+2.12-2.21 here; docs/measurements.md holds the measurements).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from leakbench.units import KIB, MIB
+
+
+@dataclass(frozen=True)
+class Series:
+    """One value per sample. name: its key in a sample and in run["series"]; unit as stored."""
+
+    name: str
+    unit: str
+    label: str
+    help: str
+
+
+SERIES = (
+    Series("held_bytes", "bytes", "held memory",
+           "anonymous RSS less the free bytes glibc malloc keeps (RssAnon - mallinfo2 fordblks)"),
+    Series("rss_bytes", "bytes", "RSS", "resident set size"),
+    Series("rss_anon_bytes", "bytes", "RssAnon", "anonymous resident memory: RSS less file-backed and shared pages"),
+    Series("uss_bytes", "bytes", "USS", "memory unique to the process"),
+    Series("heap_used_bytes", "bytes", "malloc heap in use", "bytes in use in glibc malloc's heap (mallinfo2 uordblks)"),
+    Series("mmap_used_bytes", "bytes", "malloc mmapped", "bytes in chunks malloc mapped on their own (hblkhd)"),
+    Series("malloc_used_bytes", "bytes", "malloc in use", "heap_used_bytes + mmap_used_bytes: all glibc malloc has in use"),
+    Series("heap_free_bytes", "bytes", "malloc free bytes",
+           "free bytes malloc keeps in its arenas (mallinfo2 fordblks): its slack"),
+    Series("threads", "threads", "threads", "threads of the process"),
+    Series("open_files", "file descriptors", "open files", "open file descriptors"),
+    Series("python_objects", "objects", "Python objects", "objects the garbage collector tracks, frozen ones included"),
+    Series("gpu_current_bytes", "bytes", "GPU allocator in use",
+           "bytes the GPU allocator has in use (get_memory_info 'current'); None without a GPU"),
+)
+SERIES_UNITS = {s.name: s.unit for s in SERIES}
+
+# The verdict's bars, per repetition (docs/verdicts.md says why each has its value).
+HELD_SLOPE_MIN = 32 * KIB     # held memory: the memory signal the verdict rests on
+RSS_SLOPE_MIN = 256 * KIB     # RSS: decides only where held memory is n/a (another allocator)
+HEAP_SLOPE_MIN = 64 * KIB     # memray's heap: few repetitions in its pass
+GPU_SLOPE_MIN = 64 * KIB      # the GPU allocator's bytes in use (untested: no GPU here)
+COUNT_SLOPE_MIN = 0.5         # threads, open files: exact counts
+OBJECT_SLOPE_MIN = 8          # Python objects: exact, but a bounded pipeline may keep a few
+PEAK_RISE_MIN = 32 * MIB      # the peak must rise this much between the smallest and largest size
+TRIM_FLOOR = 8 * MIB          # malloc_trim gives back 0-16 MiB in every pair but shuffle_fragmentation
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number of record["metrics"], and how every view shows it.
+
+    key: its key in record["metrics"]. unit: as stored ("bytes/repetition" for a
+    trend, "bytes" for a level). shown, scale, digits: the display unit, the
+    divisor into it, the decimals. series: the sample series it is the trend of
+    (None: computed otherwise). signal: its name in record["signals"] when it
+    decides a verdict, with threshold (in `unit`); fallback: it decides only in
+    held memory's place, where glibc's counters are n/a. compare_floor: the
+    smallest change `leakbench compare` counts (None: not compared). asv: the
+    name of its asv track_ benchmark (None: not tracked). check: shown by
+    `leakbench check`. help: what its growth means in your own pipeline.
+    """
+
+    key: str
+    label: str
+    unit: str
+    shown: str
+    scale: float
+    digits: int
+    help: str
+    series: str | None = None
+    signal: str | None = None
+    threshold: float | None = None
+    fallback: bool = False
+    compare_floor: float | None = None
+    asv: str | None = None
+    check: bool = False
+
+    def display(self, value: float | None, sign: bool = False) -> str:
+        """value in the display unit ("—" for None), e.g. 65536 bytes/repetition -> "64"."""
+        if value is None:
+            return "—"
+        return f"{value / self.scale:{'+' if sign else ''},.{self.digits}f}"
+
+    @property
+    def counts(self) -> bool:
+        """True for a count of things (threads, objects): exact, so a move is never marginal."""
+        return not self.unit.startswith("bytes")
+
+
+METRICS = (
+    Metric("held_growth", "held memory", "bytes/repetition", "KiB/rep", KIB, 0,
+           "held memory (RSS less malloc's free bytes) grows: something keeps what it allocates",
+           series="held_bytes", signal="held", threshold=HELD_SLOPE_MIN, compare_floor=HELD_SLOPE_MIN / 2,
+           asv="held_growth", check=True),
+    Metric("rss_growth", "RSS", "bytes/repetition", "KiB/rep", KIB, 0,
+           "resident memory (RSS) grows with every repetition",
+           series="rss_bytes", signal="rss", threshold=RSS_SLOPE_MIN, fallback=True,
+           compare_floor=RSS_SLOPE_MIN / 2, asv="rss_growth", check=True),
+    Metric("uss_growth", "USS", "bytes/repetition", "KiB/rep", KIB, 0,
+           "memory unique to the process grows", series="uss_bytes", check=True),
+    Metric("malloc_heap_growth", "malloc in use", "bytes/repetition", "KiB/rep", KIB, 0,
+           "the bytes glibc malloc has in use grow: memory is allocated and still referenced",
+           series="malloc_used_bytes", compare_floor=RSS_SLOPE_MIN / 2, asv="malloc_heap_growth"),
+    Metric("heap_used_growth", "malloc heap in use", "bytes/repetition", "KiB/rep", KIB, 0,
+           "the bytes in use in malloc's heap grow", series="heap_used_bytes", check=True),
+    Metric("retained_heap", "memray heap", "bytes/repetition", "KiB/rep", KIB, 0,
+           "memray's retained heap grows: allocations stay alive",
+           signal="heap", threshold=HEAP_SLOPE_MIN, compare_floor=HEAP_SLOPE_MIN / 2, asv="retained_heap", check=True),
+    Metric("threads_growth", "threads", "threads/repetition", "/rep", 1.0, 1,
+           "the thread count grows: live iterators (each holds its own threads) are never freed",
+           series="threads", signal="threads", threshold=COUNT_SLOPE_MIN, compare_floor=COUNT_SLOPE_MIN / 2,
+           asv="threads", check=True),
+    Metric("open_files_growth", "open files", "file descriptors/repetition", "/rep", 1.0, 1,
+           "open file descriptors grow: readers are never closed",
+           series="open_files", signal="open files", threshold=COUNT_SLOPE_MIN, check=True),
+    Metric("python_objects_growth", "Python objects", "objects/repetition", "/rep", 1.0, 0,
+           "Python objects grow: references are kept across repetitions",
+           series="python_objects", signal="python objects", threshold=OBJECT_SLOPE_MIN,
+           compare_floor=OBJECT_SLOPE_MIN / 2, asv="python_objects", check=True),
+    Metric("gpu_memory_growth", "GPU allocator in use", "bytes/repetition", "KiB/rep", KIB, 0,
+           "the GPU allocator's bytes in use grow: device tensors are kept across repetitions",
+           series="gpu_current_bytes", signal="gpu", threshold=GPU_SLOPE_MIN, check=True),
+    Metric("peak_above_baseline_bytes", "peak above baseline", "bytes", "MiB", MIB, 1,
+           "the peak RSS (VmHWM) above the process before setup",
+           compare_floor=PEAK_RISE_MIN / 2, asv="peak_above_baseline"),
+    Metric("trim_returned_bytes", "returned by malloc_trim", "bytes", "MiB", MIB, 1,
+           "RSS malloc_trim gave back after the measured repetitions: freed memory glibc had kept",
+           compare_floor=TRIM_FLOOR, asv="trim_returned"),
+    Metric("seconds_per_repetition", "seconds", "seconds/repetition", "s/rep", 1.0, 2,
+           "wall time of one measured repetition", compare_floor=0.05, asv="seconds_per_repetition"),
+)
+BY_KEY = {m.key: m for m in METRICS}
+BY_SIGNAL = {m.signal: m for m in METRICS if m.signal}
+
+# The one signal that is no trend: the peak above baseline scaling with the size parameter.
+PEAK_SIGNAL = "peak"
+PEAK_HELP = ("the peak above baseline scales with the size parameter: memory is bounded per run "
+             "but proportional to the data, so a larger dataset runs out of memory")
+
+
+def signal_help(signal: str) -> str:
+    """What a signal name of record["signals"] means in your own pipeline ("" if unknown)."""
+    if signal == PEAK_SIGNAL:
+        return PEAK_HELP
+    found = BY_SIGNAL.get(signal)
+    return found.help if found else ""
+
+
+def value(rec: dict | None, key: str) -> float | None:
+    """A metric of a record as a number (a trend's Theil–Sen slope), None if absent."""
+    if rec is None:
+        return None
+    found = (rec.get("metrics") or {}).get(key)
+    if isinstance(found, dict):
+        found = found.get("slope")
+    return None if found is None else float(found)

@@ -1,0 +1,106 @@
+"""The `leakbench check` views of one record: rich renderables for the terminal,
+and plain text for assertion messages (the pytest helper)."""
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from leakbench import metrics
+from leakbench.units import KIB, MIB
+
+CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows
+
+
+def check_view(rec: dict) -> list:
+    """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks, hints."""
+    d = rec.get("diagnosis") or {}
+    word = rec["verdict"] + (f" (in {rec['phase']})" if rec.get("phase") else "")
+    style = {"leak": "bold red", "no-leak": "bold green"}.get(rec["verdict"], "bold yellow")
+    head = Text.assemble(("leakbench check ", "bold"), rec["pair"], ": ", (word, style))
+    kind = d.get("target_kind")
+    about = f"{rec['repetition']}" + (f" ({kind} target)" if kind else "")
+    m = rec["metrics"] or {}
+    peak = m.get("peak_above_baseline_bytes")
+    facts = [about, f"signals: {', '.join(rec['signals']) or 'none'}",
+             f"memory signal: {m.get('growth_basis') or '—'}",
+             f"peak above baseline: {'—' if peak is None else f'{peak / MIB:,.1f} MiB'}",
+             f"{rec['seconds']:.1f} s"]
+    out: list = [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
+    if m:
+        t = Table(title="series (Theil–Sen slope per repetition, 95 % interval, trend p)", title_justify="left")
+        for h in ("series", "slope", "interval", "p", "unit"):
+            t.add_column(h, justify="left" if h in ("series", "unit") else "right")
+        for metric in CHECK_SERIES:
+            found = m.get(metric.key)
+            if not found:
+                continue
+            t.add_row(metric.label, metric.display(found["slope"]),
+                      f"{metric.display(found['low'])} … {metric.display(found['high'])}",
+                      f"{found['p_increasing']:.3f}", metric.shown)
+        scaling = m.get("peak_scaling")
+        if scaling and scaling.get("exponent") is not None:
+            peaks = ", ".join("—" if p is None else f"{p / MIB:,.0f}" for p in scaling["peaks_bytes"])
+            t.add_row("peak ∝ size^k", f"k = {scaling['exponent']:.2f}", f"peaks {peaks} MiB", "", "")
+        out.append(t)
+    types = d.get("types") or []
+    if types:
+        t = Table(title="Python types that grew", title_justify="left")
+        for h in ("type", "per rep", "baseline", "end"):
+            t.add_column(h, justify="left" if h == "type" else "right")
+        for item in types:
+            t.add_row(escape(item["type"]), f"+{item['per_repetition']:,.1f}", f"{item['baseline']:,}",
+                      f"{item['end']:,}")
+        out.append(t)
+    elif m:
+        out.append(Text("Python types that grew: none (≥ 3 objects/repetition)"))
+    confirmation = rec.get("confirmation")
+    if confirmation:
+        out.append(Text(f"confirmation: {confirmation['reps']} repetitions in a fresh process "
+                        f"({confirmation['seconds']:.1f} s): moved {', '.join(confirmation['signals']) or 'nothing'}"))
+    att = (d.get("attribution") or {}) if m else {}
+    if "na" in att:
+        out.append(Text(f"buffered bytes per transformation: n/a ({att['na']})"))
+    elif att:
+        first, last = att["elements"]
+        after = f"{first} and {last} elements" if last != first else f"{first} elements"
+        t = Table(title=f"buffered per transformation (get_model_proto after {after})",
+                  title_justify="left")
+        for h in ("stage", "count", "buffered MiB", "elements", "growth MiB"):
+            t.add_column(h, justify="left" if h == "stage" else "right")
+        for s in att["stages"][:8]:
+            name = s["stage"] + (f" (inputs of {s['inside']})" if s["inside"] else "")
+            t.add_row(escape(name), str(s["count"]), f"{s['buffered_bytes'] / MIB:,.1f}",
+                      f"{s['buffered_elements']:,}", f"{s['growth_bytes'] / MIB:+,.1f}")
+        out.append(t)
+        holder = att.get("holder")
+        out.append(Text(f"holds the most: {holder['stage']}, {holder['subtree_bytes'] / MIB:,.1f} MiB with its inputs"
+                        if holder else "holds the most: nothing above 1 MiB"))
+    stacks = d.get("top_stacks") or []
+    if stacks:
+        t = Table(title="largest live allocations at the end of the heap pass (memray, Python stacks)",
+                  title_justify="left")
+        for h in ("KiB", "allocations", "stack (innermost first)"):
+            t.add_column(h, justify="right" if h != "stack (innermost first)" else "left")
+        for s in stacks:
+            t.add_row(f"{s['bytes'] / KIB:,.0f}", f"{s['allocations']:,}", escape(" ← ".join(s["frames"][:4]) or "no Python frame (allocated by a TensorFlow thread)"))
+        out.append(t)
+    for hint in d.get("hints") or []:
+        out.append(Text(f"hint: {hint}"))
+    return out
+
+
+def check_summary(rec: dict) -> str:
+    """Plain text of a check record's verdict, slopes and hints (for assertion messages)."""
+    m = rec["metrics"] or {}
+    parts = [f"{rec['pair']}: {rec['verdict']}" + (f" in {rec['phase']}" if rec.get("phase") else "")]
+    if rec.get("error"):
+        parts.append(f"error: {rec['error'].strip().splitlines()[-1]}")
+    parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
+    if rec.get("confirmation"):
+        parts.append(f"confirmation: moved {', '.join(rec['confirmation']['signals']) or 'nothing'}")
+    for metric in CHECK_SERIES:
+        if m.get(metric.key):
+            parts.append(f"{metric.label} {metric.display(m[metric.key]['slope'])} {metric.shown}")
+    parts += [f"hint: {h}" for h in (rec.get("diagnosis") or {}).get("hints", [])]
+    return "\n".join(parts)

@@ -1,0 +1,85 @@
+"""Markdown of `leakbench compare` and `leakbench matrix` (data: leakbench.history)."""
+from __future__ import annotations
+
+from leakbench import metrics
+from leakbench.analysis.verdict import VERDICTS
+from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
+from leakbench.units import KIB, MIB
+
+_NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
+
+
+def _number(value, scale: float) -> str:
+    if value is None:
+        return "—"
+    v = value / scale
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}" if abs(v) < 10 else f"{v:,.1f}"
+
+
+def notes(words: set) -> list[str]:
+    """What the rarer verdicts in a table mean (leakbench.analysis.verdict.VERDICTS), as lines."""
+    found = [f"{word}: {VERDICTS[word]}." for word in _NOTED if word in words]
+    return [" ".join(found), ""] if found else []
+
+
+def compare_markdown(c: Comparison) -> str:
+    lines = [f"## leakbench compare: TensorFlow {c.old} → {c.new} (marker past {c.factor:g}×)", ""]
+    if c.machine:
+        lines += [f"Records of asv machine `{c.machine}`.", ""]
+    lines += [f"| pair | variant | metric | {c.old} | {c.new} | ratio | |",
+              "|---|---|---|---:|---:|---:|---|"]
+    for r in c.rows:
+        if r["metric"] == "verdict":
+            old, new, label = r["old"] or "—", r["new"] or "—", "verdict"
+        else:
+            m = metrics.BY_KEY[r["key"]]
+            old, new, label = _number(r["old"], m.scale), _number(r["new"], m.scale), f"{m.label} ({m.shown})"
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}×"
+        marker = {REGRESSED: "▲ regressed", IMPROVED: "▼ improved", CHANGED: "**changed**"}.get(
+            r["marker"], r["marker"])
+        lines.append(f"| {r['pair']} | {r['variant']} | {label} | {old} | {new} | {ratio} | {marker} |")
+    lines.append("")
+    lines += notes({r[side] for r in c.rows if r["metric"] == "verdict" for side in ("old", "new")})
+    if c.failures:
+        lines.append(f"**{len(c.failures)} failure(s)** (exit 1):")
+        lines += [f"- {f}" for f in c.failures]
+    else:
+        lines.append("No verdict changed and no fixed variant's peak regressed (exit 0).")
+    return "\n".join(lines)
+
+
+def matrix_cell(cell: dict | None) -> str:
+    """A matrix cell in words: verdict (bold if not expected), the number it rests on, evidence."""
+    if cell is None:
+        return "—"
+    word = cell["verdict"] if cell["expected"] else f"**{cell['verdict']}**"
+    if not cell["expected"] and cell["signals"]:
+        word += f" ({', '.join(cell['signals'])})"  # which signal moved, where it should not have
+    if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
+        word += f" k={cell['peak_exponent']:.2f}"
+    elif cell["memory_rate_bytes_per_rep"] is not None:
+        word += f" {cell['memory_rate_bytes_per_rep'] / KIB:+,.0f}"
+    if cell["verdict"] == "fragmentation" or not cell["expected"]:  # the evidence for leak vs fragmentation
+        if cell["malloc_heap_growth_bytes_per_rep"] is not None:
+            word += f" · malloc {cell['malloc_heap_growth_bytes_per_rep'] / KIB:+,.0f}"
+        if cell["trim_returned_bytes"] is not None:
+            word += f" · trim {cell['trim_returned_bytes'] / MIB:,.1f} MiB"
+    return word
+
+
+def matrix_markdown(m: dict) -> str:
+    where = f" (asv machine `{m['machine']}`)" if m.get("machine") else ""
+    lines = [f"## leakbench matrix: verdict per TensorFlow version{where}", "",
+             "Growth pairs: the rate of held memory (anonymous RSS less malloc's free bytes; RSS where held "
+             "memory is n/a or in records made before it), KiB/repetition, as the verdict compares it with its "
+             "bar (the least of the whole series' slope and each half's). Peak pairs: k in peak ∝ size^k. "
+             "**Bold**: not what the variant should read (leakbench.expectation: a scenario leaks, or reads "
+             "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add glibc's malloc "
+             "in use growth (KiB/repetition) and what malloc_trim gave back at the end (MiB).", ""]
+    lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})
+    lines += ["| pair | variant | " + " | ".join(m["versions"]) + " |",
+              "|---|---|" + "---|" * len(m["versions"])]
+    for row in m["rows"]:
+        cells = [matrix_cell(row["cells"][v]) for v in m["versions"]]
+        lines.append(f"| {row['pair']} | {row['variant']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
