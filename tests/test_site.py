@@ -1,12 +1,15 @@
 """`leakbench site`: the static site from results/ (leakbench.site.build). No TensorFlow needed.
 
 The fixture results (tests/data/site_results/records/) are trimmed real
-records: stateful_map on TF 2.15.1 and 2.16.2, and `xss_pair` (unbounded_cache's
-numbers, only on 2.16.2) whose title holds a <script> tag. The tests add, in a
-copy: `frag_pair` on 2.16.2, made from stateful_map's fixed records, whose leaky
-variant reads `fragmentation` and whose fixed variant has its malloc heap n/a
-(the reason holds a <b> tag), and a real memray flame graph of a small capture
-as stateful_map's. The pair files are written into a temporary checkout;
+records of schema 1, from before mmap_used_bytes: stateful_map on TF 2.15.1 and
+2.16.2, and `xss_pair` (unbounded_cache's numbers, only on 2.16.2) whose title
+holds a <script> tag. The tests add, in a copy: an mmap_used_bytes series of
+1 MiB per sample to stateful_map's records (so the migration on read gives them
+a malloc_used_bytes series; xss_pair's stays without values), `frag_pair` on
+2.16.2, made from stateful_map's fixed records, whose leaky variant reads
+`fragmentation` and whose fixed variant has its malloc counters n/a (the reason
+holds a <b> tag), and a real memray flame graph of a small capture as
+stateful_map's. The pair files are written into a temporary checkout;
 xss_pair's docstring holds a <script> tag too. The repeatability tests add
 synthetic results/repeatability/ files (leakbench.repeat.run.summarize of made-up
 observations, metric keys made up as in test_repeat).
@@ -37,13 +40,15 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from click.testing import CliRunner
+from markupsafe import escape
 
 from leakbench import cli, contract
-from leakbench.site import vendor as assets, build as site
+from leakbench.site import build as site, charts, flamegraphs, lessons, vendor as assets
 from leakbench.engine import heap
 from leakbench.repeat import run as repeat
 from leakbench.analysis import verdict
-from leakbench.history import store as versions
+from leakbench import metrics
+from leakbench.history import matrix, store
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "data" / "site_results"
@@ -112,11 +117,13 @@ def frag_records(fixed: dict) -> list[dict]:
     leaky.update(pair="frag_pair", variant="leaky", verdict="fragmentation", signals=["rss"])
     series = leaky["runs"][0]["series"]
     series["rss_bytes"] = [v + i * 600 * 1024 for i, v in enumerate(series["rss_bytes"])]
-    series["mmap_used_bytes"] = [1 << 20] * len(series["heap_used_bytes"])  # heap + mmap is drawn
+    series["mmap_used_bytes"] = [2 << 20] * len(series["heap_used_bytes"])
+    series["malloc_used_bytes"] = [h + (2 << 20) for h in series["heap_used_bytes"]]  # what is drawn
     na = json.loads(json.dumps(fixed))
     na.update(pair="frag_pair", variant="fixed")
     na["runs"][0]["malloc_heap_unavailable"] = NA_REASON
-    na["runs"][0]["series"]["heap_used_bytes"] = [None] * len(series["rss_bytes"])
+    for name in ("heap_used_bytes", "mmap_used_bytes", "malloc_used_bytes"):
+        na["runs"][0]["series"][name] = [None] * len(series["rss_bytes"])
     na["metrics"]["malloc_heap_unavailable"] = NA_REASON
     return [leaky, na]
 
@@ -128,8 +135,17 @@ def results(tmp_path_factory) -> Path:
 
     found = tmp_path_factory.mktemp("results") / "results"
     shutil.copytree(FIXTURE, found)
-    path = versions.available(found)["2.16.2"]
-    fixed = next(r for r in versions.read_records(path) if r["pair"] == "stateful_map" and r["variant"] == "fixed")
+    for path in store.available(found).values():  # stateful_map's mmapped chunks: 1 MiB per sample
+        lines = []
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["pair"] == "stateful_map":
+                for run in rec["runs"]:
+                    run["series"]["mmap_used_bytes"] = [1 << 20] * len(run["series"]["heap_used_bytes"])
+            lines.append(json.dumps(rec))
+        path.write_text("\n".join(lines) + "\n")
+    path = store.available(found)["2.16.2"]
+    fixed = next(r for r in store.read_records(path) if r["pair"] == "stateful_map" and r["variant"] == "fixed")
     with open(path, "a") as f:
         for rec in frag_records(fixed):
             f.write(json.dumps(rec) + "\n")
@@ -226,11 +242,13 @@ def test_matrix_cells(built, results):
     index = (built.out / "index.html").read_text()
     assert re.findall(r"<th scope=\"col\">TF ([\d.]+)", index) == ["2.15.1", "2.16.2"]
     cells = matrix_cells(index)
-    recs = {v: {(r["pair"], r["variant"]): r for r in versions.read_records(p)}
-            for v, p in versions.available(results).items()}
+    recs = {v: {(r["pair"], r["variant"]): r for r in store.read_records(p)}
+            for v, p in store.available(results).items()}
 
-    def kib(version, pair, variant):
-        return f"{versions.metric_value(recs[version][(pair, variant)], 'rss_growth') / 1024:+,.0f}"
+    def kib(version, pair, variant):  # the rate the verdict rests on: RSS's here (no held memory in these records)
+        rec = recs[version][(pair, variant)]
+        assert metrics.value(rec, "held_growth") is None
+        return f"{verdict.rate(rec['metrics']['rss_growth']) / 1024:+,.0f}"
 
     assert cells["stateful_map"] == [
         f"leaky: leak {kib(v, 'stateful_map', 'leaky')} fixed: no-leak {kib(v, 'stateful_map', 'fixed')}"
@@ -285,8 +303,8 @@ def test_lesson_links_its_report(built):
 def test_default_version_and_source_links():
     assert site.default_version(["2.12.1", "2.21.0", "2.99.0"]) == "2.21.0"
     assert site.default_version(["2.12.1", "2.16.2"]) == "2.16.2"
-    assert site.source_link("tensorflow/tensorflow#123") == "https://github.com/tensorflow/tensorflow/issues/123"
-    assert site.source_link("caching") is None
+    assert lessons.source_link("tensorflow/tensorflow#123") == "https://github.com/tensorflow/tensorflow/issues/123"
+    assert lessons.source_link("caching") is None
 
 
 def test_cli(results, checkout, tmp_path, monkeypatch):
@@ -303,6 +321,43 @@ def test_cli(results, checkout, tmp_path, monkeypatch):
     bad = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(tmp_path / "mine")])
     assert bad.exit_code == 2 and "holds other files and no index.html" in bad.stderr
     assert (tmp_path / "mine" / "notes.txt").is_file()
+
+
+def unwritable_outs(tmp_path) -> list[Path]:
+    """--out folders that cannot be created or written: under /proc, under a regular file,
+    and (not as root, who may write anywhere) in a folder without write permission."""
+    (tmp_path / "a-file").write_text("not a folder")
+    found = [Path("/proc/leakbench-site"), tmp_path / "a-file" / "site"]
+    if os.geteuid() != 0:
+        (tmp_path / "read-only").mkdir()
+        (tmp_path / "read-only").chmod(0o500)
+        found.append(tmp_path / "read-only" / "site")
+    return found
+
+
+def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
+    for out in unwritable_outs(tmp_path):
+        with pytest.raises(site.SiteError) as raised:
+            site.build(results, out, root=checkout, asv=False)
+        message = str(raised.value)
+        assert message.startswith(f"--out {out}: cannot write the site there") and "\n" not in message, message
+    # an existing site whose pages cannot be replaced: the same, not a traceback
+    if os.geteuid() != 0:
+        out = tmp_path / "old"
+        site.build(results, out, root=checkout, asv=False)
+        (out / "index.html").chmod(0o400)
+        with pytest.raises(site.SiteError, match=r"cannot write the site there \(.*index\.html\): Permission denied"):
+            site.build(results, out, root=checkout, asv=False)
+
+
+def test_cli_unwritable_out(results, checkout, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(checkout))
+    for out in unwritable_outs(tmp_path):
+        done = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"])
+        assert done.exit_code == 2, done.output
+        assert "Traceback" not in done.output and isinstance(done.exception, SystemExit), done.exception
+        assert done.stderr.strip().startswith(f"leakbench: error: --out {out}: cannot write the site there")
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_a_rebuild_drops_what_is_gone(results, checkout, tmp_path):
@@ -334,40 +389,59 @@ def test_every_verdict_has_its_colour_and_legend(built):
     assert len(set(colours.values())) == len(colours), colours
     for page in ("index.html", "lessons/frag_pair.html"):
         legend = (built.out / page).read_text().split('<dl class="legend">', 1)[1].split("</dl>", 1)[0]
-        for word in verdict.VERDICTS:
-            assert f'<span class="verdict v-{word}">{word}</span>' in legend, (page, word)
+        for word, meaning in verdict.VERDICTS.items():  # each word with what it means, from the one table
+            entry = f'<span class="verdict v-{word}">{word}</span></dt><dd>{escape(meaning)}</dd>'
+            assert entry in legend, (page, word)
     assert "malloc_trim" in legend  # fragmentation says what it means
-    assert "held memory (RSS less malloc&#39;s free bytes) stayed flat" in legend
 
 
 def test_fragmentation_and_malloc_heap_na(built):
     cells = matrix_cells((built.out / "index.html").read_text())
-    assert cells["frag_pair"][1].startswith("leaky: fragmentation")
+    # frag_pair's leaky variant declares no EXPECTED = "fragmentation": not what it should read (leakbench.expectation)
+    assert cells["frag_pair"][1].startswith("leaky: fragmentation !")
     index = (built.out / "index.html").read_text()
-    assert '<span class="verdict v-fragmentation" title="signals: rss">fragmentation' in index
+    assert '<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !' in index
     lesson = (built.out / "lessons" / "frag_pair.html").read_text()
     history = lesson.split('<table class="history">', 1)[1].split("</table>", 1)[0]
-    assert '<span class="verdict v-fragmentation" title="signals: rss">fragmentation</span>' in history
-    # the malloc heap: a panel of the chart, n/a for the fixed variant with the record's reason (escaped)
+    assert ('<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !</span>'
+            in history)
+    assert '<span class="verdict v-no-leak" title="signals: —">no-leak</span>' in history  # as expected: no "!"
+    # the malloc series: a panel of the chart, n/a for the fixed variant with the record's reason (escaped)
     chart = lesson.split('<figure class="chart">', 1)[1].split("</figure>", 1)[0]
-    for title in ("RSS (MiB)", "malloc heap in use (MiB)", "memray heap (MiB)", "threads"):
+    titles = [p.title for p in charts.PANELS]
+    assert titles == ["RSS (MiB)", "malloc in use (MiB)", "memray heap (MiB)", "threads"]  # metrics' labels
+    for title in titles:
         assert f">{title}<" in chart, title
+    assert "<strong>malloc in use</strong>: heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
     assert "n/a for fixed (see below)" in chart
-    assert ("<strong>malloc heap n/a for fixed:</strong> libjemalloc is loaded: glibc&#39;s mallinfo2 does not "
+    assert ("<strong>malloc in use n/a for fixed:</strong> libjemalloc is loaded: glibc&#39;s mallinfo2 does not "
             "describe its &lt;b&gt;heap&lt;/b&gt;") in chart
-    assert '<span class="verdict v-fragmentation">fragmentation</span>' in chart  # the charted run's verdict
+    assert ('<span class="verdict v-fragmentation" title="expected: leak">fragmentation !</span>'
+            in chart)  # the charted run's verdict
     assert 'title="n/a: libjemalloc is loaded' in history and ">n/a</td>" in history
-    # a lesson without n/a draws the malloc heap of both variants and names no reason
+    head = lesson.split('<table class="history">', 1)[1].split("</thead>", 1)[0]
+    assert ">held memory KiB/rep<" in head and ">malloc in use KiB/rep<" in head and ">threads/rep<" in head
+    assert ">peak above baseline MiB<" in head
+    # a lesson without n/a draws the malloc series of both variants and names no reason
     plain = (built.out / "lessons" / "stateful_map.html").read_text()
-    assert "malloc heap in use (MiB)" in plain and "malloc heap n/a" not in plain and "n/a for" not in plain
+    assert "malloc in use (MiB)" in plain and "malloc in use n/a" not in plain and "n/a for" not in plain
+    # a record whose malloc series has no values says so
+    other = (built.out / "lessons" / "xss_pair.html").read_text()
+    assert f"<strong>malloc in use n/a for leaky:</strong> {charts.NO_MALLOC_VALUES}" in other
 
 
-def test_chart_series_heap_plus_mmap():
+def test_chart_series_reads_malloc_used():
+    """The malloc panel draws malloc_used_bytes (heap_used + mmap_used, the sample series), not a sum of its own."""
     rec = {"runs": [{"series": {"rss_bytes": [1, 2], "threads": [3, 3], "heap_used_bytes": [10, 20],
-                                "mmap_used_bytes": [100, 200]}, "heap": None}], "metrics": {}}
-    assert site._series(rec)["malloc"] == [110, 220] and site._series(rec)["malloc_na"] is None
-    del rec["runs"][0]["series"]["mmap_used_bytes"]  # records from before mmap_used: heap_used alone
-    assert site._series(rec)["malloc"] == [10, 20]
+                                "mmap_used_bytes": [100, 200], "malloc_used_bytes": [111, 222]},
+                     "heap": {"heap_bytes": [5, 6]}}], "metrics": {}}
+    assert charts.series_of(rec) == {"rss": [1, 2], "threads": [3, 3], "malloc": [111, 222], "malloc_na": None,
+                                     "heap": [5, 6]}
+    rec["runs"][0]["series"]["malloc_used_bytes"] = [None, None]
+    assert charts.series_of(rec)["malloc_na"] == charts.NO_MALLOC_VALUES
+    rec["metrics"]["malloc_heap_unavailable"] = "another allocator"
+    assert charts.series_of(rec)["malloc_na"] == "another allocator"
+    assert charts.series_of(None) == {} and charts.series_of({"runs": []}) == {}
 
 
 def test_localize_points_cdn_tags_at_copies():
@@ -400,13 +474,13 @@ def real_site(tmp_path_factory) -> site.Built:
 
 
 def test_committed_results(real_site):
-    measured = {r["pair"] for p in versions.available(REPO / "results").values() for r in versions.read_records(p)}
+    measured = {r["pair"] for p in store.available(REPO / "results").values() for r in store.read_records(p)}
     names = sorted(p.stem for p in (REPO / "scenarios").glob("*.py") if p.stem in measured)
     assert sorted(Path(rel).stem for rel, _ in real_site.pages if rel.startswith("lessons/")) == names
     # every lesson links its committed flame graph, or says plainly that there is none
     for name in names:
         lesson = (real_site.out / "lessons" / f"{name}.html").read_text()
-        graphs = sorted((REPO / "results" / site.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html"))
+        graphs = sorted((REPO / "results" / flamegraphs.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html"))
         if graphs:
             assert re.search(rf'<a href="../flamegraphs/tf-[^/"]+/{name}-leaky.html">Flame graph', lesson), name
         elif contract.read_metadata(REPO / "scenarios" / f"{name}.py").heap_reps == 0:  # no heap pass, no capture
@@ -498,7 +572,7 @@ def test_browser(real_site):
     try:
         for page in pages(out):
             url = urljoin(base, page.relative_to(out).as_posix())
-            graph = page.parent.parent.name == site.FLAMEGRAPHS
+            graph = page.parent.parent.name == flamegraphs.FLAMEGRAPHS
             done = _chromium(url, "--dump-dom", *(["--virtual-time-budget=5000"] if graph else []))
             assert done.returncode == 0, done.stderr[-2000:]
             assert not _console(done), f"{url}: {_console(done)}"

@@ -1,0 +1,59 @@
+"""asv's own pages in the site: `asv publish` of the same results into OUT/asv,
+linked back to the index, with their libraries pointed at local copies
+(leakbench.site.vendor) where npm can provide them.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from leakbench.site import vendor
+
+if TYPE_CHECKING:
+    from leakbench.site.build import Built
+
+FOLDER = "asv"
+INDEX = f"{FOLDER}/index.html"
+TIMEOUT_SECONDS = 300
+_BACK = ('<body><div style="padding:4px 12px;font:14px sans-serif">'
+         '<a href="../index.html">&larr; leakbench: leak matrix and lessons</a></div>')
+
+
+def publish_asv(root: Path, out: Path) -> str | None:
+    """Run `asv publish` (the venv's asv, else the one on PATH) in checkout `root` into out/asv,
+    and put a link back to ../index.html at the top of each of its pages.
+
+    Returns None on success, else one line saying why (asv missing, timed out after
+    TIMEOUT_SECONDS, failed: its last line of output). Raises nothing for asv's failures.
+    """
+    asv = Path(sys.executable).with_name("asv")
+    command = [str(asv) if asv.exists() else "asv", "publish", "--no-pull", "--html-dir", str(out / FOLDER)]
+    try:
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"asv publish did not run: {e}"
+    if done.returncode != 0 or not (out / INDEX).is_file():
+        last = (done.stderr or done.stdout).strip().splitlines()
+        return f"asv publish failed: {last[-1] if last else done.returncode}"
+    for page in (out / FOLDER).glob("*.html"):
+        text = page.read_text()
+        if "<body>" in text:
+            page.write_text(text.replace("<body>", _BACK, 1))
+    return None
+
+
+def vendor_asv(root: Path, out: Path, built: Built) -> None:
+    """Point out/asv/index.html's CDN libraries at copies in out/vendor/ from root/vendor's npm
+    modules (`npm ci` there if needed). Sets built.asv_offline when nothing is left on a CDN,
+    extends built.vendored, and notes what stays on a CDN and why."""
+    modules, problem = vendor.npm_modules(root / "vendor")
+    if modules is None:
+        built.notes.append(f"asv's pages load their libraries from CDNs: {problem}")
+        return
+    left, copied = vendor.vendor_asv(out / INDEX, modules, out)
+    built.vendored.extend(copied)
+    built.asv_offline = not left
+    if left:
+        built.notes.append(f"asv's pages still load {', '.join(left)} from CDNs (not in leakbench.site.vendor.ASV_CDN)")

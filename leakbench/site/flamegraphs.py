@@ -1,0 +1,70 @@
+"""The flame graphs on the site: memray's page of the leaky variant's retained
+allocations, copied from results/flamegraphs/tf-<version>/<pair>-leaky.html
+into the site's flamegraphs/ with its libraries pointed at local copies
+(leakbench.site.vendor), and the totals a lesson quotes from it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from leakbench.site import vendor
+from leakbench.units import KIB, MIB
+
+if TYPE_CHECKING:
+    from leakbench.site.build import Built
+
+FLAMEGRAPHS = "flamegraphs"   # results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
+_PACKED = re.compile(r"const packed_data = (\{.*?\});\n", re.S)
+
+
+def copy_flamegraph(results: Path, out: Path, name: str, order: list[str], built: Built) -> dict | None:
+    """Copy pair `name`'s leaky flame graph of the first TF version in `order` that has one into
+    out/flamegraphs/tf-<version>/, pointing its CDN libraries at out/vendor/.
+
+    Appends the page to built.pages, the copied libraries to built.vendored, and a note for an
+    address left on a CDN or a library of another memray release. Returns what a lesson shows:
+    {"href": relative to lessons/, "version", "kib": the copy's size in KiB, "offline": bool,
+    and flamegraph_totals' keys}, or None when no version has one. Raises OSError when the
+    copy cannot be written (build turns it into SiteError).
+    """
+    for version in dict.fromkeys(order):
+        source = Path(results) / FLAMEGRAPHS / f"tf-{version}" / f"{name}-leaky.html"
+        if not source.is_file():
+            continue
+        rel = f"{FLAMEGRAPHS}/tf-{version}/{name}-leaky.html"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, out / rel)
+        left, copied, stand_ins = vendor.vendor_flamegraph(out / rel, out)
+        built.vendored.extend(copied)
+        if left:
+            built.notes.append(f"{rel} still loads {len(left)} file(s) from CDNs: {', '.join(left)}")
+        if stand_ins:
+            built.notes.append(f"{rel} was drawn by another memray release: the installed memray's copies "
+                               f"stand in for {', '.join(stand_ins)}")
+        size = (out / rel).stat().st_size
+        built.pages.append((rel, size))
+        return {"href": f"../{rel}", "version": version, "kib": size / KIB,
+                "offline": not left, **flamegraph_totals(source.read_text())}
+    return None
+
+
+def flamegraph_totals(html: str) -> dict:
+    """Bytes a memray flame graph holds: all of them (its root) and the share under a Python frame.
+
+    memray records no Python stack for an allocation made by a thread that runs
+    no Python (TensorFlow's own): those bytes sit on the root alone. Reads the
+    data memray 1.x embeds (`packed_data`). Returns {"retained_mib": MiB,
+    "python_share": 0..1, or None for an empty graph}; {} when the page is not in that form.
+    """
+    found = _PACKED.search(html)
+    try:
+        nodes = json.loads(found.group(1))["nodes"]
+        total = int(nodes["value"][0])
+        python = sum(int(nodes["value"][child]) for child in nodes["children"][0])
+    except (AttributeError, ValueError, KeyError, IndexError, TypeError):
+        return {}
+    return {"retained_mib": total / MIB, "python_share": python / total if total else None}

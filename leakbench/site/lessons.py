@@ -1,0 +1,214 @@
+"""What the pages show of a pair: a lesson's data (its files side by side and
+as a short diff, its docstring as prose, its chart, its rows per TF version,
+the signals that moved) and the matrix's cells.
+
+Labels, units and help texts come from leakbench.metrics; what a verdict
+means from leakbench.analysis.verdict.VERDICTS; whether a record reads what its
+variant should from leakbench.expectation. Everything returned is plain data
+for the templates, which escape it; prose() alone returns Markup (escaped here).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from pathlib import Path
+
+from markupsafe import Markup, escape
+
+from leakbench import catalog, contract, expectation, metrics
+from leakbench.analysis import verdict
+from leakbench.site import charts
+
+ISSUE_URL = "https://github.com/{repo}/issues/{number}"
+_REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
+VARIANTS = ("leaky", "fixed")
+# The lesson's table per TF version: these metrics, then the peak exponent k.
+HISTORY = tuple(metrics.BY_KEY[key] for key in ("peak_above_baseline_bytes", "held_growth", "rss_growth",
+                                                "malloc_heap_growth", "retained_heap", "threads_growth"))
+MALLOC_KEY = "malloc_heap_growth"  # n/a where glibc's counters are (charts.malloc_unavailable)
+MEMORY_RATE_KEY = "held_growth"    # how a matrix cell's memory rate shows (RSS's display is the same)
+
+
+def source_link(source: str) -> str | None:
+    """'owner/repo#123' -> "https://github.com/owner/repo/issues/123"; None for a seed source word."""
+    match = _REPORT.fullmatch(source or "")
+    return match and ISSUE_URL.format(repo=match.group(1), number=match.group(2))
+
+
+def prose(text: str) -> Markup:
+    """A docstring as escaped HTML paragraphs (one per blank-line-separated block), `code` as
+    <code> and owner/repo#N reports linked to their GitHub issue."""
+    out = []
+    for para in re.split(r"\n\s*\n", (text or "").strip()):
+        if not para.strip():
+            continue
+        html = str(escape(" ".join(line.strip() for line in para.splitlines())))
+        html = re.sub(r"`([^`]+)`", r"<code>\1</code>", html)
+        html = _REPORT.sub(lambda m: f'<a href="{ISSUE_URL.format(repo=m.group(1), number=m.group(2))}">'
+                                     f"{m.group(0)}</a>", html)
+        out.append(f"<p>{html}</p>")
+    return Markup("\n".join(out))
+
+
+def side_by_side(leaky: str, fixed: str) -> tuple[list, list]:
+    """Both files' lines as [(line number from 1, text, changed: bool)], one list per file,
+    changed where difflib's opcodes differ."""
+    a, b = leaky.splitlines(), fixed.splitlines()
+    marked_a, marked_b = set(), set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            marked_a.update(range(i1, i2))
+            marked_b.update(range(j1, j2))
+    return ([(n + 1, line, n in marked_a) for n, line in enumerate(a)],
+            [(n + 1, line, n in marked_b) for n, line in enumerate(b)])
+
+
+def short_diff(leaky: str, fixed: str) -> list[tuple[str, str]]:
+    """Only the differing lines (a unified diff without context or file headers), as
+    [(css class, line)]: "del" a leaky line, "ins" a fixed one, "hunk" an @@ location."""
+    found = []
+    for line in difflib.unified_diff(leaky.splitlines(), fixed.splitlines(), lineterm="", n=0):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"@": "hunk", "-": "del", "+": "ins"}.get(line[:1], "")
+        found.append((kind, line))
+    return found
+
+
+def pair_file(root: Path, variant: str, pair: str) -> tuple[str | None, contract.Scenario | None]:
+    """A variant's file under checkout `root` (scenarios/ or fixes/): (its text, its contract
+    metadata, None when it breaks the contract); (None, None) when there is no such file."""
+    path = Path(root) / catalog.VARIANT_DIRS[variant] / f"{pair}.py"
+    if not path.is_file():
+        return None, None
+    text = path.read_text()
+    try:
+        meta = contract.read_metadata(path)
+    except contract.ContractError:
+        meta = None
+    return text, meta
+
+
+def verdict_css(word: str) -> str:
+    """A verdict's CSS class: "v-<word>" (style.css has one per verdict.VERDICTS word), else "v-unknown"."""
+    return f"v-{word}" if word in verdict.VERDICTS else "v-unknown"
+
+
+def _growth(key: str, value) -> str:
+    """A metric's value as its table shows it: display unit, a sign on a trend, "—" for None."""
+    found = metrics.BY_KEY[key]
+    return found.display(value, sign=found.unit.endswith("/repetition"))
+
+
+def cell_view(cell: dict | None) -> dict | None:
+    """A cell of the history matrix (leakbench.history.matrix.cell) as the index shows it:
+    {"verdict", "css", "expected": bool, "expectation": what the variant should read, in words,
+    "number": "k=<exponent>" for a peak pair, else the rate of the memory signal the verdict rests
+    on (held memory, or RSS where held is n/a) in KiB/repetition, "" if none,
+    "signals": comma-joined}. None for None (not measured)."""
+    if cell is None:
+        return None
+    word = cell["verdict"]
+    if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
+        number = f"k={cell['peak_exponent']:.2f}"
+    elif cell["memory_rate_bytes_per_rep"] is not None:
+        number = _growth(MEMORY_RATE_KEY, cell["memory_rate_bytes_per_rep"])
+    else:
+        number = ""
+    return {"verdict": word, "css": verdict_css(word), "expected": cell["expected"],
+            "expectation": cell["expectation"], "number": number, "signals": ", ".join(cell["signals"])}
+
+
+def verdict_view(rec: dict | None) -> dict | None:
+    """A record's verdict as a page shows it: {"verdict", "css", "expected": the verdict is one
+    its variant may read (leakbench.expectation), "should": that expectation in words}; None for None."""
+    if not rec:
+        return None
+    return {"verdict": rec["verdict"], "css": verdict_css(rec["verdict"]),
+            "expected": expectation.accepts(rec), "should": expectation.for_record(rec).label}
+
+
+def history_head() -> list[dict]:
+    """The titles of HISTORY's columns: [{"title": e.g. "held memory KiB/rep", "help"}]."""
+    return [{"title": f"{m.label}{'' if m.shown.startswith('/') else ' '}{m.shown}", "help": m.help}
+            for m in HISTORY]
+
+
+def version_row(version: str, recs: dict) -> dict:
+    """A lesson's table row for one TF version. recs: variant -> record, or None (not measured).
+
+    Returns {"version", "leaky": ..., "fixed": ...}, each None or verdict_view's keys plus
+    "values": [(text, hover title or None)] in HISTORY's order ("n/a" for malloc in use where
+    glibc's counters are n/a, with the reason), "k": the peak exponent ("—" if none) and
+    "signals": comma-joined, "—" if none.
+    """
+    row = {"version": version}
+    for variant in VARIANTS:
+        rec = recs.get(variant)
+        if not rec:
+            row[variant] = None
+            continue
+        scaling = (rec.get("metrics") or {}).get("peak_scaling") or {}
+        why = charts.malloc_unavailable(rec)
+        row[variant] = {
+            **verdict_view(rec),
+            "values": [("n/a", f"n/a: {why}") if m.key == MALLOC_KEY and why else
+                       (_growth(m.key, metrics.value(rec, m.key)), None) for m in HISTORY],
+            "k": "—" if scaling.get("exponent") is None else f"{scaling['exponent']:.2f}",
+            "signals": ", ".join(rec.get("signals") or []) or "—",
+        }
+    return row
+
+
+def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: str) -> dict:
+    """Everything lesson.html.j2 shows of pair `name` (and the index's row of it).
+
+    root: the checkout with scenarios/ and fixes/ (a file missing there: its text is None and
+    the record's title, source, kind stand in). by_version: TF version -> {(pair, variant):
+    record}. found: history's matrix of the same records ({"versions", "rows"}). default: the
+    TF version whose records the chart draws (else the newest version with the variant).
+    """
+    leaky_text, leaky_meta = pair_file(root, "leaky", name)
+    fixed_text, fixed_meta = pair_file(root, "fixed", name)
+    newest = {}
+    for variant in VARIANTS:
+        order = [default] + [v for v in reversed(found["versions"]) if v != default]
+        newest[variant] = next(((v, by_version[v][(name, variant)]) for v in order
+                                if (name, variant) in by_version[v]), (None, None))
+    some = newest["leaky"][1] or newest["fixed"][1]
+    docstring = ast.get_docstring(ast.parse(leaky_text)) if leaky_text else None
+    source = (leaky_meta.source if leaky_meta else some.get("source")) or "unknown"
+    rows = {row["variant"]: row for row in found["rows"] if row["pair"] == name}
+    signals = list(dict.fromkeys(s for v in found["versions"]
+                                 for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])))
+    code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
+    charted = {v: charts.series_of(newest[v][1]) for v in VARIANTS}
+    return {
+        "name": name,
+        "title": leaky_meta.title if leaky_meta else some.get("title") or name,
+        "fixed_title": fixed_meta.title if fixed_meta else (newest["fixed"][1] or {}).get("title"),
+        "source": source,
+        "source_url": source_link(source),
+        "kind": (leaky_meta.kind if leaky_meta else some.get("kind")) or "",
+        "heap_reps": leaky_meta.heap_reps if leaky_meta else None,
+        "repetition": (leaky_meta.repetition if leaky_meta else some.get("repetition")) or "",
+        "size_param": (leaky_meta.size_param if leaky_meta else some.get("size_param")) or "",
+        "what": prose(docstring) if docstring else None,
+        "code": code,
+        "short_diff": short_diff(leaky_text, fixed_text) if code else [],
+        "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
+                    (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
+        "chart": charts.memory_svg(charted),
+        "chart_panels": charts.PANELS,
+        "chart_versions": {v: newest[v][0] for v in VARIANTS},
+        "chart_verdicts": {v: verdict_view(newest[v][1]) for v in VARIANTS},
+        "malloc_label": charts.MALLOC.label,
+        "malloc_na": [(v, charted[v]["malloc_na"]) for v in VARIANTS if charted[v].get("malloc_na")],
+        "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
+                      for variant in VARIANTS} for v in found["versions"]},
+        "history_head": history_head(),
+        "history": [version_row(v, {variant: by_version[v].get((name, variant)) for variant in VARIANTS})
+                    for v in found["versions"]],
+        "signals": [(s, metrics.signal_help(s)) for s in signals],
+    }
