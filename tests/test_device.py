@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from leakbench import catalog, cli, contract, expectation
-from leakbench.engine import probes
+from leakbench.engine import gpu
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.engine.measure import Settings, measure
@@ -56,7 +56,7 @@ def test_gpu_allocator_growth_is_a_leak_on_the_gpu_signal():
     env = rec["environment"]
     assert env["device"] == "GPU:0" and env["gpu_unavailable"] is None
     assert env["gpu"] == {"name": "Fake GPU 0", "compute_capability": "8.6",
-                          "driver": probes.nvidia_driver(), "count": 1}
+                          "driver": gpu.nvidia_driver(), "count": 1}
     assert env["tensorflow"] == "0.0-fake"  # versions come from the module the scenario imported
     series = rec["runs"][0]["series"]["gpu_current_bytes"]
     assert series == [(2 + i) * MIB for i in range(SETTINGS.reps)]  # 1 warm-up, then one MiB kept per repetition
@@ -143,7 +143,7 @@ def test_gpu_pair_is_skipped_without_a_gpu():
     for target in targets:
         rec = measure(target, target.scenario.params, Settings(cap_bytes=2 << 30, timeout_seconds=120))
         assert rec["verdict"] == "skipped", (rec["verdict"], rec["error"])
-        assert rec["skip_reason"] == probes.NO_GPU == "no GPU visible to TensorFlow"
+        assert rec["skip_reason"] == gpu.NO_GPU == "no GPU visible to TensorFlow"
         env = rec["environment"]
         assert env["tensorflow"] and env["device"] == "CPU" and env["gpu"] is None
         assert target.expected.accepts(rec)

@@ -5,12 +5,11 @@ repetition; python_fragments frees everything yet its RSS grows, because its
 environment tells glibc never to trim. The rule is also tested on its own.
 Last, the allocator pair on TensorFlow (scenarios/shuffle_fragmentation.py).
 """
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from leakbench import catalog, contract
+from leakbench import contract
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.engine.measure import Settings, measure

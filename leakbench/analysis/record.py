@@ -36,7 +36,7 @@ def environment(child_versions: dict | None, device: dict | None = None, gpu_pro
     """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device and GPU.
 
     device: the child's device message (leakbench.engine.child._device); None if it never came.
-    gpu_problem: why a GPU that is there gave no readings (probes.Gpu.start), if it did not.
+    gpu_problem: why a GPU that is there gave no readings (engine.gpu.Gpu.start), if it did not.
     """
     versions = child_versions or {}
     device = device or {"device": "CPU", "gpu": None, "gpu_unavailable": NOT_REPORTED}
@@ -153,7 +153,6 @@ def stalled_in_teardown(outcome) -> bool:
 def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) -> Record:
     """The record of one scenario variant from its child runs (Outcome objects, default size first)."""
     runs = [run_entry(o) for o in outcomes]
-    statuses = [r["status"] for r in runs]
     # Metrics from every run whose measurement finished (its result arrived),
     # even if it then hung in teardown or a larger size went over the cap.
     measured = [r for r, o in zip(runs, outcomes) if o.result is not None]

@@ -32,9 +32,8 @@ leakbench.reporters.calibration's; how to read them is docs/calibration.md.
 """
 from __future__ import annotations
 
-import json
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -45,6 +44,7 @@ from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.engine.measure import Settings, measure
 from leakbench.history import pin
+from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
 from leakbench.reporters.calibration import markdown  # noqa: F401  (the CLI renders with it)
 from leakbench.units import KIB, MIB
@@ -55,7 +55,6 @@ HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorfl
            "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py"}
 SIZES = (0, KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 8 * MIB)
 FORMAT = 2  # 2: the installed TensorFlow kept at the top; committed_fixes counts false_alarms
-_MADE_WITH = ("machine", "tensorflow", "settings")  # what a resumed file must share
 
 
 class CalibrateError(ValueError):
@@ -123,8 +122,8 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
     """
     settings = settings.resolved()
     made = {"machine": machine or platform.node(), "tensorflow": tensorflow_version(),
-            "settings": _settings(settings)}
-    result = _load(out, made) if resume else None
+            "settings": settings.stored()}
+    result = jsonfile.resumable(out, made, FORMAT, "a calibration result", CalibrateError) if resume else None
     if result is None:
         result = {"format": FORMAT, **made, "environment": record.environment(None), "observations": []}
     result.setdefault("peers", [])
@@ -175,11 +174,6 @@ def add_context(result: dict, out: Path, settings: Settings, suite_records: Path
     return result
 
 
-def _settings(settings: Settings) -> dict:
-    """Settings as stored in the result (through JSON: a tuple reads back as a list)."""
-    return json.loads(json.dumps({k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}))
-
-
 def _finish(result: dict, settings: Settings, suite_records: Path | None = None) -> None:
     result["summary"] = stats.summarize(result["observations"])
     result["peer_summary"] = stats.summarize_peers(result.get("peers", []))
@@ -189,21 +183,3 @@ def _finish(result: dict, settings: Settings, suite_records: Path | None = None)
     result["targets"] = stats.targets(result["summary"], result["cost"], result.get("suite_cost"))
 
 
-def _load(out: Path, made: dict) -> dict | None:
-    """The result in `out` to resume, None if there is none; CalibrateError if it cannot be resumed."""
-    if not out.exists():
-        return None
-    keep = "it is kept: use another --out, or --fresh to measure anew and replace it"
-    try:
-        found = json.loads(out.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CalibrateError(f"{out} cannot be read as JSON ({getattr(e, 'msg', None) or e}); {keep}") from None
-    if not isinstance(found, dict) or found.get("format") != FORMAT or not isinstance(
-            found.get("observations"), list) or not isinstance(found.get("settings"), dict):
-        raise CalibrateError(f"{out} is not a calibration result of format {FORMAT}; {keep}")
-    differ = [f"{k} {found.get(k)} there, {made[k]} here" for k in _MADE_WITH[:2] if found.get(k) != made[k]]
-    differ += [f"{k} {found['settings'].get(k)} there, {v} here" for k, v in made["settings"].items()
-               if found["settings"].get(k) != v]
-    if differ:
-        raise CalibrateError(f"{out} was measured with other settings ({'; '.join(differ)}); {keep}")
-    return found

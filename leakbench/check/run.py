@@ -57,7 +57,6 @@ def diagnosis(rec: dict) -> dict:
     """Evidence of the first (default-size) run, summarized: types, attribution, stacks, hints."""
     run = rec["runs"][0] if rec["runs"] else {}
     evidence = run.get("diagnostics") or {}
-    reps = rec["settings"]["reps"]
     found = {
         "target_kind": evidence.get("target_kind"),
         "types": run.get("python_type_growth") or [],

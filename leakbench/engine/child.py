@@ -44,7 +44,7 @@ import psutil
 
 from leakbench import contract
 from leakbench.check import evidence, target as check_target
-from leakbench.engine import probes, supervise
+from leakbench.engine import gpu as gpu_module, probes, supervise
 from leakbench.engine.heap import heap_pass
 
 
@@ -82,7 +82,7 @@ def main(config: dict) -> int:
         # from ~155 ms to ~0, and the engine collects before every sample.
         # Objects made from here on (the pipeline's) are collected as usual.
         gc.freeze()
-        gpu, no_gpu = probes.Gpu.find()
+        gpu, no_gpu = gpu_module.Gpu.find()
         channel.send(device=_device(gpu, no_gpu), versions=_versions())
         if getattr(module, "REQUIRES", None) == "GPU" and gpu is None:
             channel.send(skipped=no_gpu)

@@ -23,6 +23,7 @@ once more, longer, in a fresh process before it is called
 """
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from dataclasses import asdict, dataclass, replace
@@ -56,6 +57,11 @@ class Settings:
             # a peak pair compares its smallest and largest size: out of order, it reads no-leak
             raise ValueError(f"scales must be two or more positive multiples in increasing order, got {scales}")
 
+    def stored(self) -> dict:
+        """These settings as records and result files keep them: JSON types (a tuple reads back
+        as a list), without flamegraph_dir (where a graph goes is not how the pipeline was measured)."""
+        return json.loads(json.dumps({k: v for k, v in asdict(self).items() if k != "flamegraph_dir"}))
+
     def resolved(self) -> "Settings":
         cap = self.cap_bytes or memlimit.default_cap_bytes()
         return replace(self, cap_bytes=cap, scales=tuple(self.scales))
@@ -86,7 +92,7 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
         problem = runner.Outcome("error", "import", params, 0.0, error=(
             f"LD_PRELOAD names {', '.join(missing)}, which is not installed "
             "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"))
-        return record.build(target.scenario, target.variant, params, asdict(settings), [problem])
+        return record.build(target.scenario, target.variant, params, settings.stored(), [problem])
     outcomes = []
     flamegraph = None
     with tempfile.TemporaryDirectory(prefix="leakbench-capture-") as keep:
@@ -103,9 +109,7 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
                 flamegraph = _flamegraph(capture, outcome, Path(settings.flamegraph_dir), target)
             if outcome.status != "ok" and not record.stalled_in_teardown(outcome):
                 break
-    # Where a flame graph goes is not how the pipeline was measured: kept out of the record's settings.
-    rec = record.build(target.scenario, target.variant, params,
-                       {k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}, outcomes)
+    rec = record.build(target.scenario, target.variant, params, settings.stored(), outcomes)
     if flamegraph:
         rec["flamegraph"] = flamegraph
     if rec["verdict"] == "leak" and verdict.needs_confirmation(rec["metrics"], rec["signals"]):

@@ -4,21 +4,14 @@ Every value comes from psutil except the kernel's high-water mark (VmHWM),
 which psutil does not expose; it is read from /proc/self/status and reset by
 writing "5" to /proc/self/clear_refs (Linux >= 4.0, Documentation/filesystems/proc.rst).
 
-The device dimension: where TensorFlow sees a GPU, the GPU allocator's bytes
-in use (tf.config.experimental.get_memory_info) join every sample. TensorFlow
-is only touched if the scenario imported it (sys.modules), never imported
-here. The GPU path follows TensorFlow's documented API and is untested: no
-machine this was written on has a GPU.
+Where TensorFlow sees a GPU, the GPU allocator's bytes in use
+(leakbench.engine.gpu) join every sample.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import gc
-import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -26,13 +19,12 @@ import psutil
 from leakbench.metrics import SERIES_UNITS
 from leakbench.units import KIB
 
-NO_GPU = "no GPU visible to TensorFlow"
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
-def sample(process: psutil.Process, gpu: "Gpu | None" = None) -> dict:
+def sample(process: psutil.Process, gpu=None) -> dict:
     """One sample of every series in leakbench.metrics.SERIES, after a full garbage collection.
 
     Collecting first means unreachable reference cycles are not counted as kept
@@ -60,87 +52,6 @@ def sample(process: psutil.Process, gpu: "Gpu | None" = None) -> dict:
     }
     assert found.keys() == SERIES_UNITS.keys(), "leakbench.metrics.SERIES and the probes disagree"
     return found
-
-
-# --- the GPU, through TensorFlow's documented API (untested: no GPU here) ---
-
-@dataclass(frozen=True)
-class Gpu:
-    """The first GPU TensorFlow sees ("GPU:0"), read through tf.config.experimental."""
-
-    tf: object            # the tensorflow module the scenario imported
-    device: str = "GPU:0"
-
-    @staticmethod
-    def find() -> "tuple[Gpu | None, str | None]":
-        """(Gpu, None) where TensorFlow sees a GPU, else (None, why not).
-
-        Only looks if the scenario imported TensorFlow; listing physical
-        devices does not initialise them, so setup may still configure them
-        (tf.config.experimental.set_memory_growth).
-        """
-        tf = sys.modules.get("tensorflow")
-        if tf is None:
-            return None, f"{NO_GPU} (the scenario did not import TensorFlow)"
-        try:
-            found = tf.config.list_physical_devices("GPU")
-        except Exception as err:  # a broken CUDA install must not end the measurement
-            return None, f"{NO_GPU} (list_physical_devices: {err})"
-        return (Gpu(tf), None) if found else (None, NO_GPU)
-
-    def current_bytes(self) -> int:
-        """Bytes the GPU allocator has in use now (live tensors), get_memory_info()["current"]."""
-        return int(self.tf.config.experimental.get_memory_info(self.device)["current"])
-
-    def peak_bytes(self) -> int:
-        """The allocator's peak bytes in use since the last reset_peak()."""
-        return int(self.tf.config.experimental.get_memory_info(self.device)["peak"])
-
-    def reset_peak(self) -> None:
-        """Start a new peak at the current bytes in use (reset_memory_stats)."""
-        self.tf.config.experimental.reset_memory_stats(self.device)
-
-    def start(self) -> str | None:
-        """Reset the peak and read the bytes in use once: None if that works, else why not.
-
-        A device TensorFlow lists as a GPU may not keep allocator statistics
-        (get_memory_info raises there): the measurement then goes on without
-        GPU readings instead of failing.
-        """
-        try:
-            self.reset_peak()
-            self.current_bytes()
-        except Exception as err:
-            return f"GPU memory statistics unavailable ({type(err).__name__}: {err})"
-        return None
-
-    def details(self) -> dict:
-        """Name, compute capability (get_device_details), driver (nvidia-smi, if installed), count."""
-        gpus = self.tf.config.list_physical_devices("GPU")
-        try:
-            info = self.tf.config.experimental.get_device_details(gpus[0])
-        except Exception:
-            info = {}
-        capability = info.get("compute_capability")
-        return {
-            "name": info.get("device_name"),
-            "compute_capability": ".".join(map(str, capability)) if capability else None,
-            "driver": nvidia_driver(),
-            "count": len(gpus),
-        }
-
-
-def nvidia_driver() -> str | None:
-    """The NVIDIA driver version from nvidia-smi; None without nvidia-smi or when it fails."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = done.stdout.strip().splitlines()
-    return lines[0].strip() if done.returncode == 0 and lines else None
 
 
 def _malloc_in_use() -> dict:

@@ -32,13 +32,12 @@ Rendering is leakbench.reporters.repeatability's.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -46,6 +45,7 @@ from typing import Callable
 import numpy as np
 import psutil
 
+from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
 from leakbench.engine import memlimit
 from leakbench.analysis import record, verdict
@@ -56,7 +56,6 @@ from leakbench.engine.measure import Settings, measure
 
 FORMAT = 2  # 2: each decisive metric keeps its rate (verdict.rate) beside its slope
 FOLDER = "repeatability"  # under the results directory
-_MADE_WITH = ("machine", "jobs", "tensorflow", "settings")  # what a resumed file must share
 
 
 class RepeatError(ValueError):
@@ -157,8 +156,8 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
     after each run. Raises RepeatError before measuring anything if `out` cannot be resumed.
     """
     made = {"machine": machine, "jobs": jobs, "tensorflow": pin.installed_tf_version(),
-            "settings": json.loads(json.dumps({k: v for k, v in asdict(settings).items() if k != "flamegraph_dir"}))}
-    result = _load(out, made) if resume else None
+            "settings": settings.stored()}
+    result = jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError) if resume else None
     if result is None:
         result = {"format": FORMAT, **made, "environment": record.environment(None), "started": _now(),
                   "elapsed_seconds": 0.0, "observations": []}
@@ -209,24 +208,5 @@ def _stop_children() -> None:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _load(out: Path, made: dict) -> dict | None:
-    """The result in `out` to resume, None if there is none; RepeatError if it cannot be resumed."""
-    if not out.exists():
-        return None
-    keep = "it is kept: use another --out, or --fresh to measure anew and replace it"
-    try:
-        found = json.loads(out.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RepeatError(f"{out} cannot be read as JSON ({getattr(e, 'msg', None) or e}); {keep}") from None
-    if not isinstance(found, dict) or found.get("format") != FORMAT or "observations" not in found:
-        raise RepeatError(f"{out} is not a repeatability result of format {FORMAT}; {keep}")
-    differ = [f"{k} {found.get(k)} there, {made[k]} here" for k in _MADE_WITH[:3] if found.get(k) != made[k]]
-    there = found.get("settings") or {}
-    differ += [f"{k} {there.get(k)} there, {v} here" for k, v in made["settings"].items() if there.get(k) != v]
-    if differ:
-        raise RepeatError(f"{out} was measured with other settings ({'; '.join(differ)}); {keep}")
-    return found
 
 

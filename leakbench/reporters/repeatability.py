@@ -8,7 +8,7 @@ repetition otherwise (objects, threads, file descriptors), the exponent k in
 peak ∝ size^k for peak pairs.
 
 The pieces (`about`, `table`, `totals`, `verdict_counts`) are text, not
-markdown: leakbench.site.build renders the same table as HTML from them.
+markdown: leakbench.site.repeatability renders the same table as HTML from them.
 """
 from __future__ import annotations
 
