@@ -46,7 +46,6 @@ from leakbench.engine.measure import Settings, measure
 from leakbench.history import pin
 from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
-from leakbench.reporters.calibration import markdown  # noqa: F401  (the CLI renders with it)
 from leakbench.units import KIB, MIB
 
 FOLDER = Path(__file__).parent / "designs"

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from leakbench.cli.base import fail, main, results_dir, say
+from leakbench.reporters import calibration as calibration_view
 from leakbench.engine.measure import Settings
 from leakbench.units import parse_size
 
@@ -94,7 +95,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     except calibrate.CalibrateError as e:
         fail(str(e))
     result = calibrate.add_context(result, out, settings, suite_records, results / "records")
-    table = calibrate.markdown(result)
+    table = calibration_view.markdown(result)
     out.with_suffix(".md").write_text(table)
     click.echo(table)
     say(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}")
