@@ -4,8 +4,10 @@ The fixture results (tests/data/site_results/records/) are trimmed real
 records of schema 1, from before mmap_used_bytes: stateful_map on TF 2.15.1 and
 2.16.2, and `xss_pair` (unbounded_cache's numbers, only on 2.16.2) whose title
 holds a <script> tag. The tests add, in a copy: an mmap_used_bytes series of
-1 MiB per sample to stateful_map's records (so the migration on read gives them
-a malloc_used_bytes series; xss_pair's stays without values), `frag_pair` on
+1 MiB per sample, malloc free bytes of 2 MiB and held memory of RSS less
+300 MiB (and their import-baseline values) to stateful_map's records (so the
+migration on read gives them a malloc_used_bytes series; xss_pair's stays
+without values), `frag_pair` on
 2.16.2, made from stateful_map's fixed records, whose leaky variant reads
 `fragmentation` and whose fixed variant has its malloc counters n/a (the reason
 holds a <b> tag), and a real memray flame graph of a small capture as
@@ -43,7 +45,7 @@ from click.testing import CliRunner
 from markupsafe import escape
 
 from leakbench import cli, contract
-from leakbench.site import build as site, charts, flamegraphs, lessons, vendor as assets
+from leakbench.site import build as site, charts, colours, flamegraphs, lessons, memory, vendor as assets
 from leakbench.engine import heap
 from leakbench.repeat import run as repeat
 from leakbench.analysis import verdict
@@ -52,6 +54,7 @@ from leakbench.history import matrix, store
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "data" / "site_results"
+HELD_BELOW_RSS = 300 << 20  # stateful_map's made-up held memory: RSS less this
 NA_REASON = "libjemalloc is loaded: glibc's mallinfo2 does not describe its <b>heap</b>"
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("LEAKBENCH_TEST_ARTIFACTS", REPO / "test-artifacts"))
@@ -122,7 +125,7 @@ def frag_records(fixed: dict) -> list[dict]:
     na = json.loads(json.dumps(fixed))
     na.update(pair="frag_pair", variant="fixed")
     na["runs"][0]["malloc_heap_unavailable"] = NA_REASON
-    for name in ("heap_used_bytes", "mmap_used_bytes", "malloc_used_bytes"):
+    for name in ("heap_used_bytes", "mmap_used_bytes", "malloc_used_bytes", "held_bytes", "heap_free_bytes"):
         na["runs"][0]["series"][name] = [None] * len(series["rss_bytes"])
     na["metrics"]["malloc_heap_unavailable"] = NA_REASON
     return [leaky, na]
@@ -141,7 +144,12 @@ def results(tmp_path_factory) -> Path:
             rec = json.loads(line)
             if rec["pair"] == "stateful_map":
                 for run in rec["runs"]:
-                    run["series"]["mmap_used_bytes"] = [1 << 20] * len(run["series"]["heap_used_bytes"])
+                    series, base = run["series"], run["import_baseline"]
+                    series["mmap_used_bytes"] = [1 << 20] * len(series["heap_used_bytes"])
+                    series["heap_free_bytes"] = [2 << 20] * len(series["heap_used_bytes"])
+                    series["held_bytes"] = [v - HELD_BELOW_RSS for v in series["rss_bytes"]]
+                    base.update(mmap_used_bytes=1 << 20, heap_free_bytes=2 << 20,
+                                held_bytes=base["rss_bytes"] - HELD_BELOW_RSS)
             lines.append(json.dumps(rec))
         path.write_text("\n".join(lines) + "\n")
     path = store.available(found)["2.16.2"]
@@ -277,7 +285,8 @@ def test_lesson(built):
     assert '<span class="line ins">+    STATS[&#34;sum&#34;] += float(x.sum())' in short
     assert "SEEN.append(x.copy())" in lesson and "STATS[&#34;count&#34;] += 1" in lesson
     # the chart: one inline SVG per panel, no XML prolog inside the HTML, ids unique in the page
-    assert lesson.count("<svg ") == 4 and "<?xml" not in lesson and "<!DOCTYPE svg" not in lesson
+    # (two of memory, one per variant, and one per count panel)
+    assert lesson.count("<svg ") == 2 + len(charts.PANELS) and "<?xml" not in lesson and "<!DOCTYPE svg" not in lesson
     ids = re.findall(r'\bid="([^"]+)"', lesson)
     assert len(ids) == len(set(ids)), [i for i in set(ids) if ids.count(i) > 1]
     assert "fixed on TensorFlow 2.16.2" in lesson
@@ -406,14 +415,16 @@ def test_fragmentation_and_malloc_heap_na(built):
     assert ('<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !</span>'
             in history)
     assert '<span class="verdict v-no-leak" title="signals: —">no-leak</span>' in history  # as expected: no "!"
-    # the malloc series: a panel of the chart, n/a for the fixed variant with the record's reason (escaped)
-    chart = lesson.split('<figure class="chart">', 1)[1].split("</figure>", 1)[0]
-    titles = [p.title for p in charts.PANELS]
-    assert titles == ["RSS (MiB)", "malloc in use (MiB)", "memray heap (MiB)", "threads"]  # metrics' labels
-    for title in titles:
-        assert f">{title}<" in chart, title
-    assert "<strong>malloc in use</strong>: heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
-    assert "n/a for fixed (see below)" in chart
+    # the memory chart: n/a for the fixed variant, said in its chart, with the record's reason (escaped) below
+    chart = lesson.split('<figure class="memory">', 1)[1].split("</figure>", 1)[0]
+    fixed_svg = chart.split('<div class="fixed">', 1)[1]
+    assert "held, malloc in use, free: n/a" in fixed_svg and "held, malloc in use, free: n/a" not in chart.split(
+        '<div class="fixed">', 1)[0]
+    assert re.search(r'<svg role="img" aria-label="fixed variant, \d+ repetitions, MiB above the process before setup: '
+                     r'held memory, malloc in use and malloc free bytes are n/a; RSS ', fixed_svg)
+    for label in ("RSS", "held memory", "malloc in use", "malloc free bytes", "memray heap"):  # metrics' labels
+        assert f"{label}</dt><dd>" in chart, label
+    assert "heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
     assert ("<strong>malloc in use n/a for fixed:</strong> libjemalloc is loaded: glibc&#39;s mallinfo2 does not "
             "describe its &lt;b&gt;heap&lt;/b&gt;") in chart
     assert ('<span class="verdict v-fragmentation" title="expected: leak">fragmentation !</span>'
@@ -424,24 +435,76 @@ def test_fragmentation_and_malloc_heap_na(built):
     assert ">peak above baseline MiB<" in head
     # a lesson without n/a draws the malloc series of both variants and names no reason
     plain = (built.out / "lessons" / "stateful_map.html").read_text()
-    assert "malloc in use (MiB)" in plain and "malloc in use n/a" not in plain and "n/a for" not in plain
+    assert "malloc in use n/a" not in plain and ": n/a\n" not in plain and "free: n/a" not in plain
     # a record whose malloc series has no values says so
     other = (built.out / "lessons" / "xss_pair.html").read_text()
-    assert f"<strong>malloc in use n/a for leaky:</strong> {charts.NO_MALLOC_VALUES}" in other
+    assert f"<strong>malloc in use n/a for leaky:</strong> {memory.NO_MALLOC_VALUES}" in other
 
 
-def test_chart_series_reads_malloc_used():
-    """The malloc panel draws malloc_used_bytes (heap_used + mmap_used, the sample series), not a sum of its own."""
-    rec = {"runs": [{"series": {"rss_bytes": [1, 2], "threads": [3, 3], "heap_used_bytes": [10, 20],
-                                "mmap_used_bytes": [100, 200], "malloc_used_bytes": [111, 222]},
-                     "heap": {"heap_bytes": [5, 6]}}], "metrics": {}}
-    assert charts.series_of(rec) == {"rss": [1, 2], "threads": [3, 3], "malloc": [111, 222], "malloc_na": None,
-                                     "heap": [5, 6]}
-    rec["runs"][0]["series"]["malloc_used_bytes"] = [None, None]
-    assert charts.series_of(rec)["malloc_na"] == charts.NO_MALLOC_VALUES
+def test_decomposition_reads_the_sample_series():
+    """The memory chart draws malloc_used_bytes (heap_used + mmap_used, the sample series), held memory and
+    malloc's free bytes above the import baseline, memray's heap as recorded, and the trim above baseline RSS."""
+    base = {"rss_bytes": 100, "held_bytes": 50, "heap_used_bytes": 10, "mmap_used_bytes": 5, "heap_free_bytes": 1}
+    rec = {"runs": [{"series": {"rss_bytes": [101, 102], "held_bytes": [51, 53], "heap_used_bytes": [10, 20],
+                                "mmap_used_bytes": [100, 200], "malloc_used_bytes": [111, 222],
+                                "heap_free_bytes": [1, 4]},
+                     "import_baseline": base, "heap": {"heap_bytes": [5, 6]},
+                     "trim": {"rss_before_trim_bytes": 102, "rss_after_trim_bytes": 100}}], "metrics": {}}
+    assert memory.decomposition(rec) == {
+        "lines": {"rss": [1, 2], "malloc": [96, 207], "free": [0, 3], "held": [1, 3]}, "heap": [5, 6],
+        "trim": (2, 0), "reps": 2, "na": None}
+    for name in ("held_bytes", "malloc_used_bytes", "heap_free_bytes"):
+        rec["runs"][0]["series"][name] = [None, None]
+    assert memory.decomposition(rec)["na"] == memory.NO_MALLOC_VALUES
     rec["metrics"]["malloc_heap_unavailable"] = "another allocator"
-    assert charts.series_of(rec)["malloc_na"] == "another allocator"
-    assert charts.series_of(None) == {} and charts.series_of({"runs": []}) == {}
+    assert memory.decomposition(rec)["na"] == "another allocator"
+    assert memory.decomposition(None) == {} and memory.decomposition({"runs": []}) == {}
+    assert charts.series_of(rec) == {"threads": [], "open_files": [], "python_objects": []}
+
+
+def test_memory_charts_share_their_axes_and_say_what_they_show():
+    """Leaky and fixed on the same y range; the alt text names the slope of held memory and the trim."""
+    mib = 1 << 20
+
+    def rec(held_per_rep, free_per_rep):
+        reps = range(1, 13)
+        return {"runs": [{"series": {"rss_bytes": [mib * (200 + (held_per_rep + free_per_rep) * i) for i in reps],
+                                     "held_bytes": [mib * (100 + held_per_rep * i) for i in reps],
+                                     "malloc_used_bytes": [mib * (50 + held_per_rep * i) for i in reps],
+                                     "heap_free_bytes": [mib * (1 + free_per_rep * i) for i in reps]},
+                          "import_baseline": {"rss_bytes": 200 * mib, "held_bytes": 100 * mib,
+                                              "malloc_used_bytes": 50 * mib, "heap_free_bytes": mib},
+                          "heap": {"heap_bytes": [mib * 4 * i for i in range(6)]},
+                          "trim": {"rss_before_trim_bytes": 260 * mib, "rss_after_trim_bytes": 250 * mib}}],
+                "metrics": {}}
+
+    drawn = memory.charts({"leaky": memory.decomposition(rec(4, 0)), "fixed": memory.decomposition(rec(0, 8))})
+    assert set(drawn) == {"leaky", "fixed"}
+    label = re.search(r'aria-label="([^"]+)"', drawn["leaky"]).group(1)
+    assert label.startswith("leaky variant, 12 repetitions, MiB above the process before setup: held memory rises "
+                            "4.0 MiB per repetition to 48 MiB; malloc free bytes stays flat")
+    assert "memray heap grows 4.0 MiB per repetition" in label and label.endswith("malloc_trim gives back 10.0 MiB")
+    assert "malloc free bytes rises 8.0 MiB per repetition" in re.search(r'aria-label="([^"]+)"', drawn["fixed"]).group(1)
+    ticks = {v: re.findall(r'ytick_\d+">.*?<text[^>]*>([^<]+)</text>', svg, re.S) for v, svg in drawn.items()}
+    assert ticks["leaky"] and ticks["leaky"] == ticks["fixed"], ticks
+    assert 'role="img"' in drawn["fixed"] and 'id="mem-fixed-' in drawn["fixed"] and 'id="mem-leaky-' in drawn["leaky"]
+    assert memory.charts({"leaky": {}, "fixed": {}}) is None
+
+
+def test_one_place_for_colours(built):
+    """Variants and verdicts take their colours from leakbench.site.colours alone: the CSS is rendered from it,
+    and the charts draw with it."""
+    css = (built.out / "style.css").read_text()
+    assert set(colours.VERDICTS) == set(verdict.VERDICTS)
+    for word, (background, text) in colours.VERDICTS.items():
+        assert re.search(rf"\.v-{re.escape(word)} {{ background: {background}; color: {text};", css), word
+    for variant, colour in colours.VARIANTS.items():
+        assert f"--variant-{variant}: {colour};" in css
+    template = (Path(site.__file__).parent / "templates" / "style.css.j2").read_text()
+    assert not re.search(r"\.v-[a-z-]+ \{ background: #", template)  # no second copy of a verdict's colour
+    lesson = (built.out / "lessons" / "stateful_map.html").read_text()
+    for variant, colour in colours.VARIANTS.items():  # the count panels draw each variant in its colour
+        assert f"stroke: {colour}" in lesson, variant
 
 
 def test_localize_points_cdn_tags_at_copies():

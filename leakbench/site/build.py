@@ -9,15 +9,20 @@ the pair files (scenarios/X.py, fixes/X.py), and writes into one folder:
     repeatability.html    how often each verdict repeats: a table per
                           results/repeatability/<machine>-tf-*.json (leakbench.repeat.run),
                           only when there is one (leakbench.site.repeatability)
-    lessons/<pair>.html   what goes wrong, the two files side by side (differing
-                          lines marked), memory over repetitions (inline SVG),
-                          peak and growth per TF version, how to see it yourself
-                          (leakbench.site.lessons, leakbench.site.charts)
+    lessons/<pair>.html   what goes wrong, the verdict per TF release (a strip,
+                          leakbench.site.releases), where the memory is over the
+                          repetitions (leakbench.site.memory), growth by
+                          allocation site (stacks), per pipeline stage and the
+                          reference chain (stages) where records have them, the
+                          counts (charts), the two files side by side, peak and
+                          growth per TF version, how to see it yourself
+                          (leakbench.site.lessons; inline SVG, leakbench.site.svg)
     flamegraphs/tf-<v>/<pair>-leaky.html
                           memray's flame graph of the leaky run's retained
                           allocations, copied from results/flamegraphs/
                           (leakbench.site.flamegraphs)
-    style.css
+    style.css             rendered from templates/style.css.j2 with the colours of
+                          leakbench.site.colours (variants, verdicts, series)
     asv/                  `asv publish` of the same results (optional, leakbench.site.asv)
     vendor/               local copies of the libraries asv's pages and memray's
                           flame graphs load from CDNs (leakbench.site.vendor)
@@ -45,9 +50,10 @@ from leakbench import catalog, contract
 from leakbench.analysis import verdict
 from leakbench.history import matrix, store
 from leakbench.reporters import repeatability as repeat_report
-from leakbench.site import asv as asv_pages, vendor
+from leakbench.site import asv as asv_pages, colours, vendor
 from leakbench.site.flamegraphs import FLAMEGRAPHS, copy_flamegraph
 from leakbench.site.lessons import lesson_data
+from leakbench.site.releases import release_strip, row_id
 from leakbench.site.repeatability import PAGE as REPEATABILITY, pair_repeatability, repeatability
 
 DEFAULT_TF = "2.21.0"
@@ -113,6 +119,7 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
             built.notes.append(f"pair {name!r} skipped: it has records but no scenarios/{name}.py")
         else:
             pairs.append(lesson_data(name, root, by_version, found, default))
+            pairs[-1]["releases"] = release_strip(name, by_version, tf_versions)
     tables = repeatability(results, machine, {p["name"] for p in pairs}, built.notes)
     for pair in pairs:
         pair["repeatability"] = pair_repeatability(tables, pair["name"])
@@ -174,8 +181,9 @@ def _render(out: Path, built: Built, pairs: list, tables: list, tf_versions: lis
     sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
     common = {"default": default, "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
               "verdicts": verdict.VERDICTS, "flamegraphs": FLAMEGRAPHS,
-              "repeatability": REPEATABILITY if tables else ""}
-    _write(out, "style.css", (TEMPLATES / "style.css").read_text(), built)
+              "repeatability": REPEATABILITY if tables else "", "row_id": row_id}
+    _write(out, "style.css", env.get_template("style.css.j2").render(
+        variables=colours.css_variables(), verdicts=colours.VERDICTS, unknown=colours.UNKNOWN), built)
     _write(out, "index.html", env.get_template("index.html.j2").render(
         pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="",
         tables=tables, **common), built)

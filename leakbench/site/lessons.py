@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 
 from leakbench import catalog, contract, expectation, metrics
 from leakbench.analysis import verdict
-from leakbench.site import charts
+from leakbench.site import charts, memory, stacks, stages
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
@@ -26,7 +26,7 @@ VARIANTS = ("leaky", "fixed")
 # The lesson's table per TF version: these metrics, then the peak exponent k.
 HISTORY = tuple(metrics.BY_KEY[key] for key in ("peak_above_baseline_bytes", "held_growth", "rss_growth",
                                                 "malloc_heap_growth", "retained_heap", "threads_growth"))
-MALLOC_KEY = "malloc_heap_growth"  # n/a where glibc's counters are (charts.malloc_unavailable)
+MALLOC_KEY = "malloc_heap_growth"  # n/a where glibc's counters are (memory.malloc_unavailable)
 MEMORY_RATE_KEY = "held_growth"    # how a matrix cell's memory rate shows (RSS's display is the same)
 
 
@@ -150,7 +150,7 @@ def version_row(version: str, recs: dict) -> dict:
             row[variant] = None
             continue
         scaling = (rec.get("metrics") or {}).get("peak_scaling") or {}
-        why = charts.malloc_unavailable(rec)
+        why = memory.malloc_unavailable(rec)
         row[variant] = {
             **verdict_view(rec),
             "values": [("n/a", f"n/a: {why}") if m.key == MALLOC_KEY and why else
@@ -183,7 +183,9 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
     signals = list(dict.fromkeys(s for v in found["versions"]
                                  for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])))
     code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
-    charted = {v: charts.series_of(newest[v][1]) for v in VARIANTS}
+    charted = {v: newest[v][1] for v in VARIANTS}
+    decomposed = {v: memory.decomposition(charted[v]) for v in VARIANTS}
+    stack_views = {v: stacks.stack_view(charted[v]) for v in VARIANTS}
     return {
         "name": name,
         "title": leaky_meta.title if leaky_meta else some.get("title") or name,
@@ -199,12 +201,18 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "short_diff": short_diff(leaky_text, fixed_text) if code else [],
         "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
                     (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
-        "chart": charts.memory_svg(charted),
-        "chart_panels": charts.PANELS,
+        "memory": memory.charts(decomposed),
+        "memory_keys": [(k, (memory.LABELS[k], memory.HELP[k])) for k in (*(k for k, _ in memory.LINES), "heap")],
+        "counts": charts.count_svg({v: charts.series_of(charted[v]) for v in VARIANTS}),
+        "count_panels": charts.PANELS,
+        "stacks": stack_views,
+        "stack_charts": stacks.stack_charts(stack_views),
+        "stages": stages.stage_table(charted),
+        "chains": stages.reference_chains(charted),
         "chart_versions": {v: newest[v][0] for v in VARIANTS},
         "chart_verdicts": {v: verdict_view(newest[v][1]) for v in VARIANTS},
-        "malloc_label": charts.MALLOC.label,
-        "malloc_na": [(v, charted[v]["malloc_na"]) for v in VARIANTS if charted[v].get("malloc_na")],
+        "malloc_label": metrics.BY_KEY[MALLOC_KEY].label,
+        "malloc_na": [(v, decomposed[v]["na"]) for v in VARIANTS if decomposed[v].get("na")],
         "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
                       for variant in VARIANTS} for v in found["versions"]},
         "history_head": history_head(),

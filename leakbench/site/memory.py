@@ -1,0 +1,167 @@
+"""Where the memory is: a lesson's decomposition chart, one per variant, leaky
+and fixed side by side on the same axes.
+
+From a record's default-size run (rec["runs"][0]) it draws, over the measured
+repetitions, in MiB above the process before setup (run["import_baseline"]):
+RSS, held memory (RssAnon less malloc's free bytes), malloc in use and malloc's
+free bytes (the sample series, leakbench.metrics.SERIES), memray's heap over
+its own heap-pass repetitions (run["heap"]["heap_bytes"], from 0 at the pass's
+start), and the malloc_trim drop (run["trim"]) after the last repetition. A
+leak rises in "held"; fragmentation rises in "free" and malloc_trim takes it
+back. Where glibc's counters are n/a (jemalloc, tcmalloc: those series are
+None) the chart says so. Colours: leakbench.site.colours.
+"""
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from leakbench import metrics
+from leakbench.analysis import estimate
+from leakbench.site import colours, svg
+from leakbench.units import MIB
+
+_SERIES = {s.name: s for s in metrics.SERIES}
+# (key in decomposition()["lines"], sample series), in the order drawn
+LINES = (("rss", "rss_bytes"), ("malloc", "malloc_used_bytes"), ("free", "heap_free_bytes"), ("held", "held_bytes"))
+# held last: drawn on top (it often lies on malloc in use)
+GLIBC = ("held", "malloc", "free")  # n/a under another allocator
+LABELS = {key: _SERIES[name].label for key, name in LINES} | {"heap": metrics.BY_KEY["retained_heap"].label}
+HELP = {key: _SERIES[name].help for key, name in LINES} | {
+    "heap": "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"}
+FLAT = metrics.HELD_SLOPE_MIN  # bytes/repetition: a slower line "stays flat" in the words
+NO_MALLOC_VALUES = "the record has no malloc heap values"
+Y_LABEL = "MiB above the process before setup"
+
+
+def malloc_unavailable(rec: dict | None) -> str | None:
+    """Why a record's malloc counters are n/a (probes.malloc_heap_unavailable, as the record keeps it:
+    on its first run, else in its metrics), else None. rec: a record, or None."""
+    if not rec:
+        return None
+    run = (rec.get("runs") or [{}])[0]
+    return run.get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get("malloc_heap_unavailable")
+
+
+def _origin(run: dict, name: str) -> float | None:
+    base = run.get("import_baseline") or run.get("baseline") or {}
+    if name == "malloc_used_bytes" and base.get(name) is None:
+        used, mapped = base.get("heap_used_bytes"), base.get("mmap_used_bytes")
+        return None if used is None or mapped is None else used + mapped
+    return base.get(name)
+
+
+def decomposition(rec: dict | None) -> dict:
+    """What one variant's chart draws, from a record's first (default-size) run.
+
+    Returns {"lines": {key of LINES: [bytes above the import baseline, or None per repetition]}
+    ([] where the series or its baseline value is missing), "heap": [bytes, per heap repetition],
+    "trim": (before, after) in bytes above the baseline RSS, or None, "reps": measured repetitions,
+    "na": why glibc's counters are n/a (NO_MALLOC_VALUES when their series hold no value), or None};
+    {} for None or a record without runs.
+    """
+    if not rec or not rec.get("runs"):
+        return {}
+    run = rec["runs"][0]
+    series = run.get("series") or {}
+    lines = {}
+    for key, name in LINES:
+        values, origin = series.get(name) or [], _origin(run, name)
+        lines[key] = [] if origin is None else [None if v is None else v - origin for v in values]
+    why = malloc_unavailable(rec)
+    if not why and not any(v is not None for key in GLIBC for v in lines[key]):
+        why = NO_MALLOC_VALUES
+    trim, rss0 = run.get("trim") or {}, _origin(run, "rss_bytes")
+    before, after = trim.get("rss_before_trim_bytes"), trim.get("rss_after_trim_bytes")
+    return {"lines": lines, "heap": list((run.get("heap") or {}).get("heap_bytes") or []),
+            "trim": None if None in (before, after, rss0) else (before - rss0, after - rss0),
+            "reps": len(series.get("rss_bytes") or []), "na": why}
+
+
+def rate(values: list) -> float | None:
+    """The Theil–Sen slope (leakbench.analysis.estimate.trend) of a series, bytes/repetition; None if
+    it has fewer than 3 values or a missing one."""
+    found = estimate.trend(values) if values else None
+    return found.slope if found else None
+
+
+def _words(key: str, values: list) -> str | None:
+    slope, known = rate(values), [v for v in values if v is not None]
+    if slope is None:
+        return None
+    if abs(slope) < FLAT:
+        return f"{LABELS[key]} stays flat near {known[-1] / MIB:,.0f} MiB"
+    return (f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {abs(slope) / MIB:,.1f} MiB per repetition "
+            f"to {known[-1] / MIB:,.0f} MiB")
+
+
+def describe(variant: str, found: dict) -> str:
+    """The chart's alt text, e.g. "leaky variant, 12 repetitions, MiB above the process before setup:
+    held memory rises 4.0 MiB per repetition to 54 MiB; ...; malloc_trim gives back 2.5 MiB"."""
+    if not found:
+        return f"{variant} variant: not measured"
+    parts = [w for key in ("held", "free", "malloc", "rss") if (w := _words(key, found["lines"][key]))]
+    if found["na"]:
+        parts.insert(0, "held memory, malloc in use and malloc free bytes are n/a")
+    heap = rate(found["heap"])
+    if heap is not None:
+        parts.append(f"memray heap {'stays flat' if abs(heap) < FLAT else f'grows {heap / MIB:,.1f} MiB per repetition'}")
+    if found["trim"]:
+        parts.append(f"malloc_trim gives back {(found['trim'][0] - found['trim'][1]) / MIB:,.1f} MiB")
+    return f"{variant} variant, {found['reps']} repetitions, {Y_LABEL}: " + "; ".join(parts)
+
+
+def _limits(found: dict) -> tuple[float, float]:
+    values = [v for f in found.values() if f for line in (*f["lines"].values(), f["heap"], f["trim"] or ())
+              for v in line if v is not None]
+    low, high = min([0.0, *values]) / MIB, max([1.0, *values]) / MIB
+    pad = (high - low) * 0.06
+    return low - pad, high + pad
+
+
+def charts(found: dict) -> dict[str, Markup] | None:
+    """One inline SVG per variant of `found` (variant -> decomposition()), all on the same y range.
+
+    Returns {variant: Markup}, or None when matplotlib is missing or no variant has a value.
+    A variant not measured gets a chart saying so; where glibc's counters are n/a, its chart says
+    so in place of those lines (the reason is the page's to print, escaped).
+    """
+    if not any(f and any(f["lines"].values()) for f in found.values()):
+        return None
+    plt = svg.pyplot()
+    if plt is None:
+        return None
+    low, high = _limits(found)
+    reps = max(max(f["reps"], len(f["heap"])) if f else 1 for f in found.values())
+    drawn = {}
+    for variant, f in found.items():
+        with svg.style():
+            fig, ax = plt.subplots(figsize=(4.8, 3.4), layout="constrained")
+            for key, _ in LINES:
+                values = (f or {}).get("lines", {}).get(key) or []
+                points = [(i + 1, v / MIB) for i, v in enumerate(values) if v is not None]
+                ax.plot(*(zip(*points) if points else ([], [])), marker="o", markersize=2.5,
+                        linewidth=2.6 if key == "held" else 1.4, color=colours.SERIES[key], label=LABELS[key])
+            heap = [(i + 1, v / MIB) for i, v in enumerate((f or {}).get("heap") or []) if v is not None]
+            ax.plot(*(zip(*heap) if heap else ([], [])), linestyle="--", marker="s", markersize=2.5, linewidth=1.2,
+                    color=colours.SERIES["heap"], label=f"{LABELS['heap']} (own pass)")
+            if f and f["trim"]:
+                x, (before, after) = reps + 0.7, f["trim"]
+                ax.annotate("", xy=(x, after / MIB), xytext=(x, before / MIB),
+                            arrowprops={"arrowstyle": "-|>", "color": colours.SERIES["trim"], "linewidth": 1.4})
+                ax.text(x + 0.2, (before + after) / 2 / MIB, f"malloc_trim\n−{(before - after) / MIB:,.1f}\nMiB",
+                        ha="left", va="center", fontsize=7, color=colours.SERIES["trim"])
+            message = "not measured" if not f else (
+                "held, malloc in use, free: n/a\n(another allocator: see below)" if f["na"] else "")
+            if message:
+                ax.text(0.5, 0.62, message, transform=ax.transAxes, ha="center", va="center", color=colours.MUTED)
+            ax.set_xlim(0.5, reps + 3.2)
+            ax.set_xticks(range(2, reps + 1, 2) if reps > 6 else range(1, reps + 1))
+            ax.set_ylim(low, high)
+            ax.set_title(f"{variant}: where the memory is", color=colours.VARIANTS.get(variant, colours.MUTED),
+                         fontweight="bold")
+            ax.set_xlabel("measured repetition")
+            ax.set_ylabel(Y_LABEL)
+            ax.grid(alpha=0.3)
+            fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize=7.5)  # all five, always
+            drawn[variant] = svg.inline(fig, f"mem-{variant}", describe(variant, f))
+    return drawn

@@ -1,0 +1,39 @@
+"""A lesson's release strip: the verdict of each variant on every TensorFlow
+release in the results, the releases where the leaky verdict changed marked,
+each cell linked to its row of the lesson's table per release (id "tf-<version>").
+"""
+from __future__ import annotations
+
+from leakbench.site.lessons import VARIANTS, verdict_view
+
+
+def row_id(version: str) -> str:
+    """The id of a release's row in a lesson's table per release, e.g. "tf-2.16.2"."""
+    return f"tf-{version}"
+
+
+def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
+    """The strip of pair `name`. by_version: TF version -> {(pair, variant): record}; versions: oldest first.
+
+    Returns {"versions", "rows": [{"variant", "cells": [None (not measured) or verdict_view's keys plus
+    "version", "href": "#tf-<version>", "changed": the leaky verdict differs from the release measured
+    before]}]}, "changes": [(version, verdict before, verdict now)] of the leaky variant,
+    "missing": a cell is not measured}.
+    """
+    rows, changes = [], []
+    for variant in VARIANTS:
+        cells, last = [], None
+        for version in versions:
+            rec = by_version.get(version, {}).get((name, variant))
+            if not rec:
+                cells.append(None)
+                continue
+            view = {**verdict_view(rec), "version": version, "href": f"#{row_id(version)}", "changed": False}
+            if variant == "leaky" and last is not None and rec["verdict"] != last:
+                view["changed"] = True
+                changes.append((version, last, rec["verdict"]))
+            last = rec["verdict"]
+            cells.append(view)
+        rows.append({"variant": variant, "cells": cells})
+    return {"versions": list(versions), "rows": rows, "changes": changes,
+            "missing": any(c is None for row in rows for c in row["cells"])}
