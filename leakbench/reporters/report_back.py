@@ -1,0 +1,179 @@
+"""`leakbench report-back`'s markdown: for a pair from a public report, a short
+block to paste into the upstream issue — the thread's claim, the verdict per
+TensorFlow release, where it changed, the machine, how to reproduce it.
+
+Pure functions from matrix data (leakbench.history.matrix) and a scenario's
+metadata (leakbench.contract) to text; every number is a matrix cell's, shown
+as the matrix's markdown shows it (leakbench.reporters.history.matrix_cell).
+"""
+from __future__ import annotations
+
+import re
+
+from leakbench.analysis.verdict import VERDICTS
+from leakbench.contract import Scenario
+from leakbench.reporters.history import matrix_cell
+
+ISSUE_URL = "https://github.com/{repo}/issues/{number}"
+_ISSUE = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")
+# The clone line's address: this checkout names no remote, so the block says what to put there.
+CLONE = "git clone <leakbench repository URL> leakbench"
+VARIANTS = ("leaky", "fixed")
+MEMORY_SIGNALS = ("held", "rss")  # the signals a growth cell's number is the rate of (matrix.memory_rate)
+LAST_LINE = "Measured with leakbench; the verdict rules are in docs/verdicts.md."
+
+
+def is_report(scenario: Scenario) -> bool:
+    """A report pair: its SOURCE names a public issue ('owner/repo#N'), not a seed source word."""
+    return _ISSUE.fullmatch(scenario.source or "") is not None
+
+
+def issue_link(source: str) -> str:
+    """'owner/repo#N' -> '[owner/repo#N](https://github.com/owner/repo/issues/N)'."""
+    match = _ISSUE.fullmatch(source)
+    return f"[{source}]({ISSUE_URL.format(repo=match.group(1), number=match.group(2))})"
+
+
+def first_paragraph(docstring: str | None) -> str:
+    """A docstring's first paragraph as one line ('' without a docstring)."""
+    paragraphs = re.split(r"\n\s*\n", (docstring or "").strip())
+    return " ".join(paragraphs[0].split()) if paragraphs else ""
+
+
+def _words(text: str) -> set:
+    return set(re.findall(r"\w+", text.lower())) - {"a", "an", "the"}
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
+
+
+def claim(scenario: Scenario, docstring: str | None) -> list[str]:
+    """The thread's claim in one or two lines: REPORTED (leaks on, fixed in, note), or
+    without it the scenario's TITLE and the first paragraph of its docstring."""
+    reported = scenario.reported
+    if reported:
+        fixed = f"fixed in {reported['fixed_in']}" if reported["fixed_in"] else "no release named as fixed"
+        per = "" if reported["issue"] == scenario.source else f" ({reported['issue']})"
+        lines = [f"**The thread's claim{per}:** leaks on {', '.join(reported['leaks_on'])}; {fixed}."]
+        if reported.get("note"):
+            lines.append(f"Note: {_sentence(reported['note'])}")
+        return lines
+    title, paragraph = _sentence(scenario.title[:1].upper() + scenario.title[1:]), first_paragraph(docstring)
+    words = title if not paragraph else paragraph if _words(title) <= _words(paragraph) else f"{title} {paragraph}"
+    return [f"**The report, in leakbench's words:** {_sentence(words)}"]
+
+
+def cell_text(cell: dict | None) -> str:
+    """A matrix cell as the matrix's markdown shows it; a growth leak that rests on other signals
+    than memory also names them (its number, held memory's rate, did not decide it)."""
+    text = matrix_cell(cell)
+    return text + f" (by {', '.join(cell['signals'])})" if _rests_elsewhere(cell) else text
+
+
+def _rests_elsewhere(cell: dict | None) -> bool:
+    """An expected growth leak none of whose signals is memory (matrix_cell names them only when unexpected)."""
+    return bool(cell and cell["expected"] and cell["verdict"] == "leak" and cell["kind"] != "peak"
+                and cell["signals"] and not set(cell["signals"]) & set(MEMORY_SIGNALS))
+
+
+def segments(cells: dict, versions: list) -> list[tuple[str, str, str]]:
+    """Runs of one verdict over consecutive measured releases: [(verdict, first, last)]."""
+    found = []
+    for v in versions:
+        cell = cells.get(v)
+        if cell is None:
+            continue
+        if found and found[-1][0] == cell["verdict"]:
+            found[-1] = (found[-1][0], found[-1][1], v)
+        else:
+            found.append((cell["verdict"], v, v))
+    return found
+
+
+def _span(first: str, last: str) -> str:
+    return first if first == last else f"{first}–{last}"
+
+
+def change_line(cells: dict, versions: list) -> str | None:
+    """Where the leaky verdict changed: the first release whose verdict differs from the
+    previous measured one, and the runs of verdicts; None when nothing was measured."""
+    runs = segments(cells, versions)
+    if not runs:
+        return None
+    if len(runs) == 1:
+        verdict, first, last = runs[0]
+        return f"The leaky variant reads {verdict} on every release measured ({_span(first, last)})."
+    path = " → ".join(f"{verdict} {_span(first, last)}" for verdict, first, last in runs)
+    return f"**Changed at {runs[1][1]}** (the first release whose leaky verdict differs from the one before): {path}."
+
+
+def other_release(cells: dict, versions: list) -> str:
+    """The release to name for `make run TF_VERSION=`: the newest whose leaky verdict differs
+    from the newest release's (where it reads otherwise), else the oldest measured."""
+    runs = segments(cells, versions)
+    if len(runs) > 1:
+        return runs[-2][2]
+    return versions[0] if versions else "2.21.0"
+
+
+def machine_line(environments: list[dict], versions: list, machine: str | None) -> str:
+    """The machine from the records' environment: CPU model, cores, OS, Python, tensorflow-cpu releases."""
+    described = []
+    for env in environments:
+        parts = [env.get("cpu"), f"{env['cores']} cores" if env.get("cores") else None,
+                 (env.get("platform") or "").split("-")[0] or None,
+                 f"Python {env['python']}" if env.get("python") else None]
+        text = ", ".join(p for p in parts if p)
+        if text and text not in described:
+            described.append(text)
+    releases = f"tensorflow-cpu {_span(versions[0], versions[-1])}" if versions else "tensorflow-cpu"
+    where = f" (asv machine `{machine}`)" if machine else ""
+    return f"Machine{where}: {'; '.join(described) + ', ' if described else ''}{releases}, one virtualenv per release."
+
+
+def _numbers_line(scenario: Scenario) -> str:
+    if scenario.kind == "peak":
+        return f"Each cell: the verdict and k in peak above baseline ∝ {scenario.size_param}^k."
+    return ("Each cell: the verdict and the growth it rests on, held memory (RSS where held memory is n/a) "
+            f"in KiB per repetition; one repetition is {scenario.repetition}.")
+
+
+def _legend(cells: list) -> list[str]:
+    found = []
+    if any(_rests_elsewhere(c) for c in cells):
+        found.append("(by …): the signals the leak rests on; held memory did not rise past its bar.")
+    if any(c and not c["expected"] for c in cells):
+        found.append("**Bold**: not what the variant should read (docs/verdicts.md).")
+    if any(c and (c["verdict"] == "fragmentation" or not c["expected"]) and c["trim_returned_bytes"] is not None
+           for c in cells):
+        found.append("malloc: glibc's malloc in use, KiB/repetition; trim: what malloc_trim gave back, MiB.")
+    if any(c and c["verdict"] == "fragmentation" for c in cells):
+        found.append(f"fragmentation: {VERDICTS['fragmentation']}.")
+    return [" ".join(found)] if found else []
+
+
+def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, versions: list,
+          environments: list[dict], machine: str | None = None) -> str:
+    """The markdown block of one report pair. rows: variant -> {version: matrix cell or None}
+    (leakbench.history.matrix rows of this pair); versions in order; environments: the
+    `environment` of the pair's records."""
+    leaky, fixed = rows.get("leaky", {}), rows.get("fixed", {})
+    lines = [f"### {issue_link(scenario.source)}: leakbench pair `{pair}`", ""]
+    lines += claim(scenario, docstring) + [""]
+    lines += ["| TF release | leaky (the pattern reported) | fixed (the workaround) |", "|---|---|---|"]
+    lines += [f"| {v} | {cell_text(leaky.get(v))} | {cell_text(fixed.get(v))} |" for v in versions]
+    lines += ["", _numbers_line(scenario)]
+    lines += _legend([*leaky.values(), *fixed.values()])
+    changed = change_line(leaky, versions)
+    if changed:
+        lines += ["", changed]
+    lines += ["", machine_line(environments, versions, machine), "",
+              "Reproduce (Linux with make and python3; see README.md):",
+              "```sh",
+              f'{CLONE} && cd leakbench && make run ARGS="{pair}"',
+              f'make run TF_VERSION={other_release(leaky, versions)} ARGS="{pair}"   # another release',
+              f"diff scenarios/{pair}.py fixes/{pair}.py   # the workaround",
+              "```", "", LAST_LINE]
+    return "\n".join(lines) + "\n"
