@@ -45,7 +45,7 @@ from click.testing import CliRunner
 from markupsafe import escape
 
 from leakbench import cli, contract
-from leakbench.site import build as site, charts, colours, flamegraphs, lessons, memory, vendor as assets
+from leakbench.site import build as site, charts, colours, flamegraphs, lessons, memory, stacks, stages, vendor as assets
 from leakbench.engine import heap
 from leakbench.repeat import run as repeat
 from leakbench.analysis import verdict
@@ -507,6 +507,117 @@ def test_one_place_for_colours(built):
         assert f"stroke: {colour}" in lesson, variant
 
 
+# --- where the memory is: the release strip, stacks, stages, reference chains -------------
+
+KIB_ = 1024
+
+
+def where_records(recs: dict) -> list[dict]:
+    """where_pair, from stateful_map's records (recs: (version, variant) -> record): its leaky variant
+    reads no-leak on 2.15.1 and leak on 2.16.2, where its records carry memray's growth per stack,
+    memory per pipeline stage and a reference chain (the keys another part of leakbench writes)."""
+    found = []
+    for (version, variant), rec in recs.items():
+        rec = json.loads(json.dumps(rec))
+        rec["pair"] = "where_pair"
+        run = rec["runs"][0]
+        if version == "2.15.1" and variant == "leaky":
+            rec.update(verdict="no-leak", signals=[])
+        if version == "2.16.2" and variant == "leaky":
+            run["heap"]["stack_growth"] = [
+                {"frames": [f"tf_op_{i}", f"user.py:make_{i}" if i % 2 == 0 else "tensorflow/data/ops.py:map",
+                            "tensorflow/python/eager/context.py:run"],
+                 "user_frame": f"user.py:make_{i}" if i % 2 == 0 else None,
+                 "bytes": [j * (i + 1) * 64 * KIB_ for j in range(6)], "bytes_per_rep": (i + 1) * 64.0 * KIB_}
+                for i in range(8)]
+            run["stages"] = {"readings": [100, 200, 300], "tensorflow": "2.16.2", "stages": [
+                {"stage": "MapDataset", "inside": None, "bytes": [KIB_, 2 * KIB_, 3 * KIB_],
+                 "autotune": {"num_parallel_calls": 4}},
+                {"stage": "<b>Prefetch</b>", "inside": "MapDataset", "bytes": [5 << 20, 6 << 20, 8 << 20],
+                 "autotune": {"buffer_size": 16, "ram_budget": "1 GiB"}}]}
+            run["reference_chain"] = {"type": "numpy.ndarray", "chain": ["module user", "SEEN", "list[<i>0</i>]"],
+                                      "seconds": 1.25}
+        if version == "2.16.2" and variant == "fixed":
+            run["heap"]["stack_growth"] = []
+            run["stages"] = {"na": "no <i>tf.data</i> iterator found"}
+            run["reference_chain"] = {"na": "nothing leaked to trace"}
+        found.append((version, rec))
+    return found
+
+
+@pytest.fixture(scope="module")
+def where_site(results, checkout, tmp_path_factory) -> site.Built:
+    base = tmp_path_factory.mktemp("where")
+    found, root = base / "results", base / "checkout"
+    shutil.copytree(results, found)
+    shutil.copytree(checkout, root)
+    for folder in ("scenarios", "fixes"):
+        shutil.copy(root / folder / "stateful_map.py", root / folder / "where_pair.py")
+    paths = store.available(found)
+    recs = {(v, r["variant"]): r for v, p in paths.items() for r in store.read_records(p) if r["pair"] == "stateful_map"}
+    for version, rec in where_records(recs):
+        with open(paths[version], "a") as f:
+            f.write(json.dumps(rec) + "\n")
+    return site.build(found, base / "out", root=root, asv=False)
+
+
+def test_release_strip(where_site):
+    lesson = (where_site.out / "lessons" / "where_pair.html").read_text()
+    strip = lesson.split('<table class="strip">', 1)[1].split("</table>", 1)[0]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r'<th scope="row" class="(\w+)-name">\w+</th>(.*?)</tr>',
+                                                         strip, re.S)}
+    assert [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows["leaky"], re.S)] == ["no-leak !", "leak"]
+    assert [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows["fixed"], re.S)] == ["no-leak", "no-leak"]
+    # the change is marked on its cell and said below; each cell links its row of the table per release
+    assert '<td class="changed"><a href="#tf-2.16.2"' in rows["leaky"] and rows["fixed"].count("changed") == 0
+    assert "where the leaky verdict changed:\nTF 2.16.2 (no-leak → leak)." in lesson
+    for version in ("2.15.1", "2.16.2"):
+        assert f'<tr id="tf-{version}"><th scope="row">{version}</th>' in lesson
+        assert f'href="#tf-{version}"' in strip
+    # a pair whose verdict never changed says so
+    plain = (where_site.out / "lessons" / "stateful_map.html").read_text()
+    assert "The leaky verdict is the same on every release measured." in plain and 'class="changed"' not in plain
+
+
+def test_growth_by_allocation_site(where_site):
+    lesson = (where_site.out / "lessons" / "where_pair.html").read_text()
+    section = lesson.split('<h3 id="stacks">', 1)[1].split("<h3 ", 1)[0]
+    # stacked over the heap repetitions, the leaky variant's alone (the fixed one grew nothing)
+    assert section.count("<svg ") == 1 and '<div class="leaky"><svg role="img"' in section
+    assert re.search(r'aria-label="memray&#39;s heap of the leaky variant by allocation site, stacked over 6 heap '
+                     r'repetitions: tf_op_7 grows fastest, 512 KiB per repetition, of 6 stacks shown"', section)
+    assert "other stacks" in section  # the two slowest, summed
+    # listed fastest first, the user's frame named first and the rest as context
+    items = [text_of(i) for i in re.findall(r"<li>(.*?)</li>", section, re.S)]
+    assert items[0] == ("tf_op_7 (no frame of your code) : +512 KiB/repetition in tensorflow/data/ops.py:map ← "
+                        "tensorflow/python/eager/context.py:run")
+    assert items[1] == ("user.py:make_6 : +448 KiB/repetition in tf_op_6 ← tensorflow/python/eager/context.py:run")
+    assert len(items) == 6
+    assert "<strong>fixed</strong>: no stack grew in memray's heap pass." in section
+
+
+def test_memory_per_stage_and_reference_chain(where_site):
+    lesson = (where_site.out / "lessons" / "where_pair.html").read_text()
+    section = lesson.split('<h3 id="stages">', 1)[1].split("<h3 ", 1)[0]
+    rows = [[text_of(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, re.S)]
+            for r in re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1], re.S)]
+    assert rows == [["MapDataset", "3 KiB", "+2 KiB", "num_parallel_calls=4", "—"],
+                    ["&lt;b&gt;Prefetch&lt;/b&gt; in MapDataset", "8.0 MiB", "+3.0 MiB",
+                     "buffer_size=16, ram_budget=1 GiB", "—"]]
+    assert '<th scope="row" class="depth-1"><code>&lt;b&gt;Prefetch' in section  # nested under its parent
+    assert "leaky: bytes at the last reading (300 elements)" in section
+    assert "<strong>fixed</strong>: memory per stage is n/a: no &lt;i&gt;tf.data&lt;/i&gt; iterator found." in section
+    chain = lesson.split('<h3 id="chain">', 1)[1].split("<h3 ", 1)[0]
+    assert text_of(chain) == ("What keeps it alive leaky : a numpy.ndarray is reachable through module user → SEEN → "
+                              "list[&lt;i&gt;0&lt;/i&gt;] (found in 1.2 s) fixed : the reference chain is n/a: nothing "
+                              "leaked to trace.")
+    # records without the keys say so plainly
+    plain = (where_site.out / "lessons" / "stateful_map.html").read_text()
+    assert f"memray's growth per stack is {escape(stacks.ABSENT)}." in plain
+    assert f"memory per stage is {escape(stages.STAGES_ABSENT)}." in plain
+    assert f"the reference chain is {escape(stages.CHAIN_ABSENT)}." in plain
+
+
 def test_localize_points_cdn_tags_at_copies():
     page = ('<script src="https://cdn.example/npm/x@1/x.min.js" integrity="sha256-abc" crossorigin="anonymous" '
             'onerror="f()"></script><link rel="stylesheet" href="//cdn.example/y.css">'
@@ -550,6 +661,13 @@ def test_committed_results(real_site):
             assert "it skips memray's heap pass" in lesson, name
         else:
             assert "No flame graph is recorded for this pair" in lesson, name
+        # where the memory is: a chart per variant, and the newer sections drawn or said to be absent
+        if (REPO / "fixes" / f"{name}.py").is_file() and "No series to draw" not in lesson:
+            assert lesson.count('<svg role="img" aria-label="leaky variant, ') == 1, name
+        for drawn, absent in (('<ol class="stacks">', stacks.ABSENT), ('<table class="stages">', stages.STAGES_ABSENT),
+                              ('is reachable through', stages.CHAIN_ABSENT)):
+            assert drawn in lesson or str(escape(absent)) in lesson, (name, drawn)
+        assert '<table class="strip">' in lesson, name
     if real_site.asv:
         assert (real_site.out / "asv" / "index.html").is_file()
         assert 'href="../index.html"' in (real_site.out / "asv" / "index.html").read_text()  # linked back
@@ -655,6 +773,12 @@ def test_browser(real_site):
                             assert reply.status == 200, f"{url}: {link} gives {reply.status}"
                     except urllib.error.HTTPError as e:
                         pytest.fail(f"{url}: broken link {link} ({e.code})")
+        # offline from file://: the index and every lesson, with no console error (asv's pages need a server)
+        for page in pages(out):
+            if page.parent == out or page.parent.name == "lessons":
+                done = _chromium(page.as_uri(), "--dump-dom", "--allow-file-access-from-files")
+                assert done.returncode == 0 and not _console(done), f"{page.as_uri()}: {_console(done)}"
+                assert "</main>" in done.stdout, f"{page.as_uri()} did not render"
         # the control: another host cannot be reached from these pages (a failed load alone logs nothing:
         # asv's pages show it by going to their error page, the flame graphs by drawing nothing)
         (out / "probe-offline.html").write_text(
