@@ -71,7 +71,12 @@ def _mib(n: float) -> str:
 
 
 def hints(rec: dict, found: dict) -> list[str]:
-    """Likely seed sources, each with the evidence that points to it (hints, not certainties)."""
+    """Likely seed sources, each with the evidence that points to it (hints, not certainties).
+
+    found: check.run.diagnosis's evidence (types, attribution, top_stacks, stack_growth,
+    reference_chain). An allocation hint names the user's own frame (stack_growth's user_frame,
+    leakbench.check.evidence.user_frame) and TensorFlow's innermost frame only as context.
+    """
     out = []
     metrics, signals = rec.get("metrics") or {}, rec.get("signals") or []
     leaking = bool(signals) or rec["verdict"] == "over-cap"
@@ -125,11 +130,21 @@ def hints(rec: dict, found: dict) -> list[str]:
     if leaking and not out and {"held", "rss"} & set(signals) and "heap" not in signals:
         out.append("held memory grows while memray's heap and Python objects stay flat: memory held where "
                    "memray does not look (TensorFlow allocations it misses, thread stacks).")
-    stacks = found["top_stacks"]
-    if "heap" in signals and stacks and stacks[0]["frames"]:
+    stacks, growing = found["top_stacks"], found.get("stack_growth") or []
+    site = next((g for g in growing if g.get("user_frame")), None)
+    if "heap" in signals and site:  # the user's line first; TensorFlow's frames only as context
+        inner = site["frames"][0] if site["frames"] else None
+        context = f" (allocated in {inner})" if inner and inner != site["user_frame"] else ""
+        out.append(f"the allocation site growing most ({_mib(site['bytes_per_rep'])}/repetition in memray's heap "
+                   f"pass) comes from {site['user_frame']}{context}: likely what keeps the memory.")
+    elif "heap" in signals and stacks and stacks[0]["frames"]:
         top = stacks[0]
+        where = top.get("user_frame") or top["frames"][0]
         out.append(f"the largest live allocation ({top['bytes'] / MIB:,.1f} MiB in {top['allocations']:,} "
-                   f"allocations) comes from {top['frames'][0]}: likely what keeps the memory.")
+                   f"allocations) comes from {where}: likely what keeps the memory.")
+    chain = found.get("reference_chain") or {}
+    if leaking and "python objects" in signals and chain.get("chain"):
+        out.append(f"a {chain['type']} that grew is kept alive by: {' → '.join(chain['chain'])}.")
     if leaking and not out:
         out.append("memory grew but no single piece of evidence points to a source: see the allocation stacks.")
     return out

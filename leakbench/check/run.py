@@ -54,7 +54,8 @@ def check(spec: str, settings: Settings, env: dict | None = None,
 
 
 def diagnosis(rec: dict) -> dict:
-    """Evidence of the first (default-size) run, summarized: types, attribution, stacks, hints."""
+    """Evidence of the first (default-size) run, summarized: types, attribution, stacks (the largest
+    live and the growing ones, leakbench.engine.heap), the reference chain, hints."""
     run = rec["runs"][0] if rec["runs"] else {}
     evidence = run.get("diagnostics") or {}
     found = {
@@ -62,6 +63,8 @@ def diagnosis(rec: dict) -> dict:
         "types": run.get("python_type_growth") or [],
         "attribution": attribution(evidence.get("attribution")),
         "top_stacks": (run.get("heap") or {}).get("top_stacks") or [],
+        "stack_growth": (run.get("heap") or {}).get("stack_growth") or [],  # growth by allocation site
+        "reference_chain": run.get("reference_chain"),  # what keeps the type that grew most alive
     }
     found["hints"] = hints(rec, found)
     return found

@@ -26,9 +26,12 @@ repetitions, each followed by a sample (with the GPU allocator's bytes in
 use); read the GPU allocator's peak and the high-water mark, whose
 excess over the import baseline is the peak the pipeline cost; trim malloc
 and see how much RSS that gives back (fragmentation, not a leak); then, if
-`heap_reps` > 0, a heap pass of that many repetitions under memray; then drop
-the state (teardown), which can be slow: destroying live tf.data iterators
-waits for their thread pools.
+`heap_reps` > 0, a heap pass of that many repetitions under memray; then,
+outside every sampled series, the memory per tf.data stage (a fresh
+iterator's autotune model at 4, 32 and 64 elements: result "stages") and the
+reference chain to the Python type that grew most (result "reference_chain";
+leakbench.check.evidence); then drop the state (teardown), which can be slow:
+destroying live tf.data iterators waits for their thread pools.
 """
 from __future__ import annotations
 
@@ -107,6 +110,7 @@ def main(config: dict) -> int:
             gpu = None
         baseline = probes.sample(process, gpu)
         types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
+        ids_baseline = evidence.object_ids()  # which objects were there: the reference chain's candidates
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
@@ -115,6 +119,8 @@ def main(config: dict) -> int:
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
         type_growth = evidence.type_growth(types_baseline, evidence.type_counts(), config["reps"])
+        candidates = evidence.new_instances(type_growth, ids_baseline)
+        del ids_baseline
         seconds["repetitions"] = time.perf_counter() - start
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
@@ -124,9 +130,21 @@ def main(config: dict) -> int:
             start = enter("heap")
             heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]))
             seconds["heap"] = time.perf_counter() - start
+        # Readings outside the samples, after the heap pass (whose memray capture they would enter):
+        # memory per tf.data stage on one fresh iterator (evidence.read_stages), then what keeps
+        # the type that grew most alive (evidence.reference_chain: it unfreezes the import's objects).
+        start = time.perf_counter()
+        readings = _evidence(evidence.read_stages, state)
+        stages = evidence.stages(readings)
+        seconds["stages"] = time.perf_counter() - start
         if extra is not None:
             extra["target_kind"] = getattr(module, "kind", None)
-            extra["attribution"] = evidence.attribution(state)
+            extra["attribution"] = evidence.attribution_from(readings)
+        del readings
+        start = time.perf_counter()
+        chain = _evidence(evidence.reference_chain, type_growth, state, candidates)
+        del candidates
+        seconds["reference_chain"] = time.perf_counter() - start
 
         channel.send(result={
             "import_baseline": import_baseline,
@@ -139,6 +157,8 @@ def main(config: dict) -> int:
             "trim": trim,
             "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
             "heap": heap,
+            "stages": stages,
+            "reference_chain": chain,
             "seconds": seconds,
             "versions": _versions(),
             "diagnostics": extra,
@@ -157,6 +177,14 @@ def main(config: dict) -> int:
                      traceback=traceback.format_exc(limit=8))
         return 1
     return 0
+
+
+def _evidence(read, *args) -> dict:
+    """read(*args), or {"na": its exception in one line}: evidence never fails a measurement."""
+    try:
+        return read(*args)
+    except Exception as err:  # noqa: BLE001
+        return {"na": f"{read.__name__} failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"}
 
 
 def _device(gpu, no_gpu: str | None) -> dict:

@@ -15,6 +15,12 @@ a step of 0 where 1 MiB was kept; in CI a tie of two points failed a real
 leak's trend test). The replay costs about 1 µs per allocation recorded
 (0.1-3 s for the pairs here); a pipeline with millions of small allocations
 per repetition can cap or skip the pass (HEAP_REPS in leakbench/contract.py).
+
+The same replay keeps the live bytes of every Python stack (memray's stack
+id) at each marker: the stacks that grew most are the heap's `stack_growth`,
+growth by allocation site, each with the frame of the user's own code it
+comes from (leakbench.check.evidence.user_frame). Keeping them costs about
+0.3 µs more per allocation (docs/measurements.md, "memray").
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from leakbench.analysis import estimate
 from leakbench.check import evidence as diagnose
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
@@ -39,7 +46,9 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     Returns heap_bytes (shape (reps,), bytes live at each repetition's end,
     after a garbage collection), heap_high_water_mark_bytes and
     retained_bytes (memray's peak and bytes still live when tracking
-    stopped), allocations (count) and top_stacks (leakbench.check.evidence).
+    stopped), allocations (count), top_stacks (leakbench.check.evidence:
+    the largest live at the end) and stack_growth (`growing_stacks`: the
+    stacks whose live bytes grew most from the first marker to the last).
     """
     import memray
 
@@ -51,13 +60,48 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
             _heap_marker()
     reader = memray.FileReader(path)
     live = list(reader.get_leaked_allocation_records(merge_threads=True))
+    marks, by_stack, records = replay(reader.get_allocation_records(), by_stack=True)
+    origins = diagnose.autograph_origins()  # autograph's copies of user code, back to its lines
     return {
-        "heap_bytes": heap_at_markers(reader.get_allocation_records()),
+        "heap_bytes": marks,
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
         "retained_bytes": sum(r.size for r in live),
         "allocations": reader.metadata.total_allocations,
-        "top_stacks": diagnose.heap_stacks(live),
+        "top_stacks": diagnose.heap_stacks(live, origins),
+        "stack_growth": growing_stacks(by_stack, records, origins),
     }
+
+
+TOP_GROWING = 5
+
+
+def growing_stacks(by_stack: list[dict], records: dict, origins: dict, top: int = TOP_GROWING) -> list[dict]:
+    """The `top` stacks whose live bytes grew most from the first marker to the last (growth > 0).
+
+    by_stack: per marker, {stack id: live bytes} (`replay`); records: stack id -> one of its
+    AllocationRecords (for its frames). Each entry: frames ('function (file:line)', innermost
+    first, the engine's own left out), user_frame (the innermost frame of the user's code, or
+    None), bytes (live bytes at each marker, one per heap repetition) and bytes_per_rep (the
+    Theil–Sen slope of bytes, bytes/repetition; the one step for two markers, 0.0 for one).
+    """
+    if not by_stack:
+        return []
+    first, last = by_stack[0], by_stack[-1]
+    grown = sorted(((last[s] - first.get(s, 0), s) for s in last if last[s] > first.get(s, 0)), reverse=True)
+    out = []
+    for _growth, sid in grown[:top]:
+        values = [snapshot.get(sid, 0) for snapshot in by_stack]
+        frames = diagnose.stack_frames(records[sid], origins)
+        out.append({"frames": diagnose.shown_frames(frames), "user_frame": diagnose.user_frame(frames),
+                    "bytes": values, "bytes_per_rep": _slope(values)})
+    return out
+
+
+def _slope(values: list[int]) -> float:
+    found = estimate.trend(values)
+    if found is not None:
+        return found.slope
+    return float(values[-1] - values[0]) / (len(values) - 1) if len(values) > 1 else 0.0
 
 
 def render_flamegraph(capture: Path, out: Path, timeout_seconds: float = 300.0) -> str | None:
@@ -92,6 +136,17 @@ def heap_at_markers(records) -> list[int]:
     part); an unmap of an interior range is ignored, which can only overstate
     the heap of code that unmaps pieces of its own mappings.
     """
+    return replay(records)[0]
+
+
+def replay(records, by_stack: bool = False) -> tuple[list[int], list[dict], dict]:
+    """`heap_at_markers`, and with by_stack the live bytes of each stack at each marker.
+
+    Returns (marks: bytes live before each marker; per marker {stack id: live bytes} of the
+    allocations that stack made, [] without by_stack; stack id -> its first AllocationRecord).
+    A stack id is memray's Python stack of the allocation (`stack_id`), freed bytes are taken off
+    the stack that allocated them.
+    """
     from memray import AllocatorType as A
 
     # Plain ints and locals: this loop sees every allocation (millions for a
@@ -100,29 +155,62 @@ def heap_at_markers(records) -> list[int]:
     low, high = MARKER_BYTES, MARKER_BYTES + 64
     live: dict[int, int] = {}
     maps: dict[int, int] = {}
+    owner: dict[int, int] = {}       # address -> stack id (by_stack)
+    map_owner: dict[int, int] = {}
+    stacks: dict[int, int] = {}      # stack id -> live bytes
+    first: dict[int, object] = {}
     pop, get = live.pop, live.get
     heap = 0
-    marks = []
+    marks: list[int] = []
+    snapshots: list[dict] = []
     for rec in records:
         kind = rec.allocator
         if kind == free or kind == pyfree:
-            heap -= pop(rec.address, 0)
+            size = pop(rec.address, 0)
+            heap -= size
+            if by_stack and size:
+                sid = owner.pop(rec.address)
+                stacks[sid] -= size
         elif kind == munmap:
             size = maps.pop(rec.address, 0)
             gone = min(size, rec.size)
             if size > gone:
                 maps[rec.address + gone] = size - gone
             heap -= gone
+            if by_stack and size:
+                sid = map_owner.pop(rec.address)
+                stacks[sid] -= gone
+                if size > gone:
+                    map_owner[rec.address + gone] = sid
         elif kind == mmap:
             maps[rec.address] = maps.get(rec.address, 0) + rec.size
             heap += rec.size
+            if by_stack:
+                sid = rec.stack_id
+                if sid not in first:
+                    first[sid] = rec
+                    stacks[sid] = 0
+                stacks[sid] += rec.size
+                map_owner.setdefault(rec.address, sid)
         else:
             address, size = rec.address, rec.size
             if low < size <= high and _is_marker(rec):
                 marks.append(heap)
-            heap += size - get(address, 0)
+                if by_stack:
+                    snapshots.append({s: b for s, b in stacks.items() if b})
+            before = get(address, 0)
+            heap += size - before
             live[address] = size
-    return marks
+            if by_stack:
+                if before:
+                    stacks[owner[address]] -= before
+                sid = rec.stack_id
+                if sid not in first:
+                    first[sid] = rec
+                    stacks[sid] = 0
+                stacks[sid] += size
+                owner[address] = sid
+    return marks, snapshots, first
 
 
 def _is_marker(rec) -> bool:

@@ -13,7 +13,8 @@ CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check
 
 
 def check_view(rec: dict) -> list:
-    """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks, hints."""
+    """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks (the
+    largest live; the growing ones with the user's frame first), the reference chain, hints."""
     d = rec.get("diagnosis") or {}
     word = rec["verdict"] + (f" (in {rec['phase']})" if rec.get("phase") else "")
     style = {"leak": "bold red", "no-leak": "bold green"}.get(rec["verdict"], "bold yellow")
@@ -85,6 +86,24 @@ def check_view(rec: dict) -> list:
         for s in stacks:
             t.add_row(f"{s['bytes'] / KIB:,.0f}", f"{s['allocations']:,}", escape(" ← ".join(s["frames"][:4]) or "no Python frame (allocated by a TensorFlow thread)"))
         out.append(t)
+    growing = d.get("stack_growth") or []
+    if growing:
+        t = Table(title="allocation sites that grew in the heap pass (memray; your code first, the library's "
+                        "innermost frames as context)", title_justify="left")
+        for h in ("KiB/rep", "KiB at the end", "your code", "allocated in (context)"):
+            t.add_column(h, justify="right" if h.startswith("KiB") else "left")
+        for g in growing:
+            context = [f for f in g["frames"] if f != g["user_frame"]][:3]
+            t.add_row(f"{g['bytes_per_rep'] / KIB:+,.1f}", f"{g['bytes'][-1] / KIB:,.0f}" if g["bytes"] else "—",
+                      escape(g["user_frame"] or "— (no frame of your code)"),
+                      escape(" ← ".join(context) or "no Python frame (allocated by a TensorFlow thread)"))
+        out.append(t)
+    chain = d.get("reference_chain") or {}
+    if chain.get("chain"):
+        out.append(Text(f"kept alive ({chain['type']}, found in {chain['seconds']:.1f} s): "
+                        + " → ".join(chain["chain"])))
+    elif chain.get("na") and d.get("types"):
+        out.append(Text(f"kept alive: n/a ({chain['na']})"))
     for hint in d.get("hints") or []:
         out.append(Text(f"hint: {hint}"))
     return out

@@ -52,3 +52,13 @@ def bounded_steps():
 def not_a_pipeline():
     """Returns neither None nor a dataset: a repetition function returning a value."""
     return np.zeros(4)
+
+
+LAMBDA_KEPT = []
+
+
+def lambda_map():
+    """A numpy_function map whose inline lambda keeps every 16 KiB element (4 MiB per pass):
+    the leak is on the lambda's line below, not in TensorFlow."""
+    return _elements(256).map(
+        lambda x: tf.numpy_function(lambda a: LAMBDA_KEPT.append(a.copy()) or a, [x], tf.float32))
