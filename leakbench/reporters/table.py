@@ -1,10 +1,9 @@
 """The run table: one row per measured variant, as `leakbench run` prints it.
 
 By default the few columns a person decides on, within 120 characters: pair,
-variant, verdict, what the variant should read, the signals that moved, the
-number the verdict rests on (the rate of the memory signal, KiB/repetition,
-verdict.rate; k of peak ∝ size^k for a peak pair), peak above baseline
-(MiB) and seconds. `wide=True` adds every metric (leakbench.metrics) and is
+variant, verdict, what the variant should read (leakbench.expectation), the
+signal and number the verdict rests on (its rate per repetition, verdict.rate;
+k of peak ∝ size^k for a peak pair), peak above baseline (MiB) and seconds. `wide=True` adds every metric (leakbench.metrics) and is
 what the markdown table written with `leakbench run --markdown` holds.
 Records themselves stay data.
 """
@@ -14,9 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from leakbench import expectation, metrics
+from leakbench.analysis import verdict
 from leakbench.history.matrix import memory_rate
-from leakbench.units import KIB
 
+LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
 # Metrics the wide table adds, in this order (registry keys).
 WIDE = ("held_growth", "rss_growth", "malloc_heap_growth", "trim_returned_bytes", "retained_heap",
         "threads_growth", "python_objects_growth")
@@ -24,16 +24,28 @@ WIDE = ("held_growth", "rss_growth", "malloc_heap_growth", "trim_returned_bytes"
 
 def _word(rec: dict) -> str:
     word = rec["verdict"] + (f" ({rec['phase']})" if rec.get("phase") else "")
-    return word + (" (teardown stalled)" if rec.get("teardown_stalled") else "")
+    return word + (" (stalled)" if rec.get("teardown_stalled") else "")  # teardown passed its timeout
 
 
 def decided_by(rec: dict) -> str:
-    """The number the verdict rests on: "k=0.87" for a peak pair, else the memory rate in KiB/rep."""
-    scaling = (rec["metrics"] or {}).get("peak_scaling") or {}
+    """The signal and number the verdict rests on: "peak k=0.87" for a peak pair; else the first
+    signal that moved with its rate (verdict.rate), e.g. "held +4,137 KiB/rep"; else the memory
+    signal's rate, which stayed under its bar."""
+    m = rec["metrics"] or {}
+    scaling = m.get("peak_scaling") or {}
     if rec.get("kind") == "peak" and scaling.get("exponent") is not None:
-        return f"k={scaling['exponent']:.2f}"
-    found = memory_rate(rec) if rec["metrics"] else None
-    return "—" if found is None else f"{found / KIB:+,.0f}"
+        return f"peak k={scaling['exponent']:.2f}"
+    moved = [s for s in rec["signals"] if s in metrics.BY_SIGNAL and m.get(metrics.BY_SIGNAL[s].key)]
+    if moved:
+        metric = metrics.BY_SIGNAL[moved[0]]
+        found = verdict.rate(m[metric.key])
+    else:
+        found = memory_rate(rec) if m else None
+        metric = metrics.BY_KEY["rss_growth" if m.get("malloc_heap_unavailable") else "held_growth"]
+    if found is None:
+        return "—"
+    unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
+    return f"{metric.signal} {metric.display(found, sign=True)}{unit}"
 
 
 def _metric(rec: dict, key: str) -> str:
@@ -45,27 +57,27 @@ def _metric(rec: dict, key: str) -> str:
 
 def columns(wide: bool = False) -> list[str]:
     """Column headers of the run table (see the module docstring)."""
-    head = ["pair", "variant", "verdict", "expected", "signals", "decided by", "peak MiB", "seconds"]
     if not wide:
-        return head
-    return head[:7] + [f"{metrics.BY_KEY[k].label} {metrics.BY_KEY[k].shown}" for k in WIDE] + head[7:]
+        return ["pair", "variant", "verdict", "should read", "decided by", "peak MiB", "seconds"]
+    return (["pair", "variant", "verdict", "should read", "signals", "decided by", "peak MiB"]
+            + [f"{metrics.BY_KEY[k].label} {metrics.BY_KEY[k].shown}" for k in WIDE] + ["seconds"])
 
 
 def row(rec: dict, wide: bool = False) -> list[str]:
     """Cells of one record, in the order of columns(wide)."""
-    cells = [rec["pair"], rec["variant"], _word(rec), expectation.for_record(rec).label,
-             ", ".join(rec["signals"]) or "—", decided_by(rec),
-             metrics.BY_KEY["peak_above_baseline_bytes"].display(metrics.value(rec, "peak_above_baseline_bytes"))]
-    if wide:
-        cells += [_metric(rec, k) for k in WIDE]
-    return cells + [f"{rec['seconds']:.1f}"]
+    peak = metrics.BY_KEY["peak_above_baseline_bytes"].display(metrics.value(rec, "peak_above_baseline_bytes"))
+    head = [rec["pair"], rec["variant"], _word(rec), expectation.for_record(rec).label]
+    if not wide:
+        return head + [decided_by(rec), peak, f"{rec['seconds']:.1f}"]
+    return (head + [", ".join(rec["signals"]) or "—", decided_by(rec), peak]
+            + [_metric(rec, k) for k in WIDE] + [f"{rec['seconds']:.1f}"])
 
 
 def table(records: list[dict], wide: bool = False) -> Table:
     """A rich Table of records (see the module docstring); a verdict the variant should not read in red."""
     t = Table(title="leakbench: memory per scenario variant", title_justify="left")
     for h in columns(wide):
-        t.add_column(h, justify="left" if h in ("pair", "variant", "signals", "verdict", "expected") else "right")
+        t.add_column(h, justify="left" if h in LEFT else "right")
     for rec in records:
         cells = [escape(c) for c in row(rec, wide)]
         style = "green" if expectation.accepts(rec) else "bold red"
@@ -78,7 +90,7 @@ def markdown(records: list[dict], title: str) -> str:
     """The wide table in markdown, with the child seconds summed: what `run --markdown` writes."""
     head = columns(wide=True)
     lines = [f"## {title}", "", "| " + " | ".join(head) + " |",
-             "|" + "|".join("---" if h in ("pair", "variant", "verdict", "expected", "signals") else "---:"
+             "|" + "|".join("---" if h in LEFT else "---:"
                             for h in head) + "|"]
     for rec in records:
         cells = row(rec, wide=True)
