@@ -425,8 +425,8 @@ def test_fragmentation_and_malloc_heap_na(built):
     for label in ("RSS", "held memory", "malloc in use", "malloc free bytes", "memray heap"):  # metrics' labels
         assert f"{label}</dt><dd>" in chart, label
     assert "heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
-    assert ("<strong>malloc in use n/a for fixed:</strong> libjemalloc is loaded: glibc&#39;s mallinfo2 does not "
-            "describe its &lt;b&gt;heap&lt;/b&gt;") in chart
+    assert ("<strong>held memory, malloc in use and malloc free bytes n/a for fixed:</strong> libjemalloc is loaded: "
+            "glibc&#39;s mallinfo2 does not describe its &lt;b&gt;heap&lt;/b&gt;") in chart
     assert ('<span class="verdict v-fragmentation" title="expected: leak">fragmentation !</span>'
             in chart)  # the charted run's verdict
     assert 'title="n/a: libjemalloc is loaded' in history and ">n/a</td>" in history
@@ -435,10 +435,10 @@ def test_fragmentation_and_malloc_heap_na(built):
     assert ">peak above baseline MiB<" in head
     # a lesson without n/a draws the malloc series of both variants and names no reason
     plain = (built.out / "lessons" / "stateful_map.html").read_text()
-    assert "malloc in use n/a" not in plain and ": n/a\n" not in plain and "free: n/a" not in plain
+    assert "bytes n/a for" not in plain and ": n/a\n" not in plain and "free: n/a" not in plain
     # a record whose malloc series has no values says so
     other = (built.out / "lessons" / "xss_pair.html").read_text()
-    assert f"<strong>malloc in use n/a for leaky:</strong> {memory.NO_MALLOC_VALUES}" in other
+    assert f"malloc free bytes n/a for leaky:</strong> {memory.NO_MALLOC_VALUES}" in other
 
 
 def test_decomposition_reads_the_sample_series():

@@ -1,5 +1,6 @@
 """What the pages show of a pair: a lesson's data (its files side by side and
-as a short diff, its docstring as prose, its chart, its rows per TF version,
+as a short diff, its docstring as prose, its charts (memory, stacks, counts), its
+stages and reference chains, its rows per TF version,
 the signals that moved) and the matrix's cells.
 
 Labels, units and help texts come from leakbench.metrics; what a verdict
@@ -212,6 +213,7 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "chart_versions": {v: newest[v][0] for v in VARIANTS},
         "chart_verdicts": {v: verdict_view(newest[v][1]) for v in VARIANTS},
         "malloc_label": metrics.BY_KEY[MALLOC_KEY].label,
+        "na_label": f"{memory.LABELS['held']}, {memory.LABELS['malloc']} and {memory.LABELS['free']}",
         "malloc_na": [(v, decomposed[v]["na"]) for v in VARIANTS if decomposed[v].get("na")],
         "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
                       for variant in VARIANTS} for v in found["versions"]},

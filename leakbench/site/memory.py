@@ -104,7 +104,8 @@ def describe(variant: str, found: dict) -> str:
         parts.insert(0, "held memory, malloc in use and malloc free bytes are n/a")
     heap = rate(found["heap"])
     if heap is not None:
-        parts.append(f"memray heap {'stays flat' if abs(heap) < FLAT else f'grows {heap / MIB:,.1f} MiB per repetition'}")
+        parts.append("memray heap stays flat" if abs(heap) < FLAT else
+                     f"memray heap grows {heap / MIB:,.1f} MiB per repetition")
     if found["trim"]:
         parts.append(f"malloc_trim gives back {(found['trim'][0] - found['trim'][1]) / MIB:,.1f} MiB")
     return f"{variant} variant, {found['reps']} repetitions, {Y_LABEL}: " + "; ".join(parts)
@@ -135,7 +136,7 @@ def charts(found: dict) -> dict[str, Markup] | None:
     drawn = {}
     for variant, f in found.items():
         with svg.style():
-            fig, ax = plt.subplots(figsize=(4.8, 3.4), layout="constrained")
+            fig, ax = plt.subplots(figsize=(4.2, 3.1), layout="constrained")
             for key, _ in LINES:
                 values = (f or {}).get("lines", {}).get(key) or []
                 points = [(i + 1, v / MIB) for i, v in enumerate(values) if v is not None]

@@ -79,7 +79,7 @@ def stack_charts(views: dict) -> dict[str, Markup] | None:
     drawn = {}
     for variant, view in drawn_any.items():
         with svg.style():
-            fig, ax = plt.subplots(figsize=(4.8, 3.4), layout="constrained")
+            fig, ax = plt.subplots(figsize=(4.2, 3.1), layout="constrained")
             found = layers(view)
             labels = [_short(s["name"]) for s in view["stacks"]] + (["other stacks"] if view["other"] else [])
             ax.stackplot(range(1, len(found[0]) + 1), *found, labels=labels,

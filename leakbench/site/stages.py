@@ -66,8 +66,9 @@ def stage_table(recs: dict) -> dict:
                                         **{v: None for v in VARIANTS}})
             values = [b for b in (s.get("bytes") or []) if b is not None]
             change = values[-1] - values[0] if len(values) > 1 else None
+            sign = "+" if change is None or change >= 0 else "−"
             row[variant] = {"last": _bytes(values[-1] if values else None),
-                            "change": "—" if change is None else ("+" if change >= 0 else "−") + _bytes(abs(change)),
+                            "change": "—" if change is None else sign + _bytes(abs(change)),
                             "autotune": ", ".join(f"{k}={v}" for k, v in (s.get("autotune") or {}).items())}
     found["rows"] = list(rows.values())
     return found
