@@ -489,6 +489,12 @@ def test_memory_charts_share_their_axes_and_say_what_they_show():
     assert ticks["leaky"] and ticks["leaky"] == ticks["fixed"], ticks
     assert 'role="img"' in drawn["fixed"] and 'id="mem-fixed-' in drawn["fixed"] and 'id="mem-leaky-' in drawn["leaky"]
     assert memory.charts({"leaky": {}, "fixed": {}}) is None
+    # a series that goes up and down more than along its trend (fragmentation's free bytes) swings
+    jumpy = [mib * v for v in (100, 300, 120, 320, 110, 310)]
+    assert memory.describe("leaky", {"lines": {"held": [mib] * 6, "free": jumpy, "malloc": [], "rss": []},
+                                     "heap": [], "trim": None, "reps": 6, "na": None}) == (
+        "leaky variant, 6 repetitions, MiB above the process before setup: held memory stays flat near 1 MiB; "
+        "malloc free bytes swings between 100 and 320 MiB")
 
 
 def test_one_place_for_colours(built):
@@ -789,6 +795,22 @@ def test_browser(real_site):
             assert any('"blocked"' in line for line in _console(done)), f"the network is not blocked: {_console(done)}"
         finally:
             (out / "probe-offline.html").unlink()
+        # a phone's width: no lesson is wider than 375 px (wide tables scroll inside their own box)
+        names = sorted(p.stem for p in pages(out) if p.parent.name == "lessons")
+        (out / "probe-width.html").write_text(
+            "<!DOCTYPE html><body><script>" + json.dumps(names) + ".forEach(function (n) {"
+            ' var f = document.createElement("iframe"); f.width = 375; f.height = 800; f.src = "lessons/" + n + ".html";'
+            " f.onload = function () { var d = f.contentDocument.documentElement;"
+            ' console.log("width " + n + " " + d.scrollWidth + " " + d.clientWidth); };'
+            " document.body.appendChild(f); });</script>")
+        try:
+            done = _chromium(base + "probe-width.html", "--dump-dom", "--virtual-time-budget=10000")
+            widths = {m.group(1): (int(m.group(2)), int(m.group(3)))
+                      for m in re.finditer(r'"width (\S+) (\d+) (\d+)"', done.stderr)}
+            assert sorted(widths) == names, _console(done)
+            assert all(wide <= seen for wide, seen in widths.values()), widths
+        finally:
+            (out / "probe-width.html").unlink()
         if real_site.asv_offline:  # asv's own pages, with every CDN unreachable
             _Quiet.served.clear()
             # the grid of summary plots, the regressions table (stupidtable), one benchmark's graph (flot)
@@ -805,9 +827,9 @@ def test_browser(real_site):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         lesson = sorted(p for p in pages(out) if p.parent.name == "lessons")[0]
         shots = {"index.png": (base + "index.html", "1280,900"),
-                 "index-phone.png": (base + "index.html", "390,844"),
+                 "index-phone.png": (base + "index.html", "375,812"),
                  f"lesson-{lesson.stem}.png": (urljoin(base, f"lessons/{lesson.name}"), "1280,900"),
-                 f"lesson-{lesson.stem}-phone.png": (urljoin(base, f"lessons/{lesson.name}"), "390,844")}
+                 f"lesson-{lesson.stem}-phone.png": (urljoin(base, f"lessons/{lesson.name}"), "375,812")}
         for name, (url, size) in shots.items():
             done = _chromium(url, f"--screenshot={ARTIFACTS / name}", f"--window-size={size}")
             assert done.returncode == 0 and (ARTIFACTS / name).stat().st_size > 10_000, done.stderr[-2000:]

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from leakbench import metrics
 from leakbench.analysis import estimate
 from leakbench.site import colours, svg
-from leakbench.units import MIB
+from leakbench.units import KIB, MIB
 
 _SERIES = {s.name: s for s in metrics.SERIES}
 # (key in decomposition()["lines"], sample series), in the order drawn
@@ -29,6 +29,7 @@ LABELS = {key: _SERIES[name].label for key, name in LINES} | {"heap": metrics.BY
 HELP = {key: _SERIES[name].help for key, name in LINES} | {
     "heap": "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"}
 FLAT = metrics.HELD_SLOPE_MIN  # bytes/repetition: a slower line "stays flat" in the words
+SWING = metrics.TRIM_FLOOR     # bytes: a line that moves this much, and twice its trend, "swings between" two values
 NO_MALLOC_VALUES = "the record has no malloc heap values"
 Y_LABEL = "MiB above the process before setup"
 
@@ -84,14 +85,26 @@ def rate(values: list) -> float | None:
     return found.slope if found else None
 
 
+def _mib(value: float) -> str:
+    text = f"{value / MIB:,.0f}"
+    return "0" if text == "-0" else text
+
+
+def _per_rep(slope: float) -> str:
+    return f"{abs(slope) / MIB:,.1f} MiB" if abs(slope) >= MIB else f"{abs(slope) / KIB:,.0f} KiB"
+
+
 def _words(key: str, values: list) -> str | None:
     slope, known = rate(values), [v for v in values if v is not None]
     if slope is None:
         return None
+    spread = max(known) - min(known)
+    if spread >= SWING and spread > 2 * abs(slope) * (len(known) - 1):  # up and down more than along a trend
+        return f"{LABELS[key]} swings between {_mib(min(known))} and {_mib(max(known))} MiB"
     if abs(slope) < FLAT:
-        return f"{LABELS[key]} stays flat near {known[-1] / MIB:,.0f} MiB"
-    return (f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {abs(slope) / MIB:,.1f} MiB per repetition "
-            f"to {known[-1] / MIB:,.0f} MiB")
+        return f"{LABELS[key]} stays flat near {_mib(known[-1])} MiB"
+    return (f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {_per_rep(slope)} per repetition "
+            f"to {_mib(known[-1])} MiB")
 
 
 def describe(variant: str, found: dict) -> str:
@@ -105,7 +118,7 @@ def describe(variant: str, found: dict) -> str:
     heap = rate(found["heap"])
     if heap is not None:
         parts.append("memray heap stays flat" if abs(heap) < FLAT else
-                     f"memray heap grows {heap / MIB:,.1f} MiB per repetition")
+                     f"memray heap {'grows' if heap > 0 else 'shrinks'} {_per_rep(heap)} per repetition")
     if found["trim"]:
         parts.append(f"malloc_trim gives back {(found['trim'][0] - found['trim'][1]) / MIB:,.1f} MiB")
     return f"{variant} variant, {found['reps']} repetitions, {Y_LABEL}: " + "; ".join(parts)
