@@ -58,7 +58,8 @@ def decomposition(rec: dict | None) -> dict:
     ([] where the series or its baseline value is missing), "heap": [bytes, per heap repetition],
     "trim": (before, after) in bytes above the baseline RSS, or None, "reps": measured repetitions,
     "na": why glibc's counters are n/a (NO_MALLOC_VALUES when their series hold no value), or None};
-    {} for None or a record without runs.
+    {} for None or a record without runs. A missing key is read as absent; raises TypeError only for
+    a value that is no number.
     """
     if not rec or not rec.get("runs"):
         return {}
@@ -137,7 +138,7 @@ def charts(found: dict) -> dict[str, Markup] | None:
 
     Returns {variant: Markup}, or None when matplotlib is missing or no variant has a value.
     A variant not measured gets a chart saying so; where glibc's counters are n/a, its chart says
-    so in place of those lines (the reason is the page's to print, escaped).
+    so in place of those lines (the reason is the page's to print, escaped). Raises nothing of its own.
     """
     if not any(f and any(f["lines"].values()) for f in found.values()):
         return None

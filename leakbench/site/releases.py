@@ -18,7 +18,8 @@ def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
     Returns {"versions", "rows": [{"variant", "cells": [None (not measured) or verdict_view's keys plus
     "version", "href": "#tf-<version>", "changed": the leaky verdict differs from the release measured
     before]}]}, "changes": [(version, verdict before, verdict now)] of the leaky variant,
-    "missing": a cell is not measured}.
+    "missing": a cell is not measured}. Raises KeyError for a record without "verdict" (every
+    record has one: leakbench.analysis.schema).
     """
     rows, changes = [], []
     for variant in VARIANTS:

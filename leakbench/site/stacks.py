@@ -27,7 +27,8 @@ def stack_view(rec: dict | None) -> dict:
     "context": [up to CONTEXT other frames, innermost first], "kib_per_rep": float,
     "bytes": [bytes per heap repetition]}] (TOP of them, fastest growth first), "other": [bytes per
     repetition of the rest] or [], "why": None} when the record has stack_growth;
-    {"stacks": [], "other": [], "why": ABSENT or "not measured"} otherwise.
+    {"stacks": [], "other": [], "why": ABSENT or "not measured"} otherwise. Missing keys of a stack
+    read as empty (bytes_per_rep 0); raises TypeError only for a value that is no number.
     """
     if not rec:
         return {"stacks": [], "other": [], "why": "not measured"}
@@ -62,8 +63,9 @@ def describe(variant: str, view: dict) -> str:
 
 def stack_charts(views: dict) -> dict[str, Markup] | None:
     """One stacked-area inline SVG per variant of `views` (variant -> stack_view()) that has stacks,
-    all on the same y range (MiB). None when matplotlib is missing or no variant has a stack."""
-    drawn_any = {v: view for v, view in views.items() if view["stacks"]}
+    all on the same y range (MiB), None where a value is missing read as 0. None when matplotlib is
+    missing or no variant has a stack. Raises nothing of its own."""
+    drawn_any = {v: view for v, view in views.items() if any(s["bytes"] for s in view["stacks"])}
     if not drawn_any:
         return None
     plt = svg.pyplot()

@@ -46,6 +46,7 @@ def stage_table(recs: dict) -> dict:
     "rows": [{"stage", "inside", "depth": nesting (0 outermost), variant: None or {"last": bytes at the
     last reading, in words, "change": since the first reading, signed, "autotune": "param=value, ..." or ""}}]}
     (rows in the leaky variant's order, then the fixed one's other stages; [] without stage data).
+    Missing keys read as empty; raises TypeError only for a byte value that is no number.
     """
     found = {"notes": [], "readings": {}, "tensorflow": {}, "rows": []}
     rows: dict = {}
