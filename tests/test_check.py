@@ -143,6 +143,26 @@ def test_attribution_names_the_deepest_stage_holding_most_bytes():
     assert check.attribution({"na": "why"}) == {"na": "why"}
 
 
+def test_check_view_names_the_users_frame_first_and_the_chain():
+    from rich.console import Console
+
+    rec = {"pair": "p.py:make", "verdict": "leak", "phase": None, "repetition": "one call of the function",
+           "signals": ["heap"], "metrics": {"peak_above_baseline_bytes": 0}, "seconds": 1.0,
+           "diagnosis": {"target_kind": "function", "types": [], "attribution": {"na": "no TF"}, "top_stacks": [],
+                         "stack_growth": [{"frames": ["_call_unconverted (tensorflow/api.py:460)",
+                                                      "<lambda> (p.py:7)"], "user_frame": "<lambda> (p.py:7)",
+                                           "bytes": [1024, 2048, 3072], "bytes_per_rep": 1024.0}],
+                         "reference_chain": {"type": "traceback", "chain": ["state tuple", "list [1]"],
+                                             "seconds": 0.5}, "hints": []}}
+    console = Console(width=200, record=True)
+    for item in report.check_view(rec):
+        console.print(item)
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "<lambda> (p.py:7)" in line)
+    assert row.index("<lambda> (p.py:7)") < row.index("_call_unconverted")
+    assert "kept alive (traceback, found in 0.5 s): state tuple → list [1]" in text
+
+
 # --- on TensorFlow ---
 
 SCENARIO_FILES = [(name, variant) for name in catalog.pair_names(ROOT) for variant in ("leaky", "fixed")]
@@ -186,6 +206,18 @@ def test_leaking_dataset_factory_and_its_stack(tf_records):
     assert rec["verdict"] == "leak", report.check_summary(rec)
     frames = [f for s in rec["diagnosis"]["top_stacks"] for f in s["frames"]]
     assert any(f.startswith("_keep (") for f in frames), frames
+
+
+@on_tf
+def test_leaking_dataset_factory_grows_at_the_line_that_keeps_the_elements(tf_records):
+    rec = tf_records[("stateful_map", "factory")]
+    line = next(i for i, text in enumerate(TF.read_text().splitlines(), 1) if "KEPT.append(x.copy())" in text)
+    top = rec["runs"][0]["heap"]["stack_growth"][0]
+    assert top["user_frame"] == f"_keep (tests/data/check_tf.py:{line})", top
+    assert top["bytes_per_rep"] >= 3 << 20 and len(top["bytes"]) == TF_SETTINGS.heap_reps
+    assert any(f"comes from _keep (tests/data/check_tf.py:{line})" in h for h in rec["diagnosis"]["hints"])
+    stages = rec["runs"][0]["stages"]
+    assert stages["tensorflow"] and {"stage", "inside", "bytes", "autotune"} <= set(stages["stages"][0])
 
 
 @on_tf

@@ -38,6 +38,7 @@ from pathlib import Path
 FIRST_ELEMENTS = 4     # elements consumed before the first model reading
 MORE_ELEMENTS = 60     # and before the second
 SETTLE_SECONDS = 0.2   # let prefetch/parallel stages fill their buffers before reading
+STAGES_SECONDS = 1.0   # read_stages takes no further reading once this much has passed
 TOP_STACKS = 5
 STACK_FRAMES = 6
 
@@ -90,18 +91,27 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
 
     Returns {"readings": [(elements consumed, nodes)], "seconds": s, "tensorflow": version},
     nodes as `_nodes` gives them (buffered bytes, elements, inputs, parameters), or {"na": why}:
-    TensorFlow not imported, get_model_proto missing (TensorFlow older than 2.14, which added it),
+    TensorFlow not imported, get_model_proto missing (an older TensorFlow: the reason names its version;
+    present in 2.21, docs/measurements.md, "TensorFlow"),
     the target not a dataset, the API failing, or the dataset ending before one element.
-    A finite dataset is read at no more than half its cardinality (its buffers drain at the end).
-    Each reading waits SETTLE_SECONDS first: about 0.6 s for three readings, plus the stepping.
+    A finite dataset is read at no more than half its cardinality (its buffers drain at the end), so
+    a short one gives fewer readings (unbounded_cache's 32 batches: 4 and 16 elements).
+    Each reading waits SETTLE_SECONDS first: 0.2-0.8 s per child on the pairs (median 0.47 s). No
+    reading starts after STAGES_SECONDS, but the first one waits for the pipeline's first elements: a
+    shuffle buffer fills first (shuffle_fragmentation's shuffle(30000): 3.3-5.1 s, 2026-12-01).
+
+    Why a fresh iterator after the measured repetitions, not the repetitions' own iterators or
+    readings between samples: the repetitions' iterators are gone when a repetition ends, and a new
+    iterator made between two samples would enter the next sample (its threads and buffers). An
+    in-memory cache is shared by every iterator over its dataset, so it reads full from the first
+    reading on (filled in warm-up): memory per stage as the pipeline holds it after the repetitions.
     """
     tf = sys.modules.get("tensorflow")
     if tf is None:
         return {"na": "the target does not use TensorFlow"}
     get = getattr(tf.data.experimental, "get_model_proto", None)
     if get is None:
-        return {"na": f"tf.data.experimental.get_model_proto does not exist in TensorFlow {tf.__version__} "
-                      "(it came with 2.14)"}
+        return {"na": f"tf.data.experimental.get_model_proto does not exist in TensorFlow {tf.__version__}"}
     ds = find_dataset(state)
     if ds is None:
         return {"na": "the target is not a dataset (a repetition function): no pipeline to read"}
@@ -118,6 +128,8 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
     readings = []
     try:
         for goal in goals:
+            if readings and time.perf_counter() - start > STAGES_SECONDS:
+                break  # a slow pipeline: fewer readings rather than a longer child
             while consumed < goal:
                 next(iterator)
                 consumed += 1

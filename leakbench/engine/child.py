@@ -108,9 +108,11 @@ def main(config: dict) -> int:
         gpu_problem = gpu and gpu.start()  # resets the GPU peak: that of the measured repetitions alone
         if gpu_problem:
             gpu = None
+        # Which objects were there (the reference chain's candidates are the others): taken before
+        # the baseline sample, so that the set's own memory is in the baseline and every sample.
+        ids_baseline = evidence.object_ids()
         baseline = probes.sample(process, gpu)
         types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
-        ids_baseline = evidence.object_ids()  # which objects were there: the reference chain's candidates
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)

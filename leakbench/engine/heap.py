@@ -20,7 +20,8 @@ The same replay keeps the live bytes of every Python stack (memray's stack
 id) at each marker: the stacks that grew most are the heap's `stack_growth`,
 growth by allocation site, each with the frame of the user's own code it
 comes from (leakbench.check.evidence.user_frame). Keeping them costs about
-0.3 µs more per allocation (docs/measurements.md, "memray").
+0.1 µs more per allocation: 0.28 s against 0.21 s for
+stateful_map's 622k allocations in 6 repetitions (2026-12-01).
 """
 from __future__ import annotations
 
