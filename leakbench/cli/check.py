@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -28,8 +29,10 @@ def check_exit_code(rec: dict) -> int:
 @click.argument("target")
 @measurement_options
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained report page (charts, stages, stacks, chain) to this file.")
 def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
-                  as_json) -> None:
+                  as_json, html_path) -> None:
     """Check a pipeline of your own for leaks, and say where the memory is.
 
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
@@ -41,6 +44,8 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     from leakbench.check import run as checking
 
     settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir)
+    if html_path is not None and not html_path.parent.is_dir():
+        fail(f"--html: directory {html_path.parent} does not exist")
     try:
         checking.plan(target)
     except ContractError as e:
@@ -52,6 +57,14 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     else:
         for part in view.check_view(rec):
             out.print(part, highlight=False)
+    if html_path is not None:
+        from leakbench.site import report
+
+        try:
+            report.write_check_page(rec, html_path)
+        except OSError as e:
+            fail(f"--html: cannot write {html_path}: {e.strerror or e}")
+        say(f"leakbench: report written to {html_path}")
     if rec.get("flamegraph"):
         say(f"leakbench: {flamegraph_note(rec, flamegraph_dir)}")
     if rec["verdict"] == "skipped":

@@ -38,8 +38,9 @@ def _depth(stage: dict, by_name: dict) -> int:
     return depth
 
 
-def stage_table(recs: dict) -> dict:
-    """The per-stage table of a lesson. recs: variant -> record or None.
+def stage_table(recs: dict, variants: tuple = VARIANTS) -> dict:
+    """The per-stage table of a lesson (or a check report). recs: variant -> record or None; variants:
+    the ones shown, in order.
 
     Returns {"notes": [(variant, why there is no stage data: "na" reason, absent, not measured)],
     "readings": {variant: [elements consumed]}, "tensorflow": {variant: version},
@@ -50,7 +51,7 @@ def stage_table(recs: dict) -> dict:
     """
     found = {"notes": [], "readings": {}, "tensorflow": {}, "rows": []}
     rows: dict = {}
-    for variant in VARIANTS:
+    for variant in variants:
         rec = recs.get(variant)
         data = _run(rec).get("stages")
         if not rec or data is None or "na" in data:
@@ -64,7 +65,7 @@ def stage_table(recs: dict) -> dict:
         for s in stages:
             key = (s.get("stage"), s.get("inside"))
             row = rows.setdefault(key, {"stage": key[0], "inside": key[1], "depth": _depth(s, by_name),
-                                        **{v: None for v in VARIANTS}})
+                                        **{v: None for v in variants}})
             values = [b for b in (s.get("bytes") or []) if b is not None]
             change = values[-1] - values[0] if len(values) > 1 else None
             sign = "+" if change is None or change >= 0 else "−"
@@ -75,11 +76,11 @@ def stage_table(recs: dict) -> dict:
     return found
 
 
-def reference_chains(recs: dict) -> list[dict]:
+def reference_chains(recs: dict, variants: tuple = VARIANTS) -> list[dict]:
     """What keeps the leak alive, per variant: [{"variant", "type", "chain": [str], "seconds"} or
     {"variant", "why": the "na" reason, CHAIN_ABSENT or "not measured"}]."""
     found = []
-    for variant in VARIANTS:
+    for variant in variants:
         rec = recs.get(variant)
         chain = _run(rec).get("reference_chain")
         if not rec or chain is None or "na" in chain:
