@@ -96,7 +96,7 @@ def run_entry(outcome) -> dict:
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
         "trim": result.get("trim"),
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
-        "heap": result.get("heap"),  # heap_pass: heap_bytes, top_stacks, stack_growth (growth by allocation site)
+        "heap": stack_slopes(result.get("heap")),  # heap_pass: heap_bytes, top_stacks, stack_growth (growth by allocation site)
         "stages": result.get("stages"),  # evidence.stages: bytes per tf.data stage per reading, autotune's values
         "reference_chain": result.get("reference_chain"),  # evidence.reference_chain: what keeps the top type alive
         "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
@@ -104,6 +104,17 @@ def run_entry(outcome) -> dict:
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
     }
+
+
+def stack_slopes(heap: dict | None) -> dict | None:
+    """The heap pass's result with each growing stack's bytes_per_rep (bytes/repetition): the
+    Theil–Sen slope of its live bytes per heap repetition (the one step for two, 0.0 for one)."""
+    for stack in (heap or {}).get("stack_growth") or []:
+        values = stack["bytes"]
+        found = estimate.trend(values)
+        stack["bytes_per_rep"] = found.slope if found is not None else (
+            float(values[-1] - values[0]) / (len(values) - 1) if len(values) > 1 else 0.0)
+    return heap
 
 
 def _trend(values, unit: str) -> dict | None:

@@ -30,7 +30,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from leakbench.analysis import estimate
 from leakbench.check import evidence as diagnose
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
@@ -82,8 +81,9 @@ def growing_stacks(by_stack: list[dict], records: dict, origins: dict, top: int 
     by_stack: per marker, {stack id: live bytes} (`replay`); records: stack id -> one of its
     AllocationRecords (for its frames). Each entry: frames ('function (file:line)', innermost
     first, the engine's own left out), user_frame (the innermost frame of the user's code, or
-    None), bytes (live bytes at each marker, one per heap repetition) and bytes_per_rep (the
-    Theil–Sen slope of bytes, bytes/repetition; the one step for two markers, 0.0 for one).
+    None) and bytes (live bytes at each marker, one per heap repetition). Their bytes_per_rep is
+    added in the parent (leakbench.analysis.record.stack_slopes): the estimator's scipy is never
+    imported into the measured child (it would add ~80 MiB to every child's baseline RSS).
     """
     if not by_stack:
         return []
@@ -94,15 +94,8 @@ def growing_stacks(by_stack: list[dict], records: dict, origins: dict, top: int 
         values = [snapshot.get(sid, 0) for snapshot in by_stack]
         frames = diagnose.stack_frames(records[sid], origins)
         out.append({"frames": diagnose.shown_frames(frames), "user_frame": diagnose.user_frame(frames),
-                    "bytes": values, "bytes_per_rep": _slope(values)})
+                    "bytes": values})
     return out
-
-
-def _slope(values: list[int]) -> float:
-    found = estimate.trend(values)
-    if found is not None:
-        return found.slope
-    return float(values[-1] - values[0]) / (len(values) - 1) if len(values) > 1 else 0.0
 
 
 def render_flamegraph(capture: Path, out: Path, timeout_seconds: float = 300.0) -> str | None:
