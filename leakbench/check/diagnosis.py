@@ -135,7 +135,7 @@ def hints(rec: dict, found: dict) -> list[str]:
     if "heap" in signals and site:  # the user's line first; TensorFlow's frames only as context
         inner = site["frames"][0] if site["frames"] else None
         context = f" (allocated in {inner})" if inner and inner != site["user_frame"] else ""
-        out.append(f"the allocation site growing most ({_mib(site['bytes_per_rep'])}/repetition in memray's heap "
+        out.append(f"the allocation site of your code growing most ({_mib(site['bytes_per_rep'])}/repetition in memray's heap "
                    f"pass) comes from {site['user_frame']}{context}: likely what keeps the memory.")
     elif "heap" in signals and stacks and stacks[0]["frames"]:
         top = stacks[0]

@@ -1,0 +1,155 @@
+"""Who keeps it alive: the shortest chain of references (objgraph) from a root to an instance
+of the Python type that grew most over the measured repetitions, as short text.
+
+Collected in the measured child after the measured repetitions and the heap pass (never inside
+them): `object_ids` before the baseline sample, `new_instances` after the repetitions,
+`reference_chain` last (it unfreezes the import's objects).
+"""
+from __future__ import annotations
+
+import gc
+import time
+import types
+
+from leakbench.check.frames import _short
+
+REFERENCE_DEPTH = 12        # links searched back from the instance
+REFERENCE_SECONDS = 4.0     # and no longer than this
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+CANDIDATES = 8  # instances of the type that grew most, kept from the end of the measured repetitions
+
+
+def object_ids() -> set:
+    """ids of the objects the collector tracks now (not the frozen ones): a baseline, so that
+    `new_instances` can tell the instances the repetitions made."""
+    return {id(o) for o in gc.get_objects()}
+
+
+def new_instances(growth: list[dict], baseline_ids: set | None, limit: int = CANDIDATES) -> list:
+    """Up to `limit` instances of type_growth's first type that were not tracked at the baseline
+    (spread over the ones found, oldest first); [] without growth."""
+    if not growth or baseline_ids is None:
+        return []
+    name = growth[0]["type"]
+    found = [o for o in gc.get_objects() if type(o).__qualname__ == name and id(o) not in baseline_ids]
+    step = max(1, len(found) // limit)
+    return found[::step][:limit]
+
+
+def reference_chain(growth: list[dict], state, candidates: list | None = None) -> dict:
+    """What keeps the type that grew most alive: objgraph's shortest chain of references from a root
+    to one of its instances (the newest the collector tracks).
+
+    growth: type_growth's entries (most per repetition first); candidates: `new_instances` of its
+    first type (consumed: the list is emptied, so that nothing here keeps them). Roots: a proper module, or the
+    pipeline's state (what setup returned: the engine's running frame holds it, and running frames
+    are invisible to gc.get_referrers). Unfreezes the import's objects (gc.freeze hides them from the
+    search; they stay unfrozen), so each step scans every object: REFERENCE_DEPTH links and
+    REFERENCE_SECONDS at most. Returns {"type", "chain": [str] (root first, `describe_chain`),
+    "seconds"} or {"na": why}.
+    """
+    if not growth:
+        return {"na": "no Python type grew (at least 3 objects per repetition)"}
+    import objgraph
+
+    name = growth[0]["type"]
+    start = time.perf_counter()
+    if not candidates:
+        return {"na": f"no instance of {name} made by the repetitions is tracked by the collector"}
+    gc.unfreeze()
+    deadline = start + REFERENCE_SECONDS
+
+    def referrers(obj):
+        if time.perf_counter() > deadline:
+            raise _OutOfTime
+        return gc.get_referrers(obj)
+
+    def is_root(obj) -> bool:
+        return obj is state or objgraph.is_proper_module(obj)
+
+    find = getattr(objgraph, "_find_chain", None)
+    ignore = (id(growth), id(candidates))
+    chain = []
+    try:
+        while candidates and len(chain) < 2:  # the next instance if one has no chain
+            instance = candidates.pop()
+            if find is not None:  # objgraph's own search, with a clock on each step
+                chain = find(instance, is_root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore)
+            else:
+                chain = objgraph.find_backref_chain(instance, is_root, max_depth=REFERENCE_DEPTH,
+                                                    extra_ignore=ignore)
+            del instance
+    except _OutOfTime:
+        return {"na": f"no root found within {REFERENCE_SECONDS:g} s for {name}"}
+    finally:
+        candidates.clear()
+    seconds = time.perf_counter() - start
+    if len(chain) < 2:
+        return {"na": f"no chain from a module or the state to {name} within {REFERENCE_DEPTH} links"}
+    return {"type": name, "chain": describe_chain(chain, state), "seconds": seconds}
+
+
+def describe_chain(chain: list, state=None) -> list[str]:
+    """Short descriptions of a chain of objects, root first: each object's type name and, after the
+    root, how the one before it refers to it ('dict ['SEEN']', 'list [3]', 'frame .tb_frame', ...)."""
+    out = []
+    for index, obj in enumerate(chain):
+        text = _describe(obj, state)
+        if index:
+            link = _link(chain[index - 1], obj)
+            text += f" {link}" if link else ""
+        out.append(text)
+    return out
+
+
+def _describe(obj, state) -> str:
+    if state is not None and obj is state:
+        return f"state {type(obj).__qualname__} (what setup returned)"
+    if isinstance(obj, types.ModuleType):
+        return f"module {obj.__name__}"
+    if isinstance(obj, types.FrameType):
+        return f"frame of {obj.f_code.co_name} ({_short(obj.f_code.co_filename)}:{obj.f_lineno})"
+    if isinstance(obj, types.FunctionType):
+        return f"function {obj.__qualname__}"
+    return type(obj).__qualname__
+
+
+def _link(source, target) -> str | None:
+    """How `source` refers to `target`: '.attribute', '[key]', '[index]', or None when not found."""
+    try:
+        if isinstance(source, types.ModuleType) and target is vars(source):
+            return ".__dict__"
+        if isinstance(source, dict):
+            for key, value in source.items():
+                if value is target:
+                    return f"[{key!r}]" if isinstance(key, (str, int, float)) else f"[{type(key).__qualname__} key]"
+                if key is target:
+                    return "(a key)"
+        if isinstance(source, (list, tuple)):
+            for index, value in enumerate(source):
+                if value is target:
+                    return f"[{index}]"
+        if isinstance(source, (set, frozenset)):
+            return "(a member)"
+        if isinstance(source, types.FrameType):
+            for key, value in source.f_locals.items():
+                if value is target:
+                    return f"(local {key})"
+        for attr in ("__dict__", "__traceback__", "__context__", "__cause__", "tb_frame", "tb_next",
+                     "f_back", "cell_contents", "__closure__", "__globals__", "__self__", "__func__"):
+            if getattr(source, attr, None) is target:
+                return f".{attr}"
+        for attr, value in getattr(source, "__dict__", {}).items():
+            if value is target:
+                return f".{attr}"
+        for attr in getattr(type(source), "__slots__", ()):
+            if getattr(source, attr, None) is target:
+                return f".{attr}"
+    except Exception:  # noqa: BLE001 - a description is best effort; the type names stand
+        return None
+    return None
