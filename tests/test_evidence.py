@@ -184,3 +184,17 @@ def test_inline_lambda_leak_is_blamed_on_the_users_line_through_the_pytest_helpe
     assert "comes from _call_unconverted" not in message
     top = caught.value.record["runs"][0]["heap"]["stack_growth"][0]
     assert top["user_frame"] == f"<lambda> (tests/data/check_tf.py:{line})" and "_call_unconverted" in top["frames"][0]
+
+
+def test_new_instances_are_the_ones_made_after_the_baseline():
+    class Made:
+        pass
+
+    before = [Made() for _ in range(3)]
+    ids = evidence.object_ids()
+    after = [Made() for _ in range(20)]
+    growth = [{"type": Made.__qualname__, "per_repetition": 20.0, "baseline": 3, "end": 23}]
+    found = evidence.new_instances(growth, ids, limit=4)
+    assert len(found) == 4 and all(any(f is a for a in after) for f in found)
+    assert not any(f is b for f in found for b in before)
+    assert evidence.new_instances([], ids) == []
