@@ -58,6 +58,15 @@ def deciding_signals(metrics: dict) -> dict:
     return {**RSS_FALLBACK, **{k: v for k, v in GROWTH_SIGNALS.items() if k != "held_growth"}}
 
 
+def memory_metric(metrics: dict) -> str:
+    """The key of the memory metric the verdict rests on: held memory, or RSS where glibc's counters
+    are n/a or held memory was not measured (records made before it)."""
+    held = next(k for k in GROWTH_SIGNALS if registry.BY_KEY[k].series == "held_bytes")
+    if metrics.get("malloc_heap_unavailable") or not metrics.get(held):
+        return next(iter(RSS_FALLBACK))
+    return held
+
+
 def growth_basis(metrics: dict) -> str:
     """Which memory series the verdict rests on, in words, for the record and reports."""
     if metrics.get("malloc_heap_unavailable"):

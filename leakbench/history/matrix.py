@@ -19,8 +19,7 @@ from leakbench.history.compare import order
 def memory_rate(rec: dict) -> float | None:
     """The rate (bytes/repetition, verdict.rate) of the memory signal the record's verdict rests on."""
     m = rec["metrics"] or {}
-    key = "rss_growth" if m.get("malloc_heap_unavailable") else "held_growth"
-    trend = m.get(key) or (m.get("rss_growth") if key == "held_growth" else None)
+    trend = m.get(verdict.memory_metric(m))
     return verdict.rate(trend) if trend else None
 
 

@@ -41,7 +41,7 @@ def decided_by(rec: dict) -> str:
         found = verdict.rate(m[metric.key])
     else:
         found = memory_rate(rec) if m else None
-        metric = metrics.BY_KEY["rss_growth" if m.get("malloc_heap_unavailable") else "held_growth"]
+        metric = metrics.BY_KEY[verdict.memory_metric(m)]
     if found is None:
         return "—"
     unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
