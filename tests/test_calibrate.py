@@ -152,7 +152,8 @@ def test_designed_leak_files_follow_the_contract(holder):
 @pytest.mark.parametrize("args, fragment", [
     (["--holders", "perl"], "--holders: unknown perl"),
     (["--peers", "valgrind"], "--peers: unknown valgrind"),
-    (["--sizes", "0,lots"], "--sizes/--cap"),
+    (["--sizes", "0,lots"], "--sizes: 'lots'"),
+    (["--cap", "lots"], "--cap: 'lots'"),
 ])
 def test_bad_input_is_one_line_and_runs_nothing(args, fragment, tmp_path, monkeypatch):
     from click.testing import CliRunner

@@ -271,3 +271,19 @@ def test_scales_out_of_order_are_refused_before_anything_runs(root):
 def test_check_of_a_file_that_is_not_python_is_one_line(target):
     """/etc/passwd:x used to end in AttributeError: 'NoneType' object has no attribute 'loader'."""
     assert_bad_input(invoke(["check", target, *SAFE]), ".py")
+
+
+@pytest.mark.parametrize("args, option", [
+    (["run", "pyleak", *SAFE, "--markdown", "/proc/leakbench-x.md"], "--markdown"),
+    (["run", "pyleak", *SAFE, "--json", "/proc/leakbench-x.jsonl"], "--json"),
+    (["run", "pyleak", *SAFE, "--json", "/nonexistent-leakbench/x.jsonl"], "--json"),
+    (["repeat", "pyleak", *SAFE, "--out", "/proc/leakbench-x.json"], "--out"),
+    (["repeat", "pyleak", *SAFE, "--out", "/nonexistent-leakbench/x.json"], "--out"),
+    (["calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "/proc/leakbench-x.json"], "--out"),
+    (["check", "tests/data/check_python.py:bounded", *SAFE, "--html", "/proc/leakbench-x.html"], "--html"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_measuring(root, args, option):
+    """These used to measure first and end in a traceback (run --json/--markdown, repeat and
+    calibrate --out), or to create a mistyped folder and measure into it (repeat --out)."""
+    assert_bad_input(invoke(args), option)
+    assert not Path("/nonexistent-leakbench").exists()

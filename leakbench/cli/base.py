@@ -8,6 +8,7 @@ run, nothing already recorded touched).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -116,6 +117,31 @@ def settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegr
     return Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes, timeout_seconds=timeout,
                     teardown_timeout_seconds=teardown_timeout,
                     flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None, **more)
+
+
+def writable(option: str, path: Path, create_folder: bool = False) -> None:
+    """End here (one line, exit 2) unless `path` can be written, before anything is measured: its
+    folder must exist (create_folder: a default folder of ours is made), it must not be a folder, and
+    a file can be made beside it. Nothing is left behind by the probe."""
+    import tempfile
+
+    folder = path.parent
+    if create_folder:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f"{option}: cannot create {folder}: {e.strerror or e}")
+    if not folder.is_dir():
+        fail(f"{option}: directory {folder} does not exist")
+    if path.is_dir():
+        fail(f"{option}: {path} is a directory")
+    if path.exists() and not os.access(path, os.W_OK):
+        fail(f"{option}: {path} cannot be written")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".leakbench-probe-"):
+            pass
+    except OSError as e:
+        fail(f"{option}: cannot write in {folder}: {e.strerror or e}")
 
 
 def targets_of(names, variant: str) -> list:

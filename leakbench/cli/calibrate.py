@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from leakbench.cli.base import fail, main, results_dir, say
+from leakbench.cli.base import fail, main, results_dir, say, writable
+from leakbench.history.store import asv_machine, records_path
 from leakbench.reporters import calibration as calibration_view
 from leakbench.engine.measure import Settings
 from leakbench.units import parse_size
@@ -35,7 +36,7 @@ def _sizes(text: str) -> list[int]:
               help="Seconds per child run, import to teardown.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.")
-@click.option("--machine", default=None, metavar="NAME", help="Machine name for the default --out. Default: hostname.")
+@click.option("--machine", default=None, metavar="NAME", help="Machine name for the default --out and the suite records. Default: asv's machine name, as the records use.")
 @click.option("--resume/--fresh", default=True, show_default=True,
               help="Keep the runs already in --out (same settings) and measure only the missing ones.")
 @click.option("--suite-records", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -50,15 +51,17 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
                       peer_runs) -> None:
     """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
     settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
-    import platform
 
     from leakbench.calibrate import run as calibrate
 
     try:
         size_list = _sizes(sizes)
+    except ValueError as e:
+        fail(f"--sizes: {e}")
+    try:
         cap_bytes = parse_size(cap)
     except ValueError as e:
-        fail(f"--sizes/--cap: {e}")
+        fail(f"--cap: {e}")
     holder_list = [h.strip() for h in holders.split(",") if h.strip()]
     unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
     if unknown or not holder_list:
@@ -66,11 +69,15 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     if any(h.startswith("tensorflow") for h in holder_list) and importlib.util.find_spec("tensorflow") is None:
         fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
     results = results_dir(None)
-    machine = machine or platform.node()
+    machine = machine or asv_machine(results)
+    default = out is None
     out = out or calibrate.default_out(results, machine)
+    if out.suffix != ".json" or out.is_dir():
+        fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
+    writable("--out", out, create_folder=default)
     if suite_records is None:
-        candidates = sorted((results / "records").glob(f"*/tf-{calibrate.tensorflow_version()}.jsonl"))
-        suite_records = candidates[0] if candidates else None
+        found = records_path(results, machine, calibrate.tensorflow_version() or "none")
+        suite_records = found if found.is_file() else None
     settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
     peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
     unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]

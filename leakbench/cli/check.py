@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from leakbench import expectation
-from leakbench.cli.base import err, fail, flamegraph_note, main, measurement_options, out, progress, say, settings_of
+from leakbench.cli.base import (err, fail, flamegraph_note, main, measurement_options, out, progress, say, settings_of,
+                                writable)
 from leakbench.contract import ContractError
 from leakbench.reporters import check as view
 
@@ -44,8 +45,8 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     from leakbench.check import run as checking
 
     settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir)
-    if html_path is not None and not html_path.parent.is_dir():
-        fail(f"--html: directory {html_path.parent} does not exist")
+    if html_path is not None:
+        writable("--html", html_path)
     try:
         checking.plan(target)
     except ContractError as e:

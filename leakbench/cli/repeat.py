@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from leakbench.cli.base import (SCALES_OPTION, fail, main, measurement_options, results_dir, say, scales_of,
-                                settings_of, targets_of)
+                                settings_of, targets_of, writable)
 from leakbench.history.store import asv_machine
 
 
@@ -41,9 +41,11 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
     targets = targets_of(names, variant)
     results = results_dir(None)
     machine = machine or asv_machine(results)
+    default = out is None
     out = out or repeat.default_out(results, machine, jobs)
     if out.suffix != ".json" or out.is_dir():
         fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
+    writable("--out", out, create_folder=default)
 
     def progress(i, total, seen):
         say(f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: {seen['verdict']} "

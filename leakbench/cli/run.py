@@ -14,7 +14,7 @@ import click
 
 from leakbench import catalog, expectation
 from leakbench.cli.base import (SCALES_OPTION, err, fail, flamegraph_note, main, measurement_options, out, progress,
-                                say, scales_of, settings_of, targets_of)
+                                say, scales_of, settings_of, targets_of, writable)
 from leakbench.contract import ContractError
 from leakbench.engine.measure import measure
 from leakbench.reporters import table
@@ -70,8 +70,8 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
     if unused:
         fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
     for option, path in (("--json", json_path), ("--markdown", markdown_path)):
-        if path and path.parent and not path.parent.exists():
-            fail(f"{option}: directory {path.parent} does not exist")
+        if path:
+            writable(option, path)
 
     records = []
     with err.status("starting") as status:
