@@ -15,6 +15,8 @@ import pytest
 
 from leakbench import catalog
 from leakbench.check import evidence
+from leakbench.check.chain import REFERENCE_SECONDS, describe_chain, new_instances, object_ids, reference_chain
+from leakbench.check.frames import is_user_file, resolve_frames, user_frame
 from leakbench.check import run as check
 from leakbench.engine.measure import Settings
 from leakbench.pytest_plugin import LeakError, assert_no_leak
@@ -44,19 +46,19 @@ def test_user_frame_skips_libraries_stdlib_and_leakbench():
     user = "/home/me/project/input.py"
     frames = [("_call_unconverted", site, 460), ("__exit__", stdlib, 191), ("heap_pass", own, 49),
               ("<frozen>", "<frozen runpy>", 1), ("keep", user, 12), ("main", "/home/me/project/run.py", 3)]
-    assert evidence.user_frame(frames) == f"keep ({user}:12)"
-    assert evidence.user_frame(frames[:4]) is None
-    assert not evidence.is_user_file("/usr/lib/python3/dist-packages/numpy/core.py")
-    assert not evidence.is_user_file("/tmp/__autograph_generated_filexyz.py")
+    assert user_frame(frames) == f"keep ({user}:12)"
+    assert user_frame(frames[:4]) is None
+    assert not is_user_file("/usr/lib/python3/dist-packages/numpy/core.py")
+    assert not is_user_file("/tmp/__autograph_generated_filexyz.py")
 
 
 def test_autograph_frames_map_back_to_the_source_line():
     generated = "/tmp/__autograph_generated_file1y0dvksq.py"
     origins = {(generated, 5): ("/home/me/input.py", 64)}
     frames = [("_call_unconverted", "/x/site-packages/tensorflow/api.py", 460), ("<lambda>", generated, 5)]
-    resolved = evidence.resolve_frames(frames, origins)
-    assert evidence.user_frame(resolved) == "<lambda> (/home/me/input.py:64)"
-    assert evidence.user_frame(frames) is None  # unresolved, the copy is nobody's code
+    resolved = resolve_frames(frames, origins)
+    assert user_frame(resolved) == "<lambda> (/home/me/input.py:64)"
+    assert user_frame(frames) is None  # unresolved, the copy is nobody's code
 
 
 def test_chain_text_names_types_and_links():
@@ -65,17 +67,17 @@ def test_chain_text_names_types_and_links():
     module = types.ModuleType("pipeline")
     kept = [object(), object()]
     module.SEEN = kept
-    text = evidence.describe_chain([module, vars(module), kept, kept[1]])
+    text = describe_chain([module, vars(module), kept, kept[1]])
     assert text == ["module pipeline", "dict .__dict__", "list ['SEEN']", "object [1]"]
     state = ("ds", kept)
-    assert evidence.describe_chain([state, kept], state) == ["state tuple (what setup returned)", "list [1]"]
+    assert describe_chain([state, kept], state) == ["state tuple (what setup returned)", "list [1]"]
 
     class Holder:
         pass
 
     holder = Holder()
     holder.problem = ValueError("x")
-    assert evidence.describe_chain([holder, holder.problem])[1] == "ValueError .problem"
+    assert describe_chain([holder, holder.problem])[1] == "ValueError .problem"
 
 
 def test_reference_chain_from_a_module_in_process():
@@ -91,12 +93,12 @@ def test_reference_chain_from_a_module_in_process():
     try:
         module.KEPT = [Grown() for _ in range(3)]
         growth = [{"type": Grown.__qualname__, "per_repetition": 3.0, "baseline": 0, "end": 3}]
-        found = evidence.reference_chain(growth, None, list(module.KEPT))
+        found = reference_chain(growth, None, list(module.KEPT))
     finally:
         del sys.modules[module.__name__]
     assert found["chain"][0] == "module leakbench_test_chain_module", found
-    assert found["chain"][-1].startswith(Grown.__qualname__) and found["seconds"] < evidence.REFERENCE_SECONDS
-    assert evidence.reference_chain([], None, [])["na"].startswith("no Python type grew")
+    assert found["chain"][-1].startswith(Grown.__qualname__) and found["seconds"] < REFERENCE_SECONDS
+    assert reference_chain([], None, [])["na"].startswith("no Python type grew")
 
 
 def test_stages_from_readings_sum_interleave_inputs_and_keep_autotune():
@@ -171,7 +173,7 @@ def test_kept_iterators_chain_runs_to_the_kept_exception(scenario_records):
     rec = scenario_records["kept_iterators"]
     chain = rec["runs"][0]["reference_chain"]
     assert any(link.startswith("InvalidArgumentError") for link in chain["chain"]), chain
-    assert chain["seconds"] < evidence.REFERENCE_SECONDS + 1
+    assert chain["seconds"] < REFERENCE_SECONDS + 1
 
 
 @on_tf
@@ -191,10 +193,10 @@ def test_new_instances_are_the_ones_made_after_the_baseline():
         pass
 
     before = [Made() for _ in range(3)]
-    ids = evidence.object_ids()
+    ids = object_ids()
     after = [Made() for _ in range(20)]
     growth = [{"type": Made.__qualname__, "per_repetition": 20.0, "baseline": 3, "end": 23}]
-    found = evidence.new_instances(growth, ids, limit=4)
+    found = new_instances(growth, ids, limit=4)
     assert len(found) == 4 and all(any(f is a for a in after) for f in found)
     assert not any(f is b for f in found for b in before)
-    assert evidence.new_instances([], ids) == []
+    assert new_instances([], ids) == []

@@ -98,7 +98,7 @@ def run_entry(outcome) -> dict:
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         "heap": stack_slopes(result.get("heap")),  # heap_pass: heap_bytes, top_stacks, stack_growth (growth by allocation site)
         "stages": result.get("stages"),  # evidence.stages: bytes per tf.data stage per reading, autotune's values
-        "reference_chain": result.get("reference_chain"),  # evidence.reference_chain: what keeps the top type alive
+        "reference_chain": result.get("reference_chain"),  # chain.reference_chain: what keeps the top type alive
         "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
         "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.check.evidence)
         "seconds": result.get("seconds", {}),

@@ -55,6 +55,11 @@ class Record(TypedDict, total=False):
     diagnosis: dict             # only from leakbench check
 
 
+def first_run(rec: dict | None) -> dict:
+    """A record's first (default-size) run, {} for None or a record without runs."""
+    return ((rec or {}).get("runs") or [{}])[0]
+
+
 class SchemaError(ValueError):
     """Not a record this leakbench can read. One line."""
 

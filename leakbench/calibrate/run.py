@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from leakbench.analysis import record, verdict
+from leakbench.analysis.schema import first_run
 from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
@@ -69,7 +70,7 @@ class Case:
 def observe(rec: dict, case: Case, run: int) -> dict:
     """What calibration keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
-    first = rec["runs"][0] if rec["runs"] else {}
+    first = first_run(rec)
     seen = {"holder": case.holder, "bytes_per_rep": case.bytes_per_rep, "run": run,
             "verdict": rec["verdict"], "signals": rec["signals"], "phase": rec["phase"],
             "error": rec["error"] and rec["error"].strip().splitlines()[-1],

@@ -32,10 +32,6 @@ import gc
 import sys
 import time
 
-from leakbench.check.chain import (REFERENCE_SECONDS, describe_chain, new_instances,  # noqa: F401
-                                   object_ids, reference_chain)
-from leakbench.check.frames import (autograph_origins, heap_stacks, is_user_file, resolve_frames,  # noqa: F401
-                                    shown_frames, stack_frames, user_frame)
 
 FIRST_ELEMENTS = 4     # elements consumed before the first model reading
 MORE_ELEMENTS = 60     # and before the second

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from leakbench.check import target as check_target
+from leakbench.analysis.schema import first_run
 from leakbench.catalog import Target
 from leakbench.contract import Scenario, read_metadata
 from leakbench.engine.measure import Settings, measure
@@ -56,7 +57,7 @@ def check(spec: str, settings: Settings, env: dict | None = None,
 def diagnosis(rec: dict) -> dict:
     """Evidence of the first (default-size) run, summarized: types, attribution, stacks (the largest
     live and the growing ones, leakbench.engine.heap), the reference chain, hints."""
-    run = rec["runs"][0] if rec["runs"] else {}
+    run = first_run(rec)
     evidence = run.get("diagnostics") or {}
     found = {
         "target_kind": evidence.get("target_kind"),

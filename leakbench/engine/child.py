@@ -46,7 +46,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import contract
-from leakbench.check import evidence, target as check_target
+from leakbench.check import chain as references, evidence, target as check_target
 from leakbench.engine import gpu as gpu_module, probes, supervise
 from leakbench.engine.heap import heap_pass
 
@@ -110,7 +110,7 @@ def main(config: dict) -> int:
             gpu = None
         # Which objects were there (the reference chain's candidates are the others): taken before
         # the baseline sample, so that the set's own memory is in the baseline and every sample.
-        ids_baseline = evidence.object_ids()
+        ids_baseline = references.object_ids()
         baseline = probes.sample(process, gpu)
         types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
         samples = []
@@ -121,7 +121,7 @@ def main(config: dict) -> int:
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
         type_growth = evidence.type_growth(types_baseline, evidence.type_counts(), config["reps"])
-        candidates = evidence.new_instances(type_growth, ids_baseline)
+        candidates = references.new_instances(type_growth, ids_baseline)
         del ids_baseline
         seconds["repetitions"] = time.perf_counter() - start
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
@@ -134,7 +134,7 @@ def main(config: dict) -> int:
             seconds["heap"] = time.perf_counter() - start
         # Readings outside the samples, after the heap pass (whose memray capture they would enter):
         # memory per tf.data stage on one fresh iterator (evidence.read_stages), then what keeps
-        # the type that grew most alive (evidence.reference_chain: it unfreezes the import's objects).
+        # the type that grew most alive (references.reference_chain: it unfreezes the import's objects).
         start = time.perf_counter()
         readings = _evidence(evidence.read_stages, state)
         stages = evidence.stages(readings)
@@ -144,7 +144,7 @@ def main(config: dict) -> int:
             extra["attribution"] = evidence.attribution_from(readings)
         del readings
         start = time.perf_counter()
-        chain = _evidence(evidence.reference_chain, type_growth, state, candidates)
+        chain = _evidence(references.reference_chain, type_growth, state, candidates)
         del candidates
         seconds["reference_chain"] = time.perf_counter() - start
 

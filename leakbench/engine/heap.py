@@ -19,7 +19,7 @@ per repetition can cap or skip the pass (HEAP_REPS in leakbench/contract.py).
 The same replay keeps the live bytes of every Python stack (memray's stack
 id) at each marker: the stacks that grew most are the heap's `stack_growth`,
 growth by allocation site, each with the frame of the user's own code it
-comes from (leakbench.check.evidence.user_frame). Keeping them costs about
+comes from (leakbench.check.frames.user_frame). Keeping them costs about
 0.1 µs more per allocation: 0.28 s against 0.21 s for
 stateful_map's 622k allocations in 6 repetitions (2026-12-01).
 """
@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from leakbench.check import evidence as diagnose
+from leakbench.check import frames
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
 _MARKER_FUNCTION = "_heap_marker"
@@ -61,13 +61,13 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     reader = memray.FileReader(path)
     live = list(reader.get_leaked_allocation_records(merge_threads=True))
     marks, by_stack, records = replay(reader.get_allocation_records(), by_stack=True)
-    origins = diagnose.autograph_origins()  # autograph's copies of user code, back to its lines
+    origins = frames.autograph_origins()  # autograph's copies of user code, back to its lines
     return {
         "heap_bytes": marks,
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
         "retained_bytes": sum(r.size for r in live),
         "allocations": reader.metadata.total_allocations,
-        "top_stacks": diagnose.heap_stacks(live, origins),
+        "top_stacks": frames.heap_stacks(live, origins),
         "stack_growth": growing_stacks(by_stack, records, origins),
     }
 
@@ -92,8 +92,8 @@ def growing_stacks(by_stack: list[dict], records: dict, origins: dict, top: int 
     out = []
     for _growth, sid in grown[:top]:
         values = [snapshot.get(sid, 0) for snapshot in by_stack]
-        frames = diagnose.stack_frames(records[sid], origins)
-        out.append({"frames": diagnose.shown_frames(frames), "user_frame": diagnose.user_frame(frames),
+        found = frames.stack_frames(records[sid], origins)
+        out.append({"frames": frames.shown_frames(found), "user_frame": frames.user_frame(found),
                     "bytes": values})
     return out
 

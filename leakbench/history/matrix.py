@@ -23,6 +23,22 @@ def memory_rate(rec: dict) -> float | None:
     return verdict.rate(trend) if trend else None
 
 
+def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
+    """Runs of one verdict over consecutive measured releases: [(verdict, first, last)].
+    verdicts: TF version -> verdict word (a version missing there was not measured); versions in order.
+    A run after the first starts at a release whose verdict differs from the one measured before."""
+    found = []
+    for v in versions:
+        word = verdicts.get(v)
+        if word is None:
+            continue
+        if found and found[-1][0] == word:
+            found[-1] = (word, found[-1][1], v)
+        else:
+            found.append((word, v, v))
+    return found
+
+
 def cell(rec: dict) -> dict:
     """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition."""
     scaling = (rec["metrics"] or {}).get("peak_scaling") or {}

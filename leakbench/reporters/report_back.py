@@ -12,6 +12,7 @@ import re
 
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.contract import Scenario
+from leakbench.history.matrix import verdict_runs
 from leakbench.reporters.history import matrix_cell
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
@@ -79,17 +80,8 @@ def _rests_elsewhere(cell: dict | None) -> bool:
 
 
 def segments(cells: dict, versions: list) -> list[tuple[str, str, str]]:
-    """Runs of one verdict over consecutive measured releases: [(verdict, first, last)]."""
-    found = []
-    for v in versions:
-        cell = cells.get(v)
-        if cell is None:
-            continue
-        if found and found[-1][0] == cell["verdict"]:
-            found[-1] = (found[-1][0], found[-1][1], v)
-        else:
-            found.append((cell["verdict"], v, v))
-    return found
+    """Runs of one verdict over consecutive measured releases of matrix cells (matrix.verdict_runs)."""
+    return verdict_runs({v: c["verdict"] for v, c in cells.items() if c is not None}, versions)
 
 
 def _span(first: str, last: str) -> str:

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from leakbench import metrics
 from leakbench.analysis import estimate
+from leakbench.analysis.schema import first_run
 from leakbench.site import colours, svg
 from leakbench.units import KIB, MIB
 
@@ -39,8 +40,7 @@ def malloc_unavailable(rec: dict | None) -> str | None:
     on its first run, else in its metrics), else None. rec: a record, or None."""
     if not rec:
         return None
-    run = (rec.get("runs") or [{}])[0]
-    return run.get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get("malloc_heap_unavailable")
+    return first_run(rec).get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get("malloc_heap_unavailable")
 
 
 def _origin(run: dict, name: str) -> float | None:

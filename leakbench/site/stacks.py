@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from leakbench.analysis.schema import first_run
 from leakbench.site import colours, svg
 from leakbench.units import KIB, MIB
 
@@ -32,7 +33,7 @@ def stack_view(rec: dict | None) -> dict:
     """
     if not rec:
         return {"stacks": [], "other": [], "why": "not measured"}
-    found = (((rec.get("runs") or [{}])[0]).get("heap") or {}).get("stack_growth")
+    found = (first_run(rec).get("heap") or {}).get("stack_growth")
     if found is None:
         return {"stacks": [], "other": [], "why": ABSENT}
     ranked = sorted(found, key=lambda s: -(s.get("bytes_per_rep") or 0.0))

@@ -13,15 +13,12 @@ rec["runs"][0]["reference_chain"] is {"type": the leaking object's type, "chain"
 """
 from __future__ import annotations
 
+from leakbench.analysis.schema import first_run
 from leakbench.units import KIB, MIB
 
 VARIANTS = ("leaky", "fixed")
 STAGES_ABSENT = "not in this record: it was measured before leakbench recorded memory per pipeline stage"
 CHAIN_ABSENT = "not in this record: it was measured before leakbench searched for a reference chain"
-
-
-def _run(rec: dict | None) -> dict:
-    return ((rec or {}).get("runs") or [{}])[0]
 
 
 def _bytes(value: float | None) -> str:
@@ -53,7 +50,7 @@ def stage_table(recs: dict, variants: tuple = VARIANTS) -> dict:
     rows: dict = {}
     for variant in variants:
         rec = recs.get(variant)
-        data = _run(rec).get("stages")
+        data = first_run(rec).get("stages")
         if not rec or data is None or "na" in data:
             found["notes"].append((variant, "not measured" if not rec else STAGES_ABSENT if data is None
                                    else f"n/a: {data['na']}"))
@@ -82,7 +79,7 @@ def reference_chains(recs: dict, variants: tuple = VARIANTS) -> list[dict]:
     found = []
     for variant in variants:
         rec = recs.get(variant)
-        chain = _run(rec).get("reference_chain")
+        chain = first_run(rec).get("reference_chain")
         if not rec or chain is None or "na" in chain:
             found.append({"variant": variant, "why": "not measured" if not rec else CHAIN_ABSENT if chain is None
                           else f"n/a: {chain['na']}"})
