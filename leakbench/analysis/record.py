@@ -44,6 +44,7 @@ def environment(child_versions: dict | None, device: dict | None = None, gpu_pro
         device = {**device, "gpu_unavailable": gpu_problem}
     return {
         "tensorflow": versions.get("tensorflow"),
+        "tensorflow_git": versions.get("tensorflow_git"),  # tf.version.GIT_VERSION: the build's commit
         "python": versions.get("python", platform.python_version()),
         "platform": platform.platform(),
         "cpu": _cpu_model(),

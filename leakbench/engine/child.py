@@ -201,6 +201,8 @@ def _versions() -> dict:
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         versions["tensorflow"] = getattr(tf, "__version__", "unknown")
+        # the build's commit (e.g. "v2.16.1-0-g5bc9d26649c"): what bisect names a boundary by
+        versions["tensorflow_git"] = getattr(getattr(tf, "version", None), "GIT_VERSION", None)
     return versions
 
 
