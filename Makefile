@@ -1,19 +1,33 @@
 # Two commands for a fresh machine (Python 3.11 with venv):
 #   make run    set up .venv with TensorFlow $(TF_VERSION) and measure every pair
 #   make test   set up the same .venv and run the test suite
+# TF_VERSION=nightly installs the newest tf-nightly the registry serves (checked at every call).
 TF_VERSION ?= 2.21.0
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+
+ifeq ($(TF_VERSION),nightly)
+# the newest nightly, pinned exactly: its own dependencies stay on final releases
+TF_REQ = tf-nightly==$$($(BIN)/python -m pip index versions --pre tf-nightly 2>/dev/null | sed -n 's/^tf-nightly (\(.*\))$$/\1/p')
+STAMP := $(VENV)/.installed-tf-nightly
+# tensorflow-cpu and tf-nightly (keras and keras-nightly) install the same modules: one at a time
+OTHER_TF := tensorflow-cpu keras
+.PHONY: $(STAMP)
+else
+TF_REQ := tensorflow-cpu==$(TF_VERSION)
 STAMP := $(VENV)/.installed-tf-$(TF_VERSION)
+OTHER_TF := tf-nightly keras-nightly
+endif
 
 .PHONY: setup run test
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip uninstall -y -q $(OTHER_TF) 2>/dev/null || true
 	# TensorFlow is pinned here, not in pyproject.toml: pip resolves numpy for it.
-	$(BIN)/python -m pip install -q -e '.[test]' 'tensorflow-cpu==$(TF_VERSION)'
+	$(BIN)/python -m pip install -q -e '.[test]' "$(TF_REQ)"
 	rm -f $(VENV)/.installed-tf-*
 	touch $@
 

@@ -585,6 +585,19 @@ def test_release_strip(where_site):
     assert "The leaky verdict is the same on every release measured." in plain and 'class="changed"' not in plain
 
 
+def test_index_starts_with_the_verdict_changes(where_site):
+    index = (where_site.out / "index.html").read_text()
+    main = index.split("<h1>", 1)[1]
+    assert main.index('<section id="changes">') < main.index('<table class="matrix">')
+    table = main.split('<table class="changes">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><th scope=\"row\">(.*?)</tr>", table, re.S)
+    where = [r for r in rows if "where_pair" in r]
+    assert len(where) == 1, rows  # only its leaky variant changes, once
+    assert '<a href="lessons/where_pair.html#releases">where_pair</a>' in where[0]
+    assert [text_of(c) for c in re.findall(r"<td>(.*?)</td>", where[0], re.S)][:3] == ["leaky", "no-leak", "leak"]
+    assert '<a href="lessons/where_pair.html#tf-2.16.2">TF 2.16.2</a>' in where[0] and "(after 2.15.1)" in where[0]
+
+
 def test_growth_by_allocation_site(where_site):
     lesson = (where_site.out / "lessons" / "where_pair.html").read_text()
     section = lesson.split('<h3 id="stacks">', 1)[1].split("<h3 ", 1)[0]

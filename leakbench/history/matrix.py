@@ -12,7 +12,7 @@ from pathlib import Path
 
 from leakbench import expectation, metrics
 from leakbench.analysis import verdict
-from leakbench.history import store
+from leakbench.history import builds, store
 from leakbench.history.compare import order
 
 
@@ -58,7 +58,8 @@ def cell(rec: dict) -> dict:
 
 
 def matrix(results: Path, machine: str | None = None) -> dict:
-    """{"machine", "versions": [...], "rows": [{"pair", "variant", "cells": {version: cell or None}}]}
+    """{"machine", "versions": [...], "labels": {version: column name (a nightly's build date:
+    builds.label)}, "rows": [{"pair", "variant", "cells": {version: cell or None}}]}
     from every records file of one machine in `results` (store.pick_machine).
     Raises store.VersionError for results without records."""
     machine = store.pick_machine(results, machine)
@@ -69,4 +70,20 @@ def matrix(results: Path, machine: str | None = None) -> dict:
     rows = [{"pair": pair, "variant": variant,
              "cells": {v: cell(recs[(pair, variant)]) if (pair, variant) in recs else None for v, recs in found.items()}}
             for pair, variant in keys]
-    return {"machine": machine, "versions": list(found), "rows": rows}
+    return {"machine": machine, "versions": list(found), "labels": {v: builds.label(v) for v in found},
+            "rows": rows}
+
+
+def changes(m: dict) -> list[dict]:
+    """Every verdict change along a matrix's columns (matrix()'s dict), in row order:
+    [{"pair", "variant", "from", "to", "version": the first column reading "to", "label": its
+    name (builds.label), "before": the last column reading "from"}]. A column where the row was
+    not measured is passed over (verdict_runs)."""
+    found = []
+    for row in m["rows"]:
+        words = {v: c["verdict"] for v, c in row["cells"].items() if c is not None}
+        runs = verdict_runs(words, m["versions"])
+        for before, now in zip(runs, runs[1:]):
+            found.append({"pair": row["pair"], "variant": row["variant"], "from": before[0], "to": now[0],
+                          "before": before[2], "version": now[1], "label": builds.label(now[1])})
+    return found

@@ -7,25 +7,13 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from packaging.version import InvalidVersion, Version
-
+from leakbench.history.builds import same_build
 from leakbench.history.store import VersionError
 
 # Distributions that provide the `tensorflow` module, in the order we ask pip. The
 # nightlies (tf-nightly, tf-nightly-cpu) come after the releases: an environment has one.
 TF_DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tensorflow-intel", "tensorflow-macos",
                     "tf-nightly-cpu", "tf-nightly")
-
-
-def same_version(a: str | None, b: str | None) -> bool:
-    """True when two spellings name one build: a nightly's tf.__version__ is
-    "2.23.0-dev20261026" where pip says "2.23.0.dev20261026" (PEP 440 normalizes both)."""
-    if a is None or b is None:
-        return a == b
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return a == b
 
 
 def installed_tf_version() -> str | None:
@@ -53,6 +41,6 @@ def check_tf_version(records: list[dict], expected: str | None) -> None:
         seen = rec["environment"].get("tensorflow")
         if seen is None and rec["verdict"] in ("error", "hang", "over-cap"):
             continue  # the child died before reporting its versions; its verdict says so
-        if not same_version(seen, expected):
+        if not same_build(seen, expected):
             raise VersionError(f"{rec['pair']} ({rec['variant']}) imported TensorFlow {seen}, "
                                f"but this environment pins {expected}: the pin did not hold")

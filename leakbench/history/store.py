@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from leakbench.analysis import schema
+from leakbench.history import builds
 
 RECORDS_DIR = "records"
 _FILE = re.compile(r"tf-(.+)\.jsonl")
@@ -110,8 +111,8 @@ def read_records(path: Path, allow_empty: bool = False) -> list[dict]:
 
 
 def version_key(version: str) -> tuple:
-    """'2.9.1' < '2.12.1': compare numerically, text parts after."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+-]", version))
+    """'2.9.1' < '2.12.1' < '2.22.0.dev20260204' < '2.22.0rc0': PEP 440 (leakbench.history.builds)."""
+    return builds.sort_key(version)
 
 
 def _version_files(folder: Path) -> dict[str, Path]:
@@ -168,14 +169,19 @@ def by_version(results: Path, machine: str | None = None) -> dict[str, dict[tupl
 
 
 def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, list[dict]]:
-    """A label and the records for `what`: a TF version in `results` (of `machine`), or a records file."""
+    """A label and the records for `what`: a TF version in `results` (of `machine`), "nightly" (the
+    newest dated nightly there), or a records file. The label names a nightly by its build date
+    (builds.label). Raises VersionError for a version, nightly or file that is not there."""
     path = Path(what)
     if what.endswith(".jsonl") or path.is_file():
         if not path.is_file():
             raise VersionError(f"no records file at {path}")
         recs = read_records(path)
-        return recs[0]["environment"].get("tensorflow") or path.stem, recs
+        return builds.label(recs[0]["environment"].get("tensorflow") or path.stem[len("tf-"):]), recs
     files = available(results, machine)
-    if what not in files:
+    if what == builds.NIGHTLY:
+        what = builds.newest_nightly(files) or what
+    found = next((v for v in files if builds.same_build(v, what)), None)
+    if found is None:
         raise VersionError(f"TensorFlow {what} is not in {results} (have: {', '.join(files)})")
-    return what, read_records(files[what])
+    return builds.label(found), read_records(files[found])

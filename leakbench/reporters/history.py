@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from leakbench import metrics
 from leakbench.analysis.verdict import VERDICTS
+from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
+from leakbench.history.matrix import changes
 from leakbench.units import KIB, MIB
 
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
@@ -77,7 +79,13 @@ def matrix_markdown(m: dict) -> str:
              "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add glibc's malloc "
              "in use growth (KiB/repetition) and what malloc_trim gave back at the end (MiB).", ""]
     lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})
-    lines += ["| pair | variant | " + " | ".join(m["versions"]) + " |",
+    found = changes(m)
+    lines += [f"Verdict changes across the columns: {len(found)}" + (":" if found else "."), ""]
+    lines += [f"- {c['pair']} ({c['variant']}): {c['from']} → {c['to']} on {c['label']} (after {builds.label(c['before'])})"
+              for c in found]
+    lines += [""] if found else []
+    labels = m.get("labels") or {}
+    lines += ["| pair | variant | " + " | ".join(labels.get(v, v) for v in m["versions"]) + " |",
               "|---|---|" + "---|" * len(m["versions"])]
     for row in m["rows"]:
         cells = [matrix_cell(row["cells"][v]) for v in m["versions"]]

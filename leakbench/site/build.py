@@ -48,7 +48,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from leakbench import catalog, contract
 from leakbench.analysis import verdict
-from leakbench.history import matrix, store
+from leakbench.history import builds, matrix, store
 from leakbench.reporters import repeatability as repeat_report
 from leakbench.site import asv as asv_pages, colours, vendor
 from leakbench.site.flamegraphs import FLAMEGRAPHS, copy_flamegraph
@@ -133,7 +133,7 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
             _publish_asv(results, root, out, built)
         if built.vendored:
             vendor.write_notice(out, built.vendored)
-        _render(out, built, pairs, tables, tf_versions, default)
+        _render(out, built, pairs, tables, tf_versions, default, matrix.changes(found))
     built.seconds = time.monotonic() - started
     return built
 
@@ -174,18 +174,20 @@ def _publish_asv(results: Path, root: Path, out: Path, built: Built) -> None:
     asv_pages.vendor_asv(root, out, built)
 
 
-def _render(out: Path, built: Built, pairs: list, tables: list, tf_versions: list, default: str) -> None:
+def _render(out: Path, built: Built, pairs: list, tables: list, tf_versions: list, default: str,
+            changes: list) -> None:
     env = Environment(loader=PackageLoader("leakbench.site", "templates"),
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
     common = {"default": default, "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
               "verdicts": verdict.VERDICTS, "flamegraphs": FLAMEGRAPHS,
-              "repeatability": REPEATABILITY if tables else "", "row_id": row_id}
+              "repeatability": REPEATABILITY if tables else "", "row_id": row_id, "label": builds.label}
     _write(out, "style.css", env.get_template("style.css.j2").render(
         variables=colours.css_variables(), verdicts=colours.VERDICTS, unknown=colours.UNKNOWN), built)
     _write(out, "index.html", env.get_template("index.html.j2").render(
         pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="",
+        changes=[c for c in changes if any(p["name"] == c["pair"] for p in pairs)],
         tables=tables, **common), built)
     if tables:
         _write(out, REPEATABILITY, env.get_template("repeatability.html.j2").render(

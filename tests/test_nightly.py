@@ -1,0 +1,99 @@
+"""The nightly column: dated nightly builds as columns after the releases, the
+"nightly" alias in compare, the verdict changes along the columns, and the pin
+of a nightly. On hand-made records (tests/data/results/); no TensorFlow needed."""
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from leakbench import cli
+from leakbench.history import builds, matrix, pin, store
+from leakbench.reporters import history as history_md
+
+RESULTS = Path(__file__).parent / "data" / "results"
+MACHINE = "fixture"
+NIGHTLY = "3.0.0.dev20261026"  # after the fixture's newest release, 2.99.0
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args])
+
+
+def with_nightly(tmp_path, changed_pair: str | None = "growing") -> Path:
+    """The fixture results plus a nightly file: 2.21.0's records, with the leaky variant
+    of `changed_pair` reading no-leak there."""
+    shutil.copytree(RESULTS, tmp_path / "results")
+    recs = store.read_records(RESULTS / "records" / MACHINE / "tf-2.21.0.jsonl")
+    nightly = []
+    for r in recs:
+        r = {**r, "environment": {**r["environment"], "tensorflow": "3.0.0-dev20261026"}}
+        if (r["pair"], r["variant"]) == (changed_pair, "leaky"):
+            r = {**r, "verdict": "no-leak", "signals": []}
+        nightly.append(r)
+    store.write_records(tmp_path / "results", MACHINE, NIGHTLY, nightly)
+    return tmp_path / "results"
+
+
+def test_builds_order_releases_candidates_and_nightlies():
+    found = ["2.23.0.dev20261026", "2.22.0rc0", "2.21.0", "2.22.0.dev20260204", "2.9.1", "2.22.0"]
+    assert sorted(found, key=builds.sort_key) == ["2.9.1", "2.21.0", "2.22.0.dev20260204", "2.22.0rc0",
+                                                 "2.22.0", "2.23.0.dev20261026"]
+
+
+def test_a_nightly_is_named_by_its_build_date():
+    assert builds.build_date("2.23.0.dev20261026") == dt.date(2026, 10, 26)
+    assert builds.label("2.23.0.dev20261026") == "nightly 2026-10-26" == builds.label("2.23.0-dev20261026")
+    assert builds.label("2.21.0") == "2.21.0" and builds.build_date("2.22.0rc0") is None
+    assert builds.newest_nightly(["2.21.0", "2.22.0.dev20260904", "2.23.0.dev20261026"]) == "2.23.0.dev20261026"
+    assert builds.newest_nightly(["2.21.0"]) is None
+
+
+def test_the_pin_holds_for_a_nightly_spelled_two_ways():
+    rec = {"pair": "p", "variant": "leaky", "verdict": "leak", "environment": {"tensorflow": "2.23.0-dev20261026"}}
+    pin.check_tf_version([rec], "2.23.0.dev20261026")  # tf.__version__ against pip's version: one build
+    with pytest.raises(store.VersionError, match="the pin did not hold"):
+        pin.check_tf_version([rec], "2.23.0.dev20261025")
+
+
+def test_the_matrix_has_a_column_per_nightly_after_the_releases(tmp_path):
+    found = matrix.matrix(with_nightly(tmp_path))
+    assert found["versions"][-1] == NIGHTLY and found["labels"][NIGHTLY] == "nightly 2026-10-26"
+    text = history_md.matrix_markdown(found)
+    assert "| pair | variant | 2.13.1 | 2.21.0 | 2.99.0 | nightly 2026-10-26 |" in text
+
+
+def test_verdict_changes_name_the_build_where_they_happened(tmp_path):
+    found = matrix.matrix(with_nightly(tmp_path))
+    changes = matrix.changes(found)
+    growing = [c for c in changes if c["pair"] == "growing"]
+    assert {"variant": "leaky", "from": "leak", "to": "no-leak", "version": NIGHTLY,
+            "label": "nightly 2026-10-26", "before": "2.99.0"}.items() <= growing[0].items()
+    # the fixture's own change: the growing fix leaks on 2.99.0, back to no-leak on the nightly
+    assert [(c["from"], c["to"], c["version"]) for c in growing if c["variant"] == "fixed"] == [
+        ("no-leak", "leak", "2.99.0"), ("leak", "no-leak", NIGHTLY)]
+    assert "- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0)" in \
+        history_md.matrix_markdown(found)
+
+
+def test_compare_with_the_nightly_alias_exits_1_when_a_verdict_changed(tmp_path):
+    results = with_nightly(tmp_path)
+    result = invoke("compare", "2.21.0", "nightly", "--results", results)
+    assert result.exit_code == 1, result.output
+    assert "TensorFlow 2.21.0 → nightly 2026-10-26" in result.output
+    assert "growing (leaky): verdict leak → no-leak" in result.output
+
+
+def test_compare_with_the_nightly_alias_exits_0_when_nothing_changed(tmp_path):
+    results = with_nightly(tmp_path, changed_pair=None)
+    result = invoke("compare", "2.21.0", "nightly", "--results", results)
+    assert result.exit_code == 0, result.output
+
+
+def test_compare_nightly_without_a_nightly_is_one_line(tmp_path):
+    result = invoke("compare", "2.21.0", "nightly", "--results", RESULTS)
+    assert result.exit_code == 2
+    assert result.stderr.strip().count("\n") == 0 and "nightly is not in" in result.stderr
