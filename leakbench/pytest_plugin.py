@@ -19,8 +19,8 @@ leakbench measurement does; a cap and a timeout are always passed (the
 defaults below are explicit, never half of RAM). The assertion fails on any
 verdict but `no-leak` (and `fragmentation`, which holds nothing), with the verdict, slopes and hints in its message.
 
-The marker needs the plugin loaded: `pytest_plugins = ["leakbench.pytest_plugin"]`
-in your conftest.py (or `-p leakbench.pytest_plugin`); `assert_no_leak` works without it.
+pytest loads the plugin (and its marker) by itself once leakbench is installed:
+it is registered as a `pytest11` entry point in pyproject.toml.
 """
 from __future__ import annotations
 

@@ -236,3 +236,10 @@ def test_check_and_run_agree_on_a_real_run(tf_records):
         ran = measure(target, target.scenario.params, TF_SETTINGS)  # the settings tf_records used
         assert ran["verdict"] == tf_records[("retracing", variant)]["verdict"]
 
+
+
+def test_the_pytest_plugin_is_registered_as_an_entry_point():
+    """pytest finds the plugin (and its marker) without a pytest_plugins line: pyproject's pytest11."""
+    from importlib import metadata
+    found = [e for e in metadata.entry_points(group="pytest11") if e.name == "leakbench"]
+    assert [e.value for e in found] == ["leakbench.pytest_plugin"]

@@ -97,3 +97,25 @@ def test_compare_nightly_without_a_nightly_is_one_line(tmp_path):
     result = invoke("compare", "2.21.0", "nightly", "--results", RESULTS)
     assert result.exit_code == 2
     assert result.stderr.strip().count("\n") == 0 and "nightly is not in" in result.stderr
+
+
+# --- the committed nightly column (results/records/vm/) ---------------------------
+
+COMMITTED = Path(__file__).resolve().parents[1] / "results"
+
+
+def test_the_committed_nightly_column_is_one_dated_build_after_the_releases():
+    files = store.available(COMMITTED, "vm")
+    nightly = builds.newest_nightly(files)
+    assert nightly and list(files)[-1] == nightly and builds.label(nightly).startswith("nightly 20")
+    records = store.read_records(files[nightly])
+    assert {r["environment"]["tensorflow"] for r in records if r["environment"].get("tensorflow")} == \
+        {nightly.replace(".dev", "-dev")}  # tf.__version__'s spelling of pip's version
+    assert all(r["environment"].get("tensorflow_git") for r in records if r["verdict"] != "skipped")
+
+
+def test_compare_2_21_0_with_the_committed_nightly_names_generator_per_step():
+    """#37653: generator_per_step's leaky side leaks on 2.21.0 and not on the nightly measured."""
+    result = invoke("compare", "2.21.0", "nightly", "--results", COMMITTED, "--machine", "vm")
+    assert result.exit_code == 1, result.output
+    assert "generator_per_step (leaky): verdict leak → no-leak" in result.output

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from leakbench import catalog, cli, contract
-from leakbench.history import matrix
+from leakbench.history import builds, matrix
 from leakbench.reporters import report_back
 from leakbench.units import KIB
 
@@ -41,8 +41,8 @@ def block_of(pair: str, *more: str) -> str:
 
 
 def table(block: str) -> dict:
-    """release -> (leaky cell, fixed cell), from the block's table."""
-    rows = [line.strip("|").split(" | ") for line in block.splitlines() if re.match(r"\| \d+\.\d+", line)]
+    """column (a release, or "nightly YYYY-MM-DD") -> (leaky cell, fixed cell), from the block's table."""
+    rows = [line.strip("|").split(" | ") for line in block.splitlines() if re.match(r"\| (\d+\.\d+|nightly )", line)]
     return {r[0].strip(): (r[1].strip(), r[2].strip()) for r in rows}
 
 
@@ -71,16 +71,16 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
     assert any(line.startswith("Note: the reporter's later measurement") for line in lines)
     changed = [line for line in lines if line.startswith("**Changed at")]
     assert changed == ["**Changed at 2.16.2** (the first release whose leaky verdict differs from the one before): "
-                       "leak 2.12.1–2.15.1 → no-leak 2.16.2–2.21.0."]
+                       "leak 2.12.1–2.15.1 → no-leak 2.16.2–nightly 2026-10-26."]
     rows = table(block)
     assert list(rows) == ["2.12.1", "2.13.1", "2.14.1", "2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1",
-                          "2.20.0", "2.21.0"]
+                          "2.20.0", "2.21.0", "nightly 2026-10-26"]
     assert rows["2.15.1"][0].startswith("leak ") and rows["2.16.2"][0].startswith("no-leak ")
     assert 'make run ARGS="py_function_map"' in block
     assert 'make run TF_VERSION=2.15.1 ARGS="py_function_map"' in block  # a release where it still leaks
     assert "diff scenarios/py_function_map.py fixes/py_function_map.py" in block
     assert "Intel(R) Xeon(R) Processor, 2 cores" in block and "Python 3.11.7" in block
-    assert "tensorflow-cpu 2.12.1–2.21.0" in block
+    assert "tensorflow-cpu 2.12.1–2.21.0 and tf-nightly (2026-10-26)" in block
     assert lines[-1] == "Measured with leakbench; the verdict rules are in docs/verdicts.md."
     assert len(lines) <= 35
 
@@ -91,15 +91,17 @@ def test_a_pair_without_reported_shows_its_title_and_first_paragraph(checkout):
     assert "Shuffle buffer as large as the dataset, over small elements." in claim  # TITLE
     assert "hundreds of bytes per element" in claim                                 # the docstring's first paragraph
     assert "k in peak above baseline ∝ num_elements^k" in block
-    assert "The leaky variant reads leak on every release measured (2.12.1–2.21.0)." in block
+    assert "The leaky variant reads leak on every release measured (2.12.1–nightly 2026-10-26)." in block
 
 
 @pytest.mark.parametrize("pair", REPORT_PAIRS)
 def test_numbers_in_a_block_are_the_matrix_numbers(checkout, pair):
     rows = {r["variant"]: r["cells"] for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == pair}
     shown = table(block_of(pair))
-    assert set(shown) == set(rows["leaky"])
-    for version, cells in shown.items():
+    columns = {builds.label(v): v for v in rows["leaky"]}
+    assert set(shown) == set(columns)
+    for column, cells in shown.items():
+        version = columns[column]
         for variant, text in zip(("leaky", "fixed"), cells):
             cell = rows[variant][version]
             assert text.lstrip("*").startswith(cell["verdict"]), (version, variant, text)

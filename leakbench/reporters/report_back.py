@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from leakbench.history import builds
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.contract import Scenario
 from leakbench.history.matrix import verdict_runs
@@ -85,6 +86,7 @@ def segments(cells: dict, versions: list) -> list[tuple[str, str, str]]:
 
 
 def _span(first: str, last: str) -> str:
+    first, last = builds.label(first), builds.label(last)  # a nightly by its build date
     return first if first == last else f"{first}–{last}"
 
 
@@ -98,7 +100,7 @@ def change_line(cells: dict, versions: list) -> str | None:
         verdict, first, last = runs[0]
         return f"The leaky variant reads {verdict} on every release measured ({_span(first, last)})."
     path = " → ".join(f"{verdict} {_span(first, last)}" for verdict, first, last in runs)
-    return f"**Changed at {runs[1][1]}** (the first release whose leaky verdict differs from the one before): {path}."
+    return f"**Changed at {builds.label(runs[1][1])}** (the first release whose leaky verdict differs from the one before): {path}."
 
 
 def other_release(cells: dict, versions: list) -> str:
@@ -106,7 +108,7 @@ def other_release(cells: dict, versions: list) -> str:
     from the newest release's (where it reads otherwise), else the oldest measured."""
     runs = segments(cells, versions)
     if len(runs) > 1:
-        return runs[-2][2]
+        return builds.NIGHTLY if builds.is_nightly(runs[-2][2]) else runs[-2][2]
     return versions[0] if versions else "2.21.0"
 
 
@@ -120,7 +122,11 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
         text = ", ".join(p for p in parts if p)
         if text and text not in described:
             described.append(text)
-    releases = f"tensorflow-cpu {_span(versions[0], versions[-1])}" if versions else "tensorflow-cpu"
+    released = [v for v in versions if not builds.is_nightly(v)]
+    nightlies = [builds.label(v) for v in versions if builds.is_nightly(v)]
+    releases = f"tensorflow-cpu {_span(released[0], released[-1])}" if released else "tensorflow-cpu"
+    if nightlies:
+        releases += f" and tf-nightly ({', '.join(n.split(' ', 1)[1] for n in nightlies)})"
     where = f" (asv machine `{machine}`)" if machine else ""
     return f"Machine{where}: {'; '.join(described) + ', ' if described else ''}{releases}, one virtualenv per release."
 
@@ -155,7 +161,7 @@ def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, vers
     lines = [f"### {issue_link(scenario.source)}: leakbench pair `{pair}`", ""]
     lines += claim(scenario, docstring) + [""]
     lines += ["| TF release | leaky (the pattern reported) | fixed (the workaround) |", "|---|---|---|"]
-    lines += [f"| {v} | {cell_text(leaky.get(v))} | {cell_text(fixed.get(v))} |" for v in versions]
+    lines += [f"| {builds.label(v)} | {cell_text(leaky.get(v))} | {cell_text(fixed.get(v))} |" for v in versions]
     lines += ["", _numbers_line(scenario)]
     lines += _legend([*leaky.values(), *fixed.values()])
     changed = change_line(leaky, versions)
