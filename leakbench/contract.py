@@ -116,6 +116,22 @@ class Scenario:
         return params
 
 
+def imports_tensorflow(path: Path) -> bool:
+    """True if the file's code imports tensorflow (`import tensorflow ...` or `from tensorflow ...`,
+    anywhere in it), read without running it; a file that does not parse or cannot be read says False
+    (read_metadata reports that). A word in a docstring or comment does not count."""
+    try:
+        tree = ast.parse(Path(path).read_text(), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "tensorflow" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tensorflow" and not node.level:
+            return True
+    return False
+
+
 def read_metadata(path: Path) -> Scenario:
     """Read a scenario's metadata from its source, without importing it.
 

@@ -287,3 +287,21 @@ def test_an_output_that_cannot_be_written_is_refused_before_measuring(root, args
     calibrate --out), or to create a mistyped folder and measure into it (repeat --out)."""
     assert_bad_input(invoke(args), option)
     assert not Path("/nonexistent-leakbench").exists()
+
+
+def test_only_an_import_makes_a_file_need_tensorflow(tmp_path, monkeypatch):
+    """A pure-Python scenario that cites a TensorFlow issue in its docstring runs without
+    TensorFlow; one that imports it (even inside a function) is refused in one line."""
+    from leakbench import contract
+    from leakbench.cli import base
+    cites = tmp_path / "cites.py"
+    cites.write_text('"""Like tensorflow/tensorflow#37653, in plain Python (import tensorflow not needed)."""\nX = 1\n')
+    inside = tmp_path / "inside.py"
+    inside.write_text("def setup():\n    from tensorflow import data\n    return data\n")
+    plain = tmp_path / "plain.py"
+    plain.write_text("import tensorflow_datasets_helper as t  # another package\n")
+    assert not contract.imports_tensorflow(cites) and not contract.imports_tensorflow(plain)
+    assert contract.imports_tensorflow(inside)
+    monkeypatch.setattr(base.importlib.util, "find_spec", lambda name: None)
+    python_leak = Path(__file__).parent / "data" / "python_leak.py"
+    assert base.targets_of([str(python_leak)], "both")  # no TensorFlow needed: no refusal

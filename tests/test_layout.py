@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
-FACES = ("leakbench.cli", "leakbench.site", "leakbench.reporters", "leakbench.pytest_plugin")
+FACES = ("leakbench.cli", "leakbench.__main__", "leakbench.site", "leakbench.reporters", "leakbench.pytest_plugin")
 
 
 def imports(path: Path) -> set[str]:

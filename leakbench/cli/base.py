@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from leakbench import catalog
+from leakbench import catalog, contract
 from leakbench.contract import ContractError
 from leakbench.engine.measure import Settings
 from leakbench.units import parse_size
@@ -151,7 +151,7 @@ def targets_of(names, variant: str) -> list:
     except ContractError as e:
         fail(str(e))
     if importlib.util.find_spec("tensorflow") is None and any(
-            "tensorflow" in t.scenario.path.read_text() for t in found):
+            contract.imports_tensorflow(t.scenario.path) for t in found):
         fail(f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'")
     return found
 

@@ -66,6 +66,13 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
     if unknown or not holder_list:
         fail(f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})")
+    # every option is checked before what the machine lacks (TensorFlow)
+    peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
+    unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
+    if unknown:
+        fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(calibrate.peers.PEERS)})")
+    if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
+        fail("--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)")
     if any(h.startswith("tensorflow") for h in holder_list) and importlib.util.find_spec("tensorflow") is None:
         fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
     results = results_dir(None)
@@ -79,12 +86,6 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
         found = records_path(results, machine, calibrate.tensorflow_version() or "none")
         suite_records = found if found.is_file() else None
     settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
-    peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
-    unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
-    if unknown:
-        fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(calibrate.peers.PEERS)})")
-    if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
-        fail("--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)")
 
     def progress(i, total, case, run, seen):
         if "peer" in seen:
