@@ -1,0 +1,156 @@
+"""`leakbench bisect PAIR --variant V --good A --bad B`: the first TensorFlow build whose verdict differs from A's.
+
+The search is leakbench.history.bisect's, the candidates leakbench.history.registry's, the
+virtualenv leakbench.history.installer's, the views leakbench.reporters.bisect's (docs/bisect.md).
+Exit 0: a boundary found and confirmed; 1: none (the ends read alike, an end or the builds
+around the boundary unusable, a boundary not stable); 2: bad input or a refusal (one line,
+before anything is installed, except a disk budget reached mid-way, which stops there).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+from packaging.tags import sys_tags
+
+from leakbench import catalog
+from leakbench.cli.base import RESULTS_OPTION, fail, main, results_dir, say, writable
+from leakbench.contract import ContractError
+from leakbench.engine import memlimit
+from leakbench.engine.measure import Settings
+from leakbench.history import bisect as bisecting
+from leakbench.history import builds, installer, registry, store
+from leakbench.reporters import bisect as views
+from leakbench.units import parse_size
+
+
+def default_out(results: Path, pair: str, variant: str, good: str, bad: str) -> Path:
+    """results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json (machine: store.asv_machine)."""
+    return results / "bisect" / store.asv_machine(results) / f"{pair}-{variant}-{good}-{bad}.json"
+
+
+def _size(option: str, text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        fail(f"{option}: {e}")
+
+
+def _check_out(out: Path, force: bool, default: bool) -> Path:
+    """The .md beside `out`; ends here when either exists (without --force) or cannot be written."""
+    md = out.with_suffix(".md")
+    for path in (out, md):
+        if path.exists() and not force:
+            fail(f"--out: {path} exists; pass --force to replace it")
+    writable("--out", out, create_folder=default)
+    return md
+
+
+def _check_venv(path: Path) -> None:
+    """A --venv folder must be missing, empty, or one this command made: it is deleted at the end."""
+    if path.exists() and (not path.is_dir() or (any(path.iterdir()) and not (path / installer.MARK).exists())):
+        fail(f"--venv: {path} exists and is not a bisect virtualenv (it would be deleted at the end); "
+             "pick a new folder")
+
+
+@main.command()
+@click.argument("pair")
+@click.option("--variant", type=click.Choice(["leaky", "fixed"]), default="leaky", show_default=True)
+@click.option("--good", required=True, metavar="VERSION", help="The build reading the old verdict, e.g. 2.15.1.")
+@click.option("--bad", required=True, metavar="VERSION",
+              help="A later build reading another, e.g. 2.16.2; `nightly`: the newest nightly the registry serves.")
+@click.option("--confirm", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Readings each boundary build must give alike, its search reading included.")
+@click.option("--cap", default=None, metavar="SIZE",
+              help="Memory cap per measurement. Default: leakbench run's (half of RAM, or less where little is "
+                   "available), fixed as the bisection starts.")
+@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
+              help="Seconds per measurement's child run.")
+@click.option("--venv", "venv_dir", type=click.Path(path_type=Path), default=None,
+              help="The virtualenv to install each build into. Default: ~/.cache/leakbench/bisect-venv.")
+@click.option("--keep-venv", is_flag=True, help="Keep the virtualenv at the end (it is deleted otherwise).")
+@click.option("--disk-budget", default="6GiB", show_default=True, metavar="SIZE",
+              help="Most the virtualenv may take on disk, an install's download included.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="The result as JSON (and markdown beside it, .md). "
+                   "Default: results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json.")
+@click.option("--force", is_flag=True, help="Replace --out (and its .md) if they exist.")
+@RESULTS_OPTION
+def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv, disk_budget, out, force,
+           results) -> None:
+    """Find the first TensorFlow build whose verdict for PAIR's variant differs from GOOD's.
+
+    Candidates are the releases and RCs (tensorflow-cpu) and nightlies (tf-nightly) from
+    GOOD to BAD that the registry serves for this Python, in PEP 440 order; each is
+    installed in turn into one virtualenv and measured by `leakbench run`, as few as a
+    bisection needs, and the two builds at the boundary are measured again.
+    """
+    started, clock = datetime.now(timezone.utc), time.monotonic()
+    if pair.endswith(".py") or os.sep in pair:
+        fail(f"{pair}: bisect takes a pair name (leakbench list), not a file")
+    try:
+        root = catalog.find_root()
+        catalog.targets(root, [pair], variant)
+    except ContractError as e:
+        fail(str(e))
+    cap_bytes = _size("--cap", cap) if cap is not None else memlimit.default_cap_bytes()
+    budget = _size("--disk-budget", disk_budget)
+    venv_path = (venv_dir or installer.default_venv()).absolute()
+    _check_venv(venv_path)
+    try:
+        if bad != builds.NIGHTLY:
+            bisecting.ends(good, bad)  # before the network
+        served = registry.served(fetch=registry.fetch_index)
+        if bad == builds.NIGHTLY:  # the newest nightly the registry serves
+            bad = builds.newest_nightly([b.version for b in served]) or bad
+        candidates = bisecting.between(served, good, bad)
+    except (registry.RegistryError, bisecting.BisectError) as e:
+        fail(str(e))
+    where = results_dir(results)
+    out = out or default_out(where, pair, variant, good, bad)
+    md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
+    venv_path.parent.mkdir(parents=True, exist_ok=True)
+    env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))
+    try:
+        installer.check_budget(venv_path, installer.DEPS_BYTES + max(map(installer.install_bytes, candidates)),
+                               budget, "leakbench's dependencies and the largest candidate")
+    except installer.BudgetError as e:
+        fail(str(e))
+    say(f"bisect {pair} ({variant}): {len(candidates)} candidates from {good} to {bad}; venv {venv_path}, "
+        f"log {env.log}")
+    readings = []
+
+    def shown(reading) -> None:
+        readings.append(reading)
+        say(views.reading_line(len(readings), vars(reading)))
+
+    try:
+        env.ensure(root)
+        found = bisecting.search(candidates, env.install,
+                                 lambda build: env.measure(root, pair, variant, cap_bytes, timeout),
+                                 confirm=confirm, on_reading=shown)
+    except installer.BudgetError as e:
+        fail(f"{e}; stopped after {len(readings)} measurements")
+    except bisecting.InstallFailed as e:
+        fail(f"cannot set up {venv_path}: {e}")
+    finally:
+        if not keep_venv:
+            env.remove()
+    result = {"pair": pair, "variant": variant, "good_asked": good, "bad_asked": bad,
+              "machine": store.asv_machine(where), "python": platform.python_version(),
+              "interpreter_tag": str(next(iter(sys_tags()))), "started": started.isoformat(timespec="seconds"),
+              "seconds": round(time.monotonic() - clock, 1), "disk_budget_bytes": budget, "cap_bytes": cap_bytes,
+              "timeout_seconds": timeout, "confirm": confirm, "distributions": [registry.RELEASE_DIST,
+                                                                               registry.NIGHTLY_DIST],
+              **found.as_dict()}
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    md.write_text(views.markdown(result))
+    for line in views.summary(result):
+        click.echo(line)
+    click.echo(f"  written: {out}, {md}")
+    raise SystemExit(found.exit_code)

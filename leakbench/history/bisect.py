@@ -1,0 +1,253 @@
+"""`leakbench bisect`'s search: the first TensorFlow build whose verdict differs from the good end's.
+
+Pure: nothing here installs, measures or reads the network. The caller hands in the
+candidates (registry.Build, ordered by `between`), `install(build)` (raises InstallFailed
+when the build cannot be installed: it is skipped) and `measure(build) -> record` (a
+leakbench record, or a dict with at least "verdict"). `search` measures both ends, then
+halves the range as `git bisect` does, skipping builds whose reading is unusable (error,
+hang, skipped, or over-cap while importing: the build, not the pipeline, failed) for the
+nearest untried neighbour, and finally measures the two builds at the boundary again until
+each has read its verdict `confirm` times. It installs a build only when it is not the one
+installed already. It assumes one verdict change between the ends (docs/bisect.md).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from packaging.version import InvalidVersion, Version
+
+from leakbench import metrics
+from leakbench.analysis import verdict as verdicts
+from leakbench.history.registry import Build
+
+FOUND, SAME, UNUSABLE_END, UNRESOLVED, UNSTABLE = "found", "same", "unusable-end", "unresolved", "unstable"
+UNUSABLE = ("error", "hang", "skipped")
+COMPARE_URL = "https://github.com/tensorflow/tensorflow/compare/{}...{}"
+
+
+class BisectError(ValueError):
+    """Bad input for a bisection (a version that is no PEP 440 version or not served, ends out of order). One line."""
+
+
+class InstallFailed(RuntimeError):
+    """Raised by an install callable when a build cannot be installed: the build is skipped, as unusable."""
+
+
+def usable(record: dict) -> bool:
+    """False for a reading that says nothing about the pipeline: error, hang, skipped, or over-cap while importing."""
+    word = record.get("verdict")
+    if word is None or word in UNUSABLE:
+        return False
+    return not (word == "over-cap" and record.get("phase") == "import")
+
+
+def ends(good: str, bad: str) -> tuple[Version, Version]:
+    """The two ends as versions. Raises BisectError for one that is not PEP 440, or good not before bad."""
+    found = []
+    for option, text in (("--good", good), ("--bad", bad)):
+        try:
+            found.append(Version(text))
+        except InvalidVersion:
+            raise BisectError(f"{option} {text!r}: not a PEP 440 version such as 2.15.1 "
+                              "or 2.23.0.dev20261026") from None
+    if not found[0] < found[1]:
+        raise BisectError(f"--good {good} is not before --bad {bad} (PEP 440 order)")
+    return found[0], found[1]
+
+
+def between(builds: list[Build], good: str, bad: str) -> list[Build]:
+    """The builds from `good` to `bad`, both included, in PEP 440 order (2.22.0.dev… < 2.22.0rc0 < 2.22.0).
+    Raises BisectError for a version that is not PEP 440, good not before bad, or an end not among `builds`."""
+    lo, hi = ends(good, bad)
+    by_version = {Version(b.version): b for b in builds}
+    for option, v in (("--good", lo), ("--bad", hi)):
+        if v not in by_version:
+            known = sorted(by_version)
+            at = sum(1 for w in known if w < v)
+            near = ", ".join(str(w) for w in known[max(0, at - 2):at + 2]) or "none"
+            raise BisectError(f"{option} {v}: the registry serves no such TensorFlow build for this interpreter "
+                              f"(nearby: {near})")
+    return [by_version[v] for v in sorted(by_version) if lo <= v <= hi]
+
+
+def rate_of(record: dict) -> tuple[str | None, float | None, str | None]:
+    """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k for a
+    peak), else the memory metric the verdict compares with its bar (verdict.memory_metric); Nones without metrics."""
+    found = record.get("metrics") or {}
+    signals = record.get("signals") or []
+    scaling = found.get("peak_scaling") or {}
+    if "peak" in signals and scaling.get("exponent") is not None:
+        return "peak exponent", scaling["exponent"], "k"
+    by_signal = {m.signal: m for m in metrics.METRICS if m.signal}
+    keys = [by_signal[s].key for s in signals if s in by_signal] + ([verdicts.memory_metric(found)] if found else [])
+    for key in keys:
+        if found.get(key):
+            return metrics.BY_KEY[key].label, verdicts.rate(found[key]), metrics.BY_KEY[key].unit
+    return None, None, None
+
+
+@dataclass
+class Reading:
+    """One measurement: the build, its verdict, the rate it rests on (rate_unit), seconds measuring and
+    installing (0 when the build was installed already), and role: "end", "search" or "confirm"."""
+
+    version: str
+    dist: str
+    date: str | None
+    role: str
+    verdict: str | None
+    usable: bool
+    rate_label: str | None = None
+    rate: float | None = None
+    rate_unit: str | None = None
+    signals: list = field(default_factory=list)
+    seconds: float | None = None
+    install_seconds: float = 0.0
+    tensorflow: str | None = None
+    tensorflow_git: str | None = None
+    phase: str | None = None
+    error: str | None = None
+
+
+def reading_of(build: Build, record: dict, role: str, install_seconds: float = 0.0) -> Reading:
+    """A Reading of one record (see measure in the module docstring)."""
+    label, rate, unit = rate_of(record)
+    env = record.get("environment") or {}
+    error = (record.get("error") or "").strip().splitlines()
+    return Reading(build.version, build.dist, build.date, role, record.get("verdict"), usable(record), label, rate,
+                   unit, list(record.get("signals") or []), record.get("seconds"), round(install_seconds, 1),
+                   env.get("tensorflow"), env.get("tensorflow_git"), record.get("phase"), error[-1] if error else None)
+
+
+def git_ref(build: Build, tensorflow_git: str | None) -> str | None:
+    """The git name of a build: a release's or RC's tag (v2.15.1, v2.16.0-rc0), else the commit in
+    tf.version.GIT_VERSION ('v1.12.1-148158-gef696751006' -> 'ef696751006'); None when unknown."""
+    v = Version(build.version)
+    if not v.is_devrelease and not v.is_postrelease and (v.pre is None or v.pre[0] == "rc"):
+        return f"v{v.base_version}" + (f"-rc{v.pre[1]}" if v.pre else "")
+    found = re.search(r"-g([0-9a-f]{7,40})$", tensorflow_git or "")
+    return found.group(1) if found else None
+
+
+@dataclass
+class Outcome:
+    """What a search found. status: FOUND (good and bad are the boundary, confirmed), SAME (the ends read
+    alike), UNUSABLE_END, UNRESOLVED (the boundary lies among skipped builds: good and bad around them),
+    UNSTABLE (a boundary build read another verdict on confirmation). steps: measurements between the ends."""
+
+    status: str
+    message: str
+    candidates: list
+    readings: list
+    good: Build | None = None
+    bad: Build | None = None
+    skipped: list = field(default_factory=list)
+    steps: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.status == FOUND else 1
+
+    def git(self, build: Build | None) -> str | None:
+        """The tensorflow_git its readings saw (first known), for the boundary builds."""
+        return next((r.tensorflow_git for r in self.readings if build and r.version == build.version
+                     and r.tensorflow_git), None)
+
+    def compare_url(self) -> str | None:
+        refs = [git_ref(b, self.git(b)) for b in (self.good, self.bad) if b]
+        return COMPARE_URL.format(*refs) if len(refs) == 2 and all(refs) else None
+
+    def as_dict(self) -> dict:
+        ends = {name: ({**asdict(b), "tensorflow_git": self.git(b), "git_ref": git_ref(b, self.git(b))} if b else None)
+                for name, b in (("good", self.good), ("bad", self.bad))}
+        return {"status": self.status, "message": self.message, "exit_code": self.exit_code,
+                "boundary": {**ends, "compare_url": self.compare_url()}, "candidates": len(self.candidates),
+                "first_candidate": self.candidates[0].version, "last_candidate": self.candidates[-1].version,
+                "steps": self.steps, "measurements": [asdict(r) for r in self.readings], "skipped": self.skipped}
+
+
+def nearest(lo: int, hi: int, tried: set) -> int | None:
+    """The index strictly between lo and hi nearest their middle that was not tried (git bisect skip)."""
+    mid = (lo + hi) // 2
+    left = [i for i in range(lo + 1, hi) if i not in tried]
+    return min(left, key=lambda i: (abs(i - mid), i)) if left else None
+
+
+def search(candidates: list[Build], install: Callable[[Build], None], measure: Callable[[Build], dict],
+           confirm: int = 3, on_reading: Callable[[Reading], None] | None = None,
+           clock: Callable[[], float] = time.monotonic) -> Outcome:
+    """Bisect `candidates` (ordered, the good end first) for the first build whose verdict differs from the
+    first's; see the module docstring. confirm: readings each boundary build must give alike (>= 1).
+    Raises BisectError for fewer than two candidates; lets the callables' other errors through."""
+    if len(candidates) < 2 or confirm < 1:
+        raise BisectError("a bisection needs two candidates or more, and confirm >= 1")
+    readings: list[Reading] = []
+    installed: list[Build] = []
+
+    def read(build: Build, role: str) -> Reading:
+        spent = 0.0
+        if not installed or installed[-1] != build:
+            start = clock()
+            try:
+                installed[:] = []
+                install(build)
+                installed.append(build)
+                spent = clock() - start
+            except InstallFailed as e:
+                got = Reading(build.version, build.dist, build.date, role, "error", False, phase="install",
+                              install_seconds=round(clock() - start, 1), error=str(e))
+                readings.append(got)
+                if on_reading:
+                    on_reading(got)
+                return got
+        got = reading_of(build, measure(build), role, spent)
+        readings.append(got)
+        if on_reading:
+            on_reading(got)
+        return got
+
+    def done(status: str, message: str, **more) -> Outcome:
+        return Outcome(status, message, candidates, readings, **more)
+
+    first, last = candidates[0], candidates[-1]
+    a = read(first, "end")
+    b = read(last, "end") if a.usable else None
+    for end, got in ((first, a), (last, b)):
+        if got is not None and not got.usable:
+            return done(UNUSABLE_END, f"{end.version} ({end.dist}) read {got.verdict}"
+                        f"{' in ' + got.phase if got.phase else ''}: an end must be measurable to bisect"
+                        f"{': ' + got.error if got.error else ''}")
+    if b.verdict == a.verdict:
+        return done(SAME, f"both ends read {a.verdict}: nothing to bisect between {first.version} and {last.version}")
+    lo, hi, tried, skipped, steps = 0, len(candidates) - 1, set(), [], 0
+    bad_verdict = b.verdict
+    while (i := nearest(lo, hi, tried)) is not None:
+        tried.add(i)
+        got = read(candidates[i], "search")
+        steps += 1
+        if not got.usable:
+            skipped.append(candidates[i].version)
+        elif got.verdict == a.verdict:
+            lo = i
+        else:
+            hi, bad_verdict = i, got.verdict
+    good, bad = candidates[lo], candidates[hi]
+    if hi - lo > 1:
+        return done(UNRESOLVED, f"the first build not reading {a.verdict} is one of {hi - lo - 1} unusable builds "
+                    f"after {good.version} and up to {bad.version}", good=good, bad=bad, skipped=skipped,
+                    steps=steps)
+    wanted = {good: a.verdict, bad: bad_verdict}
+    order = sorted(wanted, key=lambda x: installed[-1] != x if installed else False)
+    for build in order:
+        for _ in range(confirm - 1):
+            read(build, "confirm")
+    seen = {x: [r.verdict for r in readings if r.version == x.version][-confirm:] for x in wanted}
+    if any(v != [wanted[x]] * confirm for x, v in seen.items()):
+        told = "; ".join(f"{x.version}: {', '.join(str(w) for w in v)}" for x, v in seen.items())
+        return done(UNSTABLE, f"the boundary is not stable over {confirm} readings each ({told})",
+                    good=good, bad=bad, skipped=skipped, steps=steps)
+    return done(FOUND, f"{bad.version} ({bad.dist}) is the first build reading {bad_verdict}; "
+                f"{good.version} ({good.dist}) reads {a.verdict}", good=good, bad=bad, skipped=skipped, steps=steps)
