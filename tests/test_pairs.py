@@ -57,6 +57,9 @@ GROWTH = [
     ("generator_closure", "held", 1024 * 8 * 1024),       # #57690: one 8 MiB fold kept per fold
     ("autograph_to_graph", "heap", None),                 # #29996: a traced loop body kept per epoch
     ("generator_per_step", "python objects", None),       # #37653: wrappers of each from_generator kept
+    ("py_function_per_step", "python objects", None),     # #35084: each step's dataset and py_function kept
+    ("fit_models_in_loop", "python objects", None),       # #37505: each run's Keras model kept
+    ("py_function_per_batch", "python objects", None),    # #51839: a wrapper per eager py_function call kept
 ]
 
 
@@ -116,8 +119,10 @@ def test_peak_pair(run, name, bytes_per_unit):
 # (expectation.VERSION_DEPENDENT), to be filed in results/records/, not asserted here.
 DEFAULT_TF = re.search(r"^TF_VERSION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 REPORTED_ON_DEFAULT_TF = [
-    ("generator_epochs", "no-leak"),   # #65675 names 2.13.0 and 2.16.1 (Python 3.11): flat on 2.21 here
     ("py_function_map", "no-leak"),    # #61344: leaked on 2.13, gone by 2.15.0: flat on 2.21 here
+    ("predict_in_loop", "no-leak"),    # #44711: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
+    ("rebuilt_split_map", "no-leak"),  # #35152: leaked on 2.12.1-2.14.1 here, flat from 2.15.1
+    ("fit_per_batch", "no-leak"),      # #33030: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
 ]
 
 

@@ -56,7 +56,7 @@ def assert_bad_input(result, *fragments: str) -> None:
 
 
 def test_there_are_report_pairs_and_seed_pairs_are_not_among_them():
-    assert "py_function_map" in REPORT_PAIRS and "generator_epochs" in REPORT_PAIRS
+    assert "py_function_map" in REPORT_PAIRS and "predict_in_loop" in REPORT_PAIRS
     assert "stateful_map" not in REPORT_PAIRS
 
 
@@ -177,8 +177,8 @@ def test_out_writes_one_file_per_pair_and_keeps_the_rest(checkout, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted([*(f"{p}.md" for p in REPORT_PAIRS), "README.txt"])
     assert (out / "README.txt").read_text() == "mine"
     assert (out / "py_function_map.md").read_text() == block_of("py_function_map")
-    one = invoke(["report-back", "generator_epochs", "--results", str(RESULTS), "--out", str(tmp_path / "one")])
-    assert one.exit_code == 0 and [p.name for p in (tmp_path / "one").iterdir()] == ["generator_epochs.md"]
+    one = invoke(["report-back", "predict_in_loop", "--results", str(RESULTS), "--out", str(tmp_path / "one")])
+    assert one.exit_code == 0 and [p.name for p in (tmp_path / "one").iterdir()] == ["predict_in_loop.md"]
 
 
 def test_out_that_is_a_file_is_bad_input(checkout, tmp_path):
