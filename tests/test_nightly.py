@@ -119,3 +119,26 @@ def test_compare_2_21_0_with_the_committed_nightly_names_generator_per_step():
     result = invoke("compare", "2.21.0", "nightly", "--results", COMMITTED, "--machine", "vm")
     assert result.exit_code == 1, result.output
     assert "generator_per_step (leaky): verdict leak → no-leak" in result.output
+
+
+def test_a_confirmed_bisect_is_named_beside_its_change(tmp_path):
+    """results/bisect/<machine>/*.json: a found boundary inside a change is shown with it; an
+    unstable one, or a file that is not JSON, is not."""
+    import json
+    results = with_nightly(tmp_path)
+    folder = results / "bisect" / MACHINE
+    folder.mkdir(parents=True)
+    boundary = {"good": {"version": "2.99.0"}, "bad": {"version": "3.0.0.dev20261025", "date": "2026-10-25"},
+                "compare_url": "https://github.com/tensorflow/tensorflow/compare/aaa...bbb"}
+    (folder / "growing-leaky.json").write_text(json.dumps(
+        {"pair": "growing", "variant": "leaky", "status": "found", "boundary": boundary}))
+    (folder / "growing-fixed.json").write_text(json.dumps(
+        {"pair": "growing", "variant": "fixed", "status": "unstable", "boundary": boundary}))
+    (folder / "broken.json").write_text("{not json")
+    found = matrix.matrix(results)
+    assert [(b["pair"], b["variant"]) for b in found["bisected"]] == [("growing", "leaky")]
+    text = history_md.matrix_markdown(found)
+    assert ("- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0); bisected: first "
+            "3.0.0.dev20261025 (2026-10-25), after 2.99.0: https://github.com/tensorflow/tensorflow/compare/aaa...bbb"
+            ) in text
+    assert "- growing (fixed): leak → no-leak on nightly 2026-10-26 (after 2.99.0)\n" in text  # unstable: not shown

@@ -685,7 +685,9 @@ def test_committed_results(real_site):
             assert lesson.count('<svg role="img" aria-label="leaky variant, ') == 1, name
         for drawn, absent in (('<ol class="stacks">', stacks.ABSENT), ('<table class="stages">', stages.STAGES_ABSENT),
                               ('is reachable through', stages.CHAIN_ABSENT)):
-            assert drawn in lesson or str(escape(absent)) in lesson, (name, drawn)
+            # a pair whose repetition is no dataset (Keras, eager calls) has no pipeline to read: n/a, with why
+            said_na = drawn == '<table class="stages">' and "n/a: the target is not a dataset" in lesson
+            assert drawn in lesson or str(escape(absent)) in lesson or said_na, (name, drawn)
         assert '<table class="strip">' in lesson, name
     if real_site.asv:
         assert (real_site.out / "asv" / "index.html").is_file()

@@ -8,6 +8,7 @@ Rendering is leakbench.reporters.history's.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from leakbench import expectation, metrics
@@ -59,7 +60,8 @@ def cell(rec: dict) -> dict:
 
 def matrix(results: Path, machine: str | None = None) -> dict:
     """{"machine", "versions": [...], "labels": {version: column name (a nightly's build date:
-    builds.label)}, "rows": [{"pair", "variant", "cells": {version: cell or None}}]}
+    builds.label)}, "rows": [{"pair", "variant", "cells": {version: cell or None}}], "bisected":
+    the confirmed boundaries of results/bisect/<machine>/ (bisected)}
     from every records file of one machine in `results` (store.pick_machine).
     Raises store.VersionError for results without records."""
     machine = store.pick_machine(results, machine)
@@ -71,7 +73,7 @@ def matrix(results: Path, machine: str | None = None) -> dict:
              "cells": {v: cell(recs[(pair, variant)]) if (pair, variant) in recs else None for v, recs in found.items()}}
             for pair, variant in keys]
     return {"machine": machine, "versions": list(found), "labels": {v: builds.label(v) for v in found},
-            "rows": rows}
+            "rows": rows, "bisected": bisected(results, machine)}
 
 
 def changes(m: dict) -> list[dict]:
@@ -87,3 +89,35 @@ def changes(m: dict) -> list[dict]:
             found.append({"pair": row["pair"], "variant": row["variant"], "from": before[0], "to": now[0],
                           "before": before[2], "version": now[1], "label": builds.label(now[1])})
     return found
+
+
+def bisected(results: Path, machine: str) -> list[dict]:
+    """The found boundaries of `leakbench bisect` in results/bisect/<machine>/*.json:
+    [{"pair", "variant", "good", "bad" (versions: the last build reading the old verdict, the first
+    reading the new), "bad_date", "compare_url", "file" (its name)}]. Files that cannot be read, or whose
+    status is not "found", are passed over: a boundary that was not confirmed is not shown."""
+    found = []
+    for path in sorted((Path(results) / "bisect" / machine).glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            if data.get("status") != "found":
+                continue
+            good, bad = data["boundary"]["good"], data["boundary"]["bad"]
+            found.append({"pair": data["pair"], "variant": data["variant"], "good": good["version"],
+                          "bad": bad["version"], "bad_date": bad.get("date"),
+                          "compare_url": data["boundary"].get("compare_url"), "file": path.name})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return found
+
+
+def with_bisections(found: list[dict], boundaries: list[dict]) -> list[dict]:
+    """changes() entries, each with "bisect": the bisect boundary that falls inside it (its first
+    build after `before`, at or before `version`, PEP 440), or None."""
+    out = []
+    for change in found:
+        lo, hi = builds.sort_key(change["before"]), builds.sort_key(change["version"])
+        match = next((b for b in boundaries if (b["pair"], b["variant"]) == (change["pair"], change["variant"])
+                      and lo < builds.sort_key(b["bad"]) <= hi), None)
+        out.append({**change, "bisect": match})
+    return out

@@ -5,7 +5,7 @@ from leakbench import metrics
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
-from leakbench.history.matrix import changes
+from leakbench.history.matrix import changes, with_bisections
 from leakbench.units import KIB, MIB
 
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
@@ -81,8 +81,11 @@ def matrix_markdown(m: dict) -> str:
     lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})
     found = changes(m)
     lines += [f"Verdict changes across the columns: {len(found)}" + (":" if found else "."), ""]
-    lines += [f"- {c['pair']} ({c['variant']}): {c['from']} → {c['to']} on {c['label']} (after {builds.label(c['before'])})"
-              for c in found]
+    for c in with_bisections(found, m.get("bisected") or []):
+        b = c["bisect"]
+        where = f"; bisected: first {b['bad']} ({b['bad_date']}), after {b['good']}: {b['compare_url']}" if b else ""
+        lines.append(f"- {c['pair']} ({c['variant']}): {c['from']} → {c['to']} on {c['label']} "
+                     f"(after {builds.label(c['before'])}){where}")
     lines += [""] if found else []
     labels = m.get("labels") or {}
     lines += ["| pair | variant | " + " | ".join(labels.get(v, v) for v in m["versions"]) + " |",
