@@ -1,7 +1,8 @@
 # Two commands for a fresh machine (Python 3.11 with venv):
 #   make run    set up .venv with TensorFlow $(TF_VERSION) and measure every pair
 #   make test   set up the same .venv and run the test suite
-# TF_VERSION=nightly installs the newest tf-nightly the registry serves (checked at every call).
+# TF_VERSION=nightly installs the newest tf-nightly the registry serves (checked at every call);
+# TF_VERSION=2.23.0.dev20261026 that dated nightly.
 TF_VERSION ?= 2.21.0
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,6 +15,11 @@ STAMP := $(VENV)/.installed-tf-nightly
 # tensorflow-cpu and tf-nightly (keras and keras-nightly) install the same modules: one at a time
 OTHER_TF := tensorflow-cpu keras
 .PHONY: $(STAMP)
+else ifneq ($(findstring .dev,$(TF_VERSION)),)
+# a dated nightly, e.g. 2.23.0.dev20261026 (the version of a records file or a bisect boundary)
+TF_REQ := tf-nightly==$(TF_VERSION)
+STAMP := $(VENV)/.installed-tf-$(TF_VERSION)
+OTHER_TF := tensorflow-cpu keras
 else
 TF_REQ := tensorflow-cpu==$(TF_VERSION)
 STAMP := $(VENV)/.installed-tf-$(TF_VERSION)

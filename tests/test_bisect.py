@@ -292,3 +292,20 @@ def test_command_bad_nightly_is_the_newest_nightly_served(offline, tmp_path, mon
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["boundary"]["bad"]["version"] == newest and f"to {newest}" in result.output
+
+
+def test_command_refuses_a_venv_another_bisect_holds(offline, tmp_path):
+    import fcntl
+    venv = tmp_path / "v"
+    with open(tmp_path / "v.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        one_line(invoke("py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--out", tmp_path / "r.json",
+                        "--venv", venv), "another leakbench bisect is using")
+    assert offline == [] and not venv.exists()
+
+
+def test_command_refused_for_its_budget_makes_no_folder(offline, tmp_path):
+    venv = tmp_path / "a" / "b" / "v"
+    one_line(invoke("py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--venv", venv,
+                    "--disk-budget", "1KiB", "--results", tmp_path / "res"), "past the budget")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "res").exists()

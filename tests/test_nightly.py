@@ -141,4 +141,19 @@ def test_a_confirmed_bisect_is_named_beside_its_change(tmp_path):
     assert ("- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0); bisected: first "
             "3.0.0.dev20261025 (2026-10-25), after 2.99.0: https://github.com/tensorflow/tensorflow/compare/aaa...bbb"
             ) in text
-    assert "- growing (fixed): leak → no-leak on nightly 2026-10-26 (after 2.99.0)\n" in text  # unstable: not shown
+    fixed_line = next(line for line in text.splitlines() if line.startswith("- growing (fixed): leak → no-leak"))
+    assert "bisected" not in fixed_line  # an unstable boundary is not shown
+    assert fixed_line.endswith("one build only, the same verdict on both sides: measure it again")  # 2.99.0 alone
+
+
+def test_a_verdict_on_one_build_between_two_alike_is_flagged():
+    """A → B → A with B on one build: both changes say so (a reading to measure again)."""
+    cells = {"1.0.0": "fragmentation", "1.1.0": "fragmentation", "1.2.0": "no-leak", "1.3.0": "fragmentation"}
+    m = {"versions": list(cells), "rows": [{"pair": "p", "variant": "leaky",
+                                            "cells": {v: {"verdict": w} for v, w in cells.items()}}]}
+    found = matrix.changes(m)
+    assert [(c["from"], c["to"], c["version"], c["one_build"]) for c in found] == [
+        ("fragmentation", "no-leak", "1.2.0", True), ("no-leak", "fragmentation", "1.3.0", True)]
+    steady = {"versions": ["1.0.0", "1.1.0", "1.2.0"], "rows": [{"pair": "p", "variant": "leaky", "cells": {
+        "1.0.0": {"verdict": "leak"}, "1.1.0": {"verdict": "no-leak"}, "1.2.0": {"verdict": "no-leak"}}}]}
+    assert [c["one_build"] for c in matrix.changes(steady)] == [False]

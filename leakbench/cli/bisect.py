@@ -8,6 +8,7 @@ before anything is installed, except a disk budget reached mid-way, which stops 
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
@@ -56,6 +57,17 @@ def _check_venv(path: Path) -> None:
     if path.exists() and (not path.is_dir() or (any(path.iterdir()) and not (path / installer.MARK).exists())):
         fail(f"--venv: {path} exists and is not a bisect virtualenv (it would be deleted at the end); "
              "pick a new folder")
+
+
+def _lock(path: Path):
+    """An exclusive lock on <venv>.lock (fcntl), released when the process ends; fails in one line
+    when another bisection holds it."""
+    handle = open(path.with_name(path.name + ".lock"), "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fail(f"--venv: another leakbench bisect is using {path}; wait for it, or pass another --venv")
+    return handle
 
 
 @main.command()
@@ -111,16 +123,17 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
         candidates = bisecting.between(served, good, bad)
     except (registry.RegistryError, bisecting.BisectError) as e:
         fail(str(e))
-    where = results_dir(results)
-    out = out or default_out(where, pair, variant, good, bad)
-    md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
-    venv_path.parent.mkdir(parents=True, exist_ok=True)
-    env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))
-    try:
+    try:  # every check before anything is made on disk
         installer.check_budget(venv_path, installer.DEPS_BYTES + max(map(installer.install_bytes, candidates)),
                                budget, "leakbench's dependencies and the largest candidate")
     except installer.BudgetError as e:
         fail(str(e))
+    where = results_dir(results)
+    out = out or default_out(where, pair, variant, good, bad)
+    md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
+    venv_path.parent.mkdir(parents=True, exist_ok=True)
+    lock = _lock(venv_path)  # held to the end: two bisections never share one virtualenv
+    env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))
     say(f"bisect {pair} ({variant}): {len(candidates)} candidates from {good} to {bad}; venv {venv_path}, "
         f"log {env.log}")
     readings = []
@@ -141,6 +154,7 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
     finally:
         if not keep_venv:
             env.remove()
+        lock.close()
     result = {"pair": pair, "variant": variant, "good_asked": good, "bad_asked": bad,
               "machine": store.asv_machine(where), "python": platform.python_version(),
               "interpreter_tag": str(next(iter(sys_tags()))), "started": started.isoformat(timespec="seconds"),

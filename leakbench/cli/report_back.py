@@ -63,7 +63,7 @@ def report_back(pairs, results, machine, out) -> None:
                         if p == pair and rec.get("environment")]
         docstring = ast.get_docstring(ast.parse(scenario.path.read_text()))
         blocks[pair] = views.block(pair, scenario, docstring, rows, found["versions"], environments,
-                                   found["machine"])
+                                   found["machine"], [b for b in found["bisected"] if b["pair"] == pair])
     if out is None:
         click.echo("\n".join(blocks.values()), nl=False)
         return

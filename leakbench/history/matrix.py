@@ -79,16 +79,24 @@ def matrix(results: Path, machine: str | None = None) -> dict:
 def changes(m: dict) -> list[dict]:
     """Every verdict change along a matrix's columns (matrix()'s dict), in row order:
     [{"pair", "variant", "from", "to", "version": the first column reading "to", "label": its
-    name (builds.label), "before": the last column reading "from"}]. A column where the row was
-    not measured is passed over (verdict_runs)."""
+    name (builds.label), "before": the last column reading "from", "one_build": the new (or the old)
+    verdict holds on one build only, the same verdict on both sides of it}]. A column where the row
+    was not measured is passed over (verdict_runs)."""
     found = []
     for row in m["rows"]:
         words = {v: c["verdict"] for v, c in row["cells"].items() if c is not None}
         runs = verdict_runs(words, m["versions"])
-        for before, now in zip(runs, runs[1:]):
+        for i, (before, now) in enumerate(zip(runs, runs[1:])):
             found.append({"pair": row["pair"], "variant": row["variant"], "from": before[0], "to": now[0],
-                          "before": before[2], "version": now[1], "label": builds.label(now[1])})
+                          "before": before[2], "version": now[1], "label": builds.label(now[1]),
+                          "one_build": _one_build(runs, i + 1) or _one_build(runs, i)})
     return found
+
+
+def _one_build(runs: list, i: int) -> bool:
+    """True when run i covers one build and the runs on both sides of it read the same verdict:
+    A → B → A with B on one build, a reading to measure again before believing it."""
+    return 0 < i < len(runs) - 1 and runs[i][1] == runs[i][2] and runs[i - 1][0] == runs[i + 1][0]
 
 
 def bisected(results: Path, machine: str) -> list[dict]:

@@ -84,8 +84,9 @@ def matrix_markdown(m: dict) -> str:
     for c in with_bisections(found, m.get("bisected") or []):
         b = c["bisect"]
         where = f"; bisected: first {b['bad']} ({b['bad_date']}), after {b['good']}: {b['compare_url']}" if b else ""
+        once = " — one build only, the same verdict on both sides: measure it again" if c["one_build"] else ""
         lines.append(f"- {c['pair']} ({c['variant']}): {c['from']} → {c['to']} on {c['label']} "
-                     f"(after {builds.label(c['before'])}){where}")
+                     f"(after {builds.label(c['before'])}){where}{once}")
     lines += [""] if found else []
     labels = m.get("labels") or {}
     lines += ["| pair | variant | " + " | ".join(labels.get(v, v) for v in m["versions"]) + " |",

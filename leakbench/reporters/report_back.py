@@ -153,10 +153,11 @@ def _legend(cells: list) -> list[str]:
 
 
 def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, versions: list,
-          environments: list[dict], machine: str | None = None) -> str:
+          environments: list[dict], machine: str | None = None, bisected: list | None = None) -> str:
     """The markdown block of one report pair. rows: variant -> {version: matrix cell or None}
     (leakbench.history.matrix rows of this pair); versions in order; environments: the
-    `environment` of the pair's records."""
+    `environment` of the pair's records; bisected: this pair's confirmed `leakbench bisect`
+    boundaries (leakbench.history.matrix.bisected)."""
     leaky, fixed = rows.get("leaky", {}), rows.get("fixed", {})
     lines = [f"### {issue_link(scenario.source)}: leakbench pair `{pair}`", ""]
     lines += claim(scenario, docstring) + [""]
@@ -167,6 +168,9 @@ def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, vers
     changed = change_line(leaky, versions)
     if changed:
         lines += ["", changed]
+    for b in bisected or []:
+        lines += ["", f"`leakbench bisect` ({b['variant']}): the first build reading otherwise is "
+                      f"{b['bad']} ({b['bad_date']}), after {b['good']}; commits: {b['compare_url']}"]
     lines += ["", machine_line(environments, versions, machine), "",
               "Reproduce (Linux with make and python3; see README.md):",
               "```sh",
