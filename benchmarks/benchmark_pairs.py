@@ -86,8 +86,8 @@ class Pairs:
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 
-    # 16 pairs, then three sizes for peak pairs: 6 min 45 s of children on 2 cores, quiet (TF 2.21,
-    # results/calibration/vm-tf-2.21.0-suite.jsonl); room for a loaded machine and older, slower releases.
+    # Every pair (22), two sizes for peak pairs: 13 min 32 s of children on 2 cores with a neighbour
+    # (TF 2.21.0, scripts/record-version, 2026-12-01); room for a loaded machine and older, slower releases.
     setup_cache.timeout = 3600
 
     def setup(self, cache, pair, variant):
