@@ -157,3 +157,13 @@ def test_a_verdict_on_one_build_between_two_alike_is_flagged():
     steady = {"versions": ["1.0.0", "1.1.0", "1.2.0"], "rows": [{"pair": "p", "variant": "leaky", "cells": {
         "1.0.0": {"verdict": "leak"}, "1.1.0": {"verdict": "no-leak"}, "1.2.0": {"verdict": "no-leak"}}}]}
     assert [c["one_build"] for c in matrix.changes(steady)] == [False]
+
+
+def test_matrix_json_lists_the_changes(tmp_path):
+    import json
+    result = invoke("matrix", "--results", with_nightly(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    changes = json.loads(result.output)["changes"]
+    leaky = [c for c in changes if (c["pair"], c["variant"]) == ("growing", "leaky")]
+    assert [(c["from"], c["to"], c["version"], c["bisect"], c["one_build"]) for c in leaky] == [
+        ("leak", "no-leak", NIGHTLY, None, False)]
