@@ -54,5 +54,5 @@ def matrix(results, machine, fmt) -> None:
     except store.VersionError as e:
         fail(str(e))
     if fmt == "json":  # the table's data and the list of changes above it
-        found = {**found, "changes": tabulating.with_bisections(tabulating.changes(found), found["bisected"])}
+        found = {**found, "changes": tabulating.changes(found)}
     click.echo(json.dumps(found, indent=2) if fmt == "json" else views.matrix_markdown(found))

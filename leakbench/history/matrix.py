@@ -80,8 +80,9 @@ def changes(m: dict) -> list[dict]:
     """Every verdict change along a matrix's columns (matrix()'s dict), in row order:
     [{"pair", "variant", "from", "to", "version": the first column reading "to", "label": its
     name (builds.label), "before": the last column reading "from", "one_build": the new (or the old)
-    verdict holds on one build only, the same verdict on both sides of it}]. A column where the row
-    was not measured is passed over (verdict_runs)."""
+    verdict holds on one build only, the same verdict on both sides of it, "bisect": the confirmed
+    `leakbench bisect` boundary inside the change (m["bisected"], _bisect_in) or None}]. A column where
+    the row was not measured is passed over (verdict_runs)."""
     found = []
     for row in m["rows"]:
         words = {v: c["verdict"] for v, c in row["cells"].items() if c is not None}
@@ -90,6 +91,8 @@ def changes(m: dict) -> list[dict]:
             found.append({"pair": row["pair"], "variant": row["variant"], "from": before[0], "to": now[0],
                           "before": before[2], "version": now[1], "label": builds.label(now[1]),
                           "one_build": _one_build(runs, i + 1) or _one_build(runs, i)})
+    for change in found:
+        change["bisect"] = _bisect_in(change, m.get("bisected") or [])
     return found
 
 
@@ -119,13 +122,9 @@ def bisected(results: Path, machine: str) -> list[dict]:
     return found
 
 
-def with_bisections(found: list[dict], boundaries: list[dict]) -> list[dict]:
-    """changes() entries, each with "bisect": the bisect boundary that falls inside it (its first
-    build after `before`, at or before `version`, PEP 440), or None."""
-    out = []
-    for change in found:
-        lo, hi = builds.sort_key(change["before"]), builds.sort_key(change["version"])
-        match = next((b for b in boundaries if (b["pair"], b["variant"]) == (change["pair"], change["variant"])
-                      and lo < builds.sort_key(b["bad"]) <= hi), None)
-        out.append({**change, "bisect": match})
-    return out
+def _bisect_in(change: dict, boundaries: list[dict]) -> dict | None:
+    """The bisect boundary of the change's pair and variant whose first build lies after `before`
+    and at or before `version` (PEP 440), or None."""
+    lo, hi = builds.sort_key(change["before"]), builds.sort_key(change["version"])
+    return next((b for b in boundaries if (b["pair"], b["variant"]) == (change["pair"], change["variant"])
+                 and lo < builds.sort_key(b["bad"]) <= hi), None)

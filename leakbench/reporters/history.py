@@ -5,7 +5,7 @@ from leakbench import metrics
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
-from leakbench.history.matrix import changes, with_bisections
+from leakbench.history.matrix import changes
 from leakbench.units import KIB, MIB
 
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
@@ -81,7 +81,7 @@ def matrix_markdown(m: dict) -> str:
     lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})
     found = changes(m)
     lines += [f"Verdict changes across the columns: {len(found)}" + (":" if found else "."), ""]
-    for c in with_bisections(found, m.get("bisected") or []):
+    for c in found:
         b = c["bisect"]
         where = f"; bisected: first {b['bad']} ({b['bad_date']}), after {b['good']}: {b['compare_url']}" if b else ""
         once = " — one build only, the same verdict on both sides: measure it again" if c["one_build"] else ""

@@ -123,10 +123,10 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
         if text and text not in described:
             described.append(text)
     released = [v for v in versions if not builds.is_nightly(v)]
-    nightlies = [builds.label(v) for v in versions if builds.is_nightly(v)]
+    nightlies = [builds.build_date(v).isoformat() for v in versions if builds.build_date(v)]
     releases = f"tensorflow-cpu {_span(released[0], released[-1])}" if released else "tensorflow-cpu"
     if nightlies:
-        releases += f" and tf-nightly ({', '.join(n.split(' ', 1)[1] for n in nightlies)})"
+        releases += f" and tf-nightly ({', '.join(nightlies)})"
     where = f" (asv machine `{machine}`)" if machine else ""
     return f"Machine{where}: {'; '.join(described) + ', ' if described else ''}{releases}, one virtualenv per release."
 

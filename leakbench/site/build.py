@@ -133,8 +133,7 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
             _publish_asv(results, root, out, built)
         if built.vendored:
             vendor.write_notice(out, built.vendored)
-        _render(out, built, pairs, tables, tf_versions, default,
-                matrix.with_bisections(matrix.changes(found), found["bisected"]))
+        _render(out, built, pairs, tables, tf_versions, default, matrix.changes(found))
     built.seconds = time.monotonic() - started
     return built
 
