@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,10 +111,20 @@ class Scenario:
                 value = kind(text)
             except (TypeError, ValueError):
                 raise ContractError(f"{self.name}: parameter {key}={text!r} is not {kind.__name__}") from None
+            if not _finite(value):  # nan passes `value <= 0`; inf, or an int past a float, fails later
+                raise ContractError(f"{self.name}: parameter {key}={text!r} is not a finite number")
             if value <= 0:
                 raise ContractError(f"{self.name}: parameter {key} must be positive, got {text}")
             params[key] = value
         return params
+
+
+def _finite(value) -> bool:
+    """A number that is finite as a float (what a size times a scale is computed in)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def imports_tensorflow(path: Path) -> bool:

@@ -1,9 +1,138 @@
-"""Result files written whole: a kill mid-write leaves the previous complete file."""
+"""Result files written whole: a kill mid-write leaves the previous complete file. And the one
+way leakbench reads its own files (records, resume files, calibration, repeatability and bisect
+results, flame graphs): regular files only (a FIFO or a device is never opened), at most
+MAX_BYTES, UTF-8, every JSON error as one line."""
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from pathlib import Path
+from typing import Any
+
+from leakbench.units import MIB
+
+# The most leakbench reads from one of its files. The biggest committed one is 0.5 MiB (a full
+# suite's records of one TF version, results/records/vm/tf-*.jsonl); the biggest a command writes
+# by design is `leakbench repeat --runs 1000` (its most) over the 34 variants of today, about
+# 46 MiB at 1.4 KiB a run (results/repeatability/ holds 340 runs in 0.46 MiB). 256 MiB leaves over
+# five times that, for more pairs and records appended run after run, and json.loads of it still
+# fits in a few GiB; a file above it is no result of ours (a runaway append, a device behind a
+# link) and is refused before it is read.
+MAX_BYTES = 256 * MIB
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+class Unreadable(ValueError):
+    """A file leakbench will not read: not a regular file, over MAX_BYTES, not UTF-8, not JSON,
+    or an OSError. One line, naming the file; `reason` is the same without the file's name."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{path} {reason}")
+        self.reason = reason
+
+
+class BadJSON(ValueError):
+    """Text that json.loads refuses; msg says why, in a few words."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+        self.msg = msg
+
+
+def special(path: Path) -> str | None:
+    """What stands at `path` where a regular file is expected, or None for a regular file (a
+    symbolic link to one included) or nothing at all: "a named pipe (FIFO)", "a character device",
+    "a block device", "a socket", "a directory", "a symbolic link loop", "a dangling symbolic link
+    (to X)", or the OSError's reason. Opens nothing: a FIFO is never waited on."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a dangling symbolic link (to {os.readlink(path)})"
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        return e.strerror or str(e)
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of regular file `path`. Raises Unreadable (one line) when it is anything else
+    (special), is missing or cannot be read, or holds more than `limit` bytes (default MAX_BYTES);
+    nothing is opened before that check, and the open does not block (a FIFO swapped in meanwhile)."""
+    limit = MAX_BYTES if limit is None else limit
+    kind = special(path)
+    if kind is not None:
+        raise Unreadable(path, f"is {kind}, not a regular file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise Unreadable(path, f"cannot be read: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise Unreadable(path, "is not a regular file")
+        if found.st_size > limit:
+            raise Unreadable(path, f"holds {_size(found.st_size)}, more than the {_size(limit)} leakbench "
+                                   "reads from one file (leakbench.jsonfile.MAX_BYTES)")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise Unreadable(path, f"cannot be read: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise Unreadable(path, f"grew past the {_size(limit)} leakbench reads from one file "
+                               "(leakbench.jsonfile.MAX_BYTES) while it was read")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n // MIB} MiB" if n and n % MIB == 0 else f"{n:,} bytes"
+
+
+def _text(data: bytes) -> str:
+    """data as UTF-8; BadJSON("not UTF-8: byte 0xff at offset 21") when it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadJSON(f"not UTF-8: byte {data[e.start]:#04x} at offset {e.start}") from None
+
+
+def read_text(path: Path, limit: int | None = None) -> str:
+    """The UTF-8 text of regular file `path` (read_bytes). Raises Unreadable (one line)."""
+    try:
+        return _text(read_bytes(path, limit))
+    except BadJSON as e:
+        raise Unreadable(path, f"is {e.msg.replace(': ', ' text (', 1)})") from None
+
+
+def parse(text: str) -> Any:
+    """json.loads, every way it can fail on bad input as BadJSON (a ValueError) with a short `msg`:
+    a syntax error, an integer past Python's 4,300 digits, nesting deeper than the recursion limit."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadJSON(e.msg) from None
+    except ValueError as e:  # int(): "Exceeds the limit (4300 digits) for integer string conversion ..."
+        raise BadJSON(str(e).split(";")[0]) from None
+    except RecursionError:
+        raise BadJSON("nested too deeply") from None
+
+
+def load(path: Path, limit: int | None = None) -> Any:
+    """The JSON in file `path` (read_bytes, then parse). Raises Unreadable (one line): "<path> cannot
+    be read as JSON (why)" for text that is not UTF-8 or not JSON."""
+    data = read_bytes(path, limit)
+    try:
+        return parse(_text(data))
+    except BadJSON as e:
+        raise Unreadable(path, f"cannot be read as JSON ({e.msg})") from None
 
 
 def write_atomic(path: Path, data: dict) -> None:
@@ -25,13 +154,13 @@ def resumable(out: Path, made: dict, fmt: int, what: str, error: type[Exception]
     as it is, when it cannot be read as JSON, is not `what` of format `fmt`
     (a dict with a list of "observations"), or was made otherwise.
     """
-    if not out.exists():
+    if not os.path.lexists(out):  # a dangling link is no file to resume, and is not written through
         return None
     keep = "it is kept: use another --out, or --fresh to measure anew and replace it"
     try:
-        found = json.loads(out.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise error(f"{out} cannot be read as JSON ({getattr(e, 'msg', None) or e}); {keep}") from None
+        found = load(out)
+    except Unreadable as e:  # a FIFO or device, over MAX_BYTES, not UTF-8, not JSON
+        raise error(f"{e}; {keep}") from None
     if not isinstance(found, dict) or found.get("format") != fmt or not isinstance(found.get("observations"), list):
         raise error(f"{out} is not {what} of format {fmt}; {keep}")
     differ = [f"{k} {found.get(k)} there, {v} here" for k, v in made.items() if k != "settings" and found.get(k) != v]

@@ -3,18 +3,40 @@ and sizes as people write them ("4GiB", "512M")."""
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
+MAX_BYTES, MAX_BYTES_TEXT = (1 << 63) - 1, "8 EiB"  # the largest byte count the kernel keeps (a signed 64-bit)
 _UNITS = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
           "g": GIB, "gb": GIB, "gib": GIB}
 
 
 def parse_size(text: str) -> int:
-    """'4GiB', '512M', '3000000' -> bytes (KB, MB, GB are binary here, as in pytest-memray).
-    Raises ValueError for anything else, or a size that is not positive."""
+    """'4GiB', '512M', '1.5KiB', '3000000' -> bytes (KB, MB, GB are binary here, as in pytest-memray).
+
+    Raises ValueError for anything else: a size must be a whole number of bytes from 1 to
+    MAX_BYTES. Read exactly (as a fraction, not a float): 0.5 is not rounded down to 0
+    (which would mean the default cap), and 309 digits do not overflow to infinity.
+    """
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
-    if not match or match.group(2).lower() not in _UNITS or float(match.group(1)) <= 0:
-        raise ValueError(f"{text!r} is not a size such as 4GiB or 512MiB")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(f"{_shown(text)} is not a size such as 4GiB or 512MiB")
+    number = match.group(1)
+    if len(number.split(".")[0].lstrip("0")) > 40:  # far past MAX_BYTES, and past what int() reads
+        raise ValueError(f"{_shown(text)} is more than {MAX_BYTES_TEXT}")
+    try:
+        size = Fraction(number) * _UNITS[match.group(2).lower()]
+    except ValueError:  # thousands of digits (leading zeros, decimals): past int()'s limit
+        raise ValueError(f"{_shown(text)} is not a size such as 4GiB or 512MiB") from None
+    if size < 1 or size.denominator != 1:
+        raise ValueError(f"{_shown(text)} is not a whole number of bytes (at least 1)")
+    if size > MAX_BYTES:
+        raise ValueError(f"{_shown(text)} is more than {MAX_BYTES_TEXT}")
+    return int(size)
+
+
+def _shown(text: str) -> str:
+    """`text` for a message: quoted, and cut short past 40 characters."""
+    return repr(text) if text is None or len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"

@@ -38,6 +38,11 @@ from leakbench import catalog  # noqa: E402
 from leakbench.check import run as check
 from leakbench.engine.measure import Settings  # noqa: E402
 
+# The timeout is per step (the most a child may go without progress: runner.run_child), not
+# for the whole child. 240 s: the longest step in results/records/vm/ is an import of 40.5 s
+# (19.6 s at most on TF 2.21.0) and a repetition 4.8 s on average, so a busy CI machine (load
+# 5-11 on 2 cores made whole children 3x slower) stays far inside it, while a real deadlock
+# still reads `hang` within 4 min of its last progress, well inside pytest's 1800 s per test.
 TF_SETTINGS = Settings(cap_bytes=3 << 30, timeout_seconds=240)
 TF_CHECK_FILE = Path(__file__).parent / "data" / "check_tf.py"
 TF_FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")

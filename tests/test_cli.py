@@ -305,3 +305,70 @@ def test_only_an_import_makes_a_file_need_tensorflow(tmp_path, monkeypatch):
     monkeypatch.setattr(base.importlib.util, "find_spec", lambda name: None)
     python_leak = Path(__file__).parent / "data" / "python_leak.py"
     assert base.targets_of([str(python_leak)], "both")  # no TensorFlow needed: no refusal
+
+
+# --- numbers: finite, and sizes in whole bytes --------------------------------------
+BIG = "1" * 309  # past 1e308: float() of it with a unit, or times a scale, is inf
+PAIR = ["pyleak", "--cap", "1GiB"]
+BISECT = ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2"]  # refused before any network
+
+
+@pytest.mark.parametrize("args, option", [
+    (["run", *PAIR, "--timeout", "nan"], "--timeout"),  # a deadline that never comes
+    (["run", *PAIR, "--timeout", "inf"], "--timeout"),
+    (["run", *PAIR, "--timeout", "-inf"], "--timeout"),
+    (["run", *SAFE, "pyleak", "--teardown-timeout", "nan"], "--teardown-timeout"),
+    (["run", *SAFE, "pyleak", "--teardown-timeout", "inf"], "--teardown-timeout"),
+    (["check", "tests/data/check_python.py:bounded", "--cap", "1GiB", "--timeout", "nan"], "--timeout"),
+    (["repeat", *PAIR, "--timeout", "inf"], "--timeout"),
+    (["calibrate", "--holders", "python", "--timeout", "nan"], "--timeout"),
+    ([*BISECT, "--timeout", "inf"], "--timeout"),
+    (["compare", "2.13.1", "2.21.0", "--factor", "nan"], "--factor"),
+    (["compare", "2.13.1", "2.21.0", "--factor", "inf"], "--factor"),
+    (["run", "pyleak", *SAFE, "--scales", "1,inf"], "--scales"),  # crashed in engine/measure.py
+    (["run", "pyleak", *SAFE, "--scales", "1,nan"], "--scales"),
+    (["repeat", "pyleak", *SAFE, "--scales", "nan,4"], "--scales"),
+    (["run", "pyleak", "--cap", "0.5", "--timeout", "60"], "--cap"),  # truncated to 0: the default cap
+    (["run", "pyleak", "--cap", "1.5", "--timeout", "60"], "--cap"),
+    (["run", "pyleak", "--cap", BIG, "--timeout", "60"], "--cap"),
+    (["run", "pyleak", "--cap", BIG + "GiB", "--timeout", "60"], "--cap"),  # OverflowError
+    (["calibrate", "--holders", "python", "--cap", "0.5"], "--cap"),
+    (["calibrate", "--holders", "python", "--cap", BIG + "GiB"], "--cap"),
+    (["calibrate", "--holders", "python", "--sizes", "0,0.5"], "--sizes"),  # became the control
+    (["calibrate", "--holders", "python", "--sizes", f"0,{BIG}KiB"], "--sizes"),
+    ([*BISECT, "--cap", "0.5"], "--cap"),
+    ([*BISECT, "--disk-budget", BIG + "GiB"], "--disk-budget"),
+])
+def test_numbers_must_be_finite_and_sizes_whole_bytes(root, args, option):
+    assert_bad_input(invoke(args), option)
+
+
+@pytest.mark.parametrize("param", ["rep_seconds=nan", "rep_seconds=inf", "rep_seconds=-inf",
+                                   f"size_bytes={BIG}", f"size_bytes={'1' * 400}"])
+def test_param_must_be_finite_even_times_a_scale(tmp_path, monkeypatch, param):
+    """nan and inf reached the scenario; 309 digits times the scale 4 crashed in engine/measure.py."""
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(make_root(tmp_path, "python_peak", "python_peak_bounded", "pypeak")))
+    monkeypatch.chdir(tmp_path)
+    assert_bad_input(invoke(["run", "pypeak", *SAFE, "--param", param]), "pypeak")
+
+
+@pytest.mark.parametrize("text, size", [("4GiB", 4 << 30), ("512M", 512 << 20), ("1.5KiB", 1536), (" 2 MiB ", 2 << 20),
+                                        ("1", 1), (str((1 << 63) - 1), (1 << 63) - 1)])
+def test_sizes_are_read_exactly(text, size):
+    from leakbench.units import parse_size
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["0", "0.5", "1.5", "0.0GiB", "1.0000000000000000000000000001KiB",
+                                  str(1 << 63), BIG, BIG + "GiB", "0" * 5000 + "1", "nan", "inf", ""])
+def test_a_size_is_a_whole_number_of_bytes_from_1_to_8_eib(text):
+    from leakbench.units import parse_size
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("scales", [(1, float("nan")), (1, float("inf")), (float("nan"), 4)])
+def test_settings_refuse_scales_that_are_not_finite(scales):
+    from leakbench.engine.measure import Settings
+    with pytest.raises(ValueError, match="finite"):
+        Settings(scales=scales)

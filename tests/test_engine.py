@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import math
+import re
 import platform
 import subprocess
 import sys
@@ -160,6 +161,8 @@ def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
     elapsed = time.monotonic() - start
     assert rec["verdict"] == "hang"
     assert rec["phase"] == "warm-up"  # warmup=1: the first repetition is a warm-up one
+    assert re.match(r"no progress for 1\d s in warm-up \(timeout_seconds 10 s per step\): "
+                    r"the last sign was warm-up begun, \d+(\.\d)? s into the run$", rec["error"]), rec["error"]
     assert rec["signals"] == []
     assert timeout <= rec["runs"][0]["wall_seconds"] < timeout + 10
     assert elapsed < timeout + 10
@@ -174,7 +177,8 @@ def test_hang_in_teardown_keeps_the_measurement(spawned):
     rec = run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
     assert (rec["verdict"], rec["phase"]) == ("leak", None)
     assert rec["runs"][0]["status"] == "hang" and rec["runs"][0]["phase"] == "teardown"
-    assert "teardown" in rec["teardown_stalled"]
+    assert re.match(r"teardown did not end within \d\.\d s of the result \(teardown_timeout_seconds 3 s\)",
+                    rec["teardown_stalled"]), rec["teardown_stalled"]
     assert "held" in rec["signals"]
     assert rec["metrics"]["held_growth"]["slope"] == pytest.approx(1 << 20, rel=0.2)
     assert time.monotonic() - start < TIMEOUT / 2
@@ -188,6 +192,86 @@ def test_hang_without_warmup_is_in_repetitions():
     assert (rec["verdict"], rec["phase"]) == ("hang", "repetitions")
 
 
+# --- the timeout is per step: counted from the child's last sign of progress ---
+# Steps of STEP seconds against a timeout of PER_STEP: each step has 4x its time (the
+# slack is for a busy machine's start-up and heap replay, not a stopwatch), while every
+# phase with repetitions, and the run, last longer than the timeout.
+STEP, PER_STEP = 1.0, 4.0
+
+SLOW_THEN_STUCK = '''"""Each repetition sleeps `seconds`, until the `stuck_at`-th call, which sleeps an hour."""
+import time
+
+TITLE = "steady slow repetitions, then a stuck one"
+SOURCE = "stateful functions"
+REPETITION = "sleep"
+KIND = "growth"
+SIZE_PARAM = "seconds"
+PARAMS = {"seconds": 1.0, "stuck_at": 1000}
+
+
+def setup(seconds, stuck_at):
+    return {"seconds": seconds, "stuck_at": stuck_at, "calls": 0}
+
+
+def repetition(state):
+    state["calls"] += 1
+    time.sleep(3600 if state["calls"] >= state["stuck_at"] else state["seconds"])
+'''
+
+
+def timed_messages():
+    """(on_message, list of (time.monotonic(), message)) for a run."""
+    seen = []
+    return (lambda m: seen.append((time.monotonic(), m))), seen
+
+
+@pytest.mark.timeout(90)
+def test_steady_slow_progress_outlasts_the_timeout_and_ends_ok(spawned):
+    """Warm-up, measured and heap repetitions of STEP s each: every phase, and the
+    run, lasts longer than the timeout, yet each step is well inside it."""
+    before = own_children()
+    on_message, seen = timed_messages()
+    rec = run("python_hang", {"seconds": STEP}, on_message=on_message, timeout_seconds=PER_STEP,
+              warmup=5, reps=5, heap_reps=5)
+    run_ = rec["runs"][0]
+    assert [r["status"] for r in rec["runs"]] == ["ok"], (rec["phase"], rec["error"])
+    assert rec["verdict"] == "no-leak" and rec["error"] is None
+    for phase in ("warm-up", "repetitions", "heap"):
+        assert run_["seconds"][phase] > PER_STEP, (phase, run_["seconds"])
+    assert run_["wall_seconds"] > 3 * PER_STEP
+    progress = [m for _, m in seen if "progress" in m]
+    assert progress == ([{"progress": "warm-up", "rep": i} for i in range(5)]
+                        + [{"progress": "heap", "rep": i} for i in range(5)]
+                        + [{"progress": "stages"}, {"progress": "reference chain"}])
+    gaps = [b - a for (a, _), (b, _) in zip(seen, seen[1:])]
+    assert max(gaps) < PER_STEP
+    assert_no_process_left(spawned, before)
+
+
+@pytest.mark.timeout(90)
+def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_progress(spawned, tmp_path):
+    """Steady progress for longer than the timeout, then a repetition that never ends
+    (the 7th call: measured repetition 5 after 2 warm-up ones): killed about
+    timeout_seconds after the last sign of progress, `hang` in repetitions."""
+    before = own_children()
+    path = tmp_path / "slow_then_stuck.py"
+    path.write_text(SLOW_THEN_STUCK)
+    t = Target(contract.read_metadata(path), "file")
+    on_message, seen = timed_messages()
+    rec = measure(t, {"seconds": STEP, "stuck_at": 7}, settings(timeout_seconds=PER_STEP, warmup=2, heap_reps=0),
+                  on_message=on_message)
+    ended = time.monotonic()
+    assert (rec["verdict"], rec["phase"]) == ("hang", "repetitions")
+    last_at, last = seen[-1]
+    assert last == {"sample": last["sample"], "rep": 3}
+    assert PER_STEP <= ended - last_at < PER_STEP + 5
+    assert rec["runs"][0]["wall_seconds"] > PER_STEP + 6 * STEP  # it made progress past one timeout first
+    assert re.match(r"no progress for \d\.\d s in repetitions \(timeout_seconds 4 s per step\): the last "
+                    r"sign was measured repetition 4 of 6 done, \d+(\.\d)? s into the run$", rec["error"]), rec["error"]
+    assert len(rec["runs"][0]["series"]["rss_bytes"]) == 4  # the samples sent before it stopped are kept
+    assert_no_process_left(spawned, before)
+
+
 @pytest.mark.timeout(60)
 def test_hang_in_setup_kills_the_whole_tree(spawned, tmp_path):
     """Setup starts a grandchild (`sleep`) and then hangs: the kill must reach both."""
@@ -195,6 +279,8 @@ def test_hang_in_setup_kills_the_whole_tree(spawned, tmp_path):
     pidfile = tmp_path / "grandchild.pid"
     rec = run("python_hang_setup", timeout_seconds=6.0, heap_reps=0, env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)})
     assert (rec["verdict"], rec["phase"]) == ("hang", "setup")
+    assert re.match(r"no progress for \d\.\d s in setup .*: the last sign was setup begun, ",
+                    rec["error"]), rec["error"]
     grandchild_pid = int(pidfile.read_text())
     try:
         grandchild = psutil.Process(grandchild_pid)

@@ -200,3 +200,62 @@ def test_new_instances_are_the_ones_made_after_the_baseline():
     assert len(found) == 4 and all(any(f is a for a in after) for f in found)
     assert not any(f is b for f in found for b in before)
     assert new_instances([], ids) == []
+
+
+# --- the types that grew, by the verdict's rule (issue 19) ---
+
+def _growth(series: dict, reps: int) -> list[dict]:
+    """type_growth of count series (one value at the baseline, then one per repetition) read as the
+    child reads them: at the baseline, after middle_reps(reps) and at the end."""
+    half = evidence.middle_reps(reps)
+    at = lambda i: {name: counts[i] for name, counts in series.items()}  # noqa: E731
+    return evidence.type_growth(at(0), at(half), at(reps), reps)
+
+
+@pytest.mark.parametrize("reps", [12, 13, 6])
+def test_a_one_off_jump_is_no_growth_and_a_steady_climb_reads_its_rate(reps):
+    climb = [100 + 5 * i for i in range(reps + 1)]
+    for at in range(1, reps + 1):  # a jump of +46 (ReferenceType's on fixes/stateful_map) after any repetition
+        jump = [88 + (46 if i >= at else 0) for i in range(reps + 1)]
+        growth = _growth({"ReferenceType": jump, "Leak": climb,
+                          "Both": [c + j - 88 for c, j in zip(climb, jump)]}, reps)
+        assert [(g["type"], g["per_repetition"]) for g in growth] == [("Leak", 5.0), ("Both", 5.0)], (at, growth)
+        assert growth[0]["baseline"] == 100 and growth[0]["end"] == 100 + 5 * reps
+    alone = _growth({"ReferenceType": [88] + [134] * reps}, reps)
+    assert alone == [] and new_instances(alone, object_ids()) == []
+    assert reference_chain(alone, None, [])["na"].startswith("no Python type grew")
+
+
+def test_the_chain_follows_only_a_type_whose_rate_passes():
+    class Jumped:
+        pass
+
+    ids = object_ids()
+    made = [Jumped() for _ in range(46)]  # new since the baseline, but a record of the old rule's 3.8/rep
+    old_rule = [{"type": Jumped.__qualname__, "per_repetition": 46 / 12, "baseline": 0, "end": 46}]
+    assert new_instances(old_rule, ids) != []  # 3.8 >= TYPE_GROWTH_MIN: the old rule chased it
+    low = [{"type": Jumped.__qualname__, "per_repetition": 0.0, "baseline": 0, "middle": 46, "end": 46}]
+    assert new_instances(low, ids) == [] and reference_chain(low, None, list(made))["na"].startswith(
+        "no Python type grew")
+
+
+def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
+    from leakbench.analysis.verdict import rate
+    from leakbench.metrics import OBJECT_SLOPE_MIN
+
+    assert evidence.type_rate(0, 60, 120, 12) == rate({"slope": 10, "first_half": 10, "second_half": 10}) == 10
+    assert evidence.type_rate(0, 46, 46, 12) == 0 and evidence.type_rate(0, 0, 46, 12) == 0
+    assert evidence.type_rate(0, None, 46, 1) == 46  # one repetition: no halves, the whole rate
+    assert evidence.TYPE_GROWTH_MIN < OBJECT_SLOPE_MIN
+    into = {"NoSuchType": 5}
+    assert evidence.type_counts(into=into) is into and into["NoSuchType"] == 0 and into["dict"] > 0
+
+
+def test_the_measured_child_imports_no_scipy():
+    """The child imports evidence, which takes verdict.rate: scipy (~80 MiB) must stay out of it."""
+    import subprocess
+    import sys
+
+    code = "import sys, leakbench.engine.child; print(sorted(m for m in ('scipy', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "scipy" not in out.stdout, out.stdout

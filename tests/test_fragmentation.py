@@ -103,6 +103,24 @@ def test_fragmented_rule_on_held_rss(returned, held, grew, expected):
     assert verdict.fragmented(metrics, grew=grew) is expected
 
 
+@pytest.mark.parametrize("returned, held, free, expected", [
+    # measured: shuffle_fragmentation's leaky side on TF 2.19.1 (an earlier sweep): the trim gave
+    # back 89 of 231 MiB held, and malloc kept 218 MiB of them as free bytes: stranded chunks
+    (89 << 20, 231 << 20, 218 << 20, True),
+    (95 << 20, 300 << 20, 291 << 20, True),    # measured: the same pair on TF 2.20.0
+    # measured: the most free bytes above the process before setup of any other record,
+    # generator_closure's fix on TF 2.18.1 (44 MiB of 53 held): under FREE_HELD_MIN
+    (3 << 20, 53 << 20, 44 << 20, False),
+    (10 << 20, 400 << 20, 120 << 20, False),   # most of what is held is not free bytes: held
+    (10 << 20, 231 << 20, None, False),        # no free-bytes figure (older records): no claim
+])
+def test_fragmented_rule_on_free_bytes(returned, held, free, expected):
+    metrics = {"trim_returned_bytes": returned, "rss_growth_bytes": 0, "rss_held_bytes": held,
+               "malloc_free_held_bytes": free, "malloc_heap_unavailable": None}
+    assert verdict.fragmented(metrics, grew=False) is expected
+    assert verdict.fragmented({**metrics, "malloc_heap_unavailable": "jemalloc"}, grew=False) is False
+
+
 def test_held_rss_given_back_without_a_trend_reads_fragmentation():
     flat = {"slope": 0.0, "low": 0.0, "high": 0.0, "p_increasing": 0.5, "first_half": 0.0, "second_half": 0.0}
     metrics = {"rss_growth": flat, "trim_returned_bytes": 511 << 20, "rss_growth_bytes": 0,

@@ -219,3 +219,22 @@ def test_decisive_metrics_come_from_the_engine(monkeypatch):
     assert seen["slopes"] == {"new_growth": {"signal": "new", "slope": 12.0, "rate": 10.0, "unit": "things/repetition",
                                              "moved": True}}
     assert seen["confirmation_seconds"] == 1.5 and seen["expected_ok"]
+
+
+@pytest.mark.timeout(120)
+def test_cpu_hog_keeps_every_core_busy_during_the_runs_and_ends_with_them(tmp_path):
+    from leakbench.repeat import hog
+
+    with hog.cpu_hog(2) as pids:
+        assert len(pids) == 2
+        time.sleep(1.0)
+        spent = [psutil.Process(p).cpu_times().user for p in pids]
+        assert all(s > 0.05 for s in spent), spent  # each spins (how fast is the machine's load, not ours)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+    out = tmp_path / "hog.json"
+    result = repeat.repeat(targets()[:1], 1, SETTINGS, out, machine="m", cpu_hog=1)
+    assert result["cpu_hog"] == 1 and result["summary"]["load_average"]["n"] == 1
+    assert "with a CPU hog of 1 busy processes beside them (load average" in repeat_report.about(result)
+    assert repeat.default_out(tmp_path, "m", 1, 2).name.endswith("-hog2.json")
+    with pytest.raises(repeat.RepeatError):  # another condition: never mixed into the same file
+        repeat.repeat(targets()[:1], 1, SETTINGS, out, machine="m", cpu_hog=0)

@@ -350,13 +350,19 @@ def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
             site.build(results, out, root=checkout, asv=False)
         message = str(raised.value)
         assert message.startswith(f"--out {out}: cannot write the site there") and "\n" not in message, message
-    # an existing site whose pages cannot be replaced: the same, not a traceback
+    # an existing site in a folder where no new one can be built beside it: the same, not a
+    # traceback, and the old site stays (not as root, who may write anywhere)
     if os.geteuid() != 0:
-        out = tmp_path / "old"
+        out = tmp_path / "locked" / "old"
         site.build(results, out, root=checkout, asv=False)
-        (out / "index.html").chmod(0o400)
-        with pytest.raises(site.SiteError, match=r"cannot write the site there \(.*index\.html\): Permission denied"):
-            site.build(results, out, root=checkout, asv=False)
+        before = (out / "index.html").read_bytes()
+        out.parent.chmod(0o500)
+        try:
+            with pytest.raises(site.SiteError, match=r"cannot write the site there \(.*locked\): Permission denied"):
+                site.build(results, out, root=checkout, asv=False)
+        finally:
+            out.parent.chmod(0o700)
+        assert (out / "index.html").read_bytes() == before
 
 
 def test_cli_unwritable_out(results, checkout, tmp_path, monkeypatch):

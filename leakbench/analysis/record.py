@@ -143,6 +143,10 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     # what a trim that gives most of it back shows to be freed memory malloc kept.
     before = first.get("import_baseline")
     out["rss_held_bytes"] = trim and before and trim["rss_before_trim_bytes"] - before["rss_bytes"]
+    # ... and the free bytes malloc keeps above that process, after the last repetition: chunks
+    # freed but stranded between chunks in use, which the trim cannot give back (verdict.fragmented).
+    out["malloc_free_held_bytes"] = (free[-1] - before["heap_free_bytes"] if free and free[-1] is not None
+                                     and before and before.get("heap_free_bytes") is not None else None)
     heap = first["heap"]
     out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
@@ -157,6 +161,14 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
         out["peak_scaling"] = {"sizes": sizes, "peaks_bytes": peaks,
                                "exponent": estimate.scaling_exponent(sizes, peaks)}
     return out
+
+
+def confirmation_metrics(run: dict, scenario) -> dict:
+    """Metrics of a confirmation run (run_entry) over the later half of its series
+    (verdict.later_half), the part a confirmation's verdict reads (verdict.confirm)."""
+    series = {name: verdict.later_half(values) for name, values in run["series"].items()}
+    half = len(series["rss_bytes"])
+    return metrics([{**run, "series": series}], scenario, half)
 
 
 def stalled_in_teardown(outcome) -> bool:

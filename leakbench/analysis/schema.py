@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any, TypedDict
 
+from leakbench import jsonfile
+
 SCHEMA = 2
 REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
 
@@ -86,7 +88,7 @@ def migrate(rec: dict[str, Any]) -> Record:
     if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED):
         raise SchemaError(f"not a leakbench record (needs {', '.join(REQUIRED)})")
     while rec["schema"] != SCHEMA:
-        step = _MIGRATIONS.get(rec["schema"])
+        step = _MIGRATIONS.get(rec["schema"]) if isinstance(rec["schema"], int) else None
         if step is None:
             raise SchemaError(f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}")
         rec = step(rec)
@@ -94,10 +96,11 @@ def migrate(rec: dict[str, Any]) -> Record:
 
 
 def loads(line: str) -> Record:
-    """One record from a JSON line, migrated. Raises SchemaError (corrupt JSON, not a record, newer schema)."""
+    """One record from a JSON line, migrated. Raises SchemaError (corrupt JSON, an integer past
+    Python's 4,300 digits or nesting past its recursion limit included; not a record; newer schema)."""
     try:
-        found = json.loads(line)
-    except json.JSONDecodeError as e:
+        found = jsonfile.parse(line)
+    except jsonfile.BadJSON as e:
         raise SchemaError(f"corrupt JSON ({e.msg})") from None
     return migrate(found)
 

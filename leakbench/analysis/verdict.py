@@ -10,9 +10,13 @@ in docs/verdicts.md; the thresholds of the growth signals are the registry's
 - a peak pair leaks when k in peak ∝ size^k reaches PEAK_EXPONENT_MIN and the
   peak rose by PEAK_RISE_MIN between the smallest and the largest size;
 - a leak that rests on byte signals alone, or on marginal ones, is measured
-  again (needs_confirmation, CONFIRM_REPS_FACTOR times the repetitions);
-- fragmentation: nothing that holds memory moved and malloc_trim gave back
-  most of what RSS gained (`fragmented`, TRIM_SHARE_MIN and TRIM_HELD_MIN).
+  again, longer (needs_confirmation, CONFIRM_REPS_FACTOR times the
+  repetitions), and stays a leak only if the same signal moves in the later
+  half of that longer series (`confirm`): a leak grows at the same rate for
+  as long as one looks, while a bounded pipeline's creep levels off;
+- fragmentation: nothing that holds memory moved, and malloc_trim gave back
+  most of what RSS gained or malloc keeps most of it as free bytes
+  (`fragmented`, TRIM_SHARE_MIN, TRIM_HELD_MIN and FREE_HELD_MIN).
 What each variant should read is leakbench.expectation's.
 """
 from __future__ import annotations
@@ -30,7 +34,7 @@ VERDICTS = {
                      "Python objects stayed flat) and malloc_trim gave the memory back: freed memory the "
                      "allocator kept, not a leak",
     "over-cap": "killed past the memory cap",
-    "hang": "killed past the timeout",
+    "hang": "killed after going its timeout without progress",
     "error": "the scenario raised or its process crashed",
     "skipped": "not measured: the scenario needs a device this machine lacks (REQUIRES)",
 }
@@ -39,8 +43,9 @@ TREND_P_MAX = 0.01
 PEAK_EXPONENT_MIN = 0.5
 TRIM_SHARE_MIN = 0.5
 TRIM_HELD_MIN = 32 * MIB
+FREE_HELD_MIN = 96 * MIB  # free bytes above the process before setup (docs/verdicts.md, "Fragmentation")
 CONFIRM_MARGIN = 2.0
-CONFIRM_REPS_FACTOR = 1.5
+CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first run's series
 
 # metric key -> (signal name, threshold in the metric's unit), from the registry (leakbench.metrics).
 # These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
@@ -150,9 +155,34 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
     return all(rate(metrics[table[s][0]]) < CONFIRM_MARGIN * table[s][1] for s in signals)
 
 
-def confirmed(first: list[str], again: list[str]) -> list[str]:
-    """The signals that moved in a run and in its confirmation: a leak only if any remain."""
-    return [s for s in first if s in again]
+def confirmation_reps(reps: int) -> int:
+    """Measured repetitions of a confirmation run, for a first run of `reps`."""
+    return reps * CONFIRM_REPS_FACTOR
+
+
+def later_half(values: list) -> list:
+    """The part of a confirmation run's series (one value per repetition) its verdict reads: the
+    later half. A creep that levels off (a buffer AUTOTUNE widens, a cache that fills) has spent
+    its growth before it; a leak goes on at its rate (docs/verdicts.md, "Confirmation")."""
+    return values[len(values) // 2:]
+
+
+def confirm(first: list[str], status: str, later: dict | None) -> tuple[str, list[str], list[str]]:
+    """Verdict of a leak that needed confirmation, from its confirmation run.
+
+    first: the signals that moved in the first run. status: the confirmation run's status.
+    later: metrics of the confirmation run's later half (record.confirmation_metrics), None if
+    its measurement never came. Returns (verdict, signals kept, signals that moved in the later
+    half). A signal is kept if it moved in both; a run cut short by the cap confirms the leak (it
+    grew until killed); a run that hung or failed before its measurement came gives its status.
+    """
+    again = moved_signals(later) if later else []
+    if status == "over-cap":
+        return "leak", first, again
+    if later is None:
+        return (status if status != "ok" else "error"), first, again
+    kept = [s for s in first if s in again]
+    return ("leak" if kept else "no-leak"), kept, again
 
 
 def fragmented(metrics: dict, grew: bool = True) -> bool:
@@ -163,8 +193,10 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
     free bytes (mallinfo2 fordblks) must have risen by TRIM_SHARE_MIN of it
     too, and the growth must reach TRIM_HELD_MIN: a creep of a few MiB comes
     and goes between runs of the same fix. Either way, giving back TRIM_SHARE_MIN of the RSS held
-    above the process before setup, and at least TRIM_HELD_MIN, counts (see
-    the module docstring).
+    above the process before setup, and at least TRIM_HELD_MIN, counts; so do malloc's free bytes
+    above that process (malloc_free_held_bytes) when they reach TRIM_SHARE_MIN of that RSS and
+    FREE_HELD_MIN: freed chunks stranded between chunks in use, which no trim can give back
+    (docs/verdicts.md, "Fragmentation", says why each bound has its value).
     """
     returned = metrics.get("trim_returned_bytes")
     if metrics.get("malloc_heap_unavailable") or returned is None:
@@ -174,4 +206,7 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
     if (grew and grown and grown >= TRIM_HELD_MIN and freed is not None
             and min(returned, freed) >= TRIM_SHARE_MIN * grown):
         return True
-    return bool(held) and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held
+    if bool(held) and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held:
+        return True
+    free = metrics.get("malloc_free_held_bytes")
+    return bool(held) and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leakbench import expectation
-from leakbench.calibrate.stats import SIGNALS, TIMED, reach
+from leakbench import expectation, jsonfile
+from leakbench.calibrate.stats import SIGNALS, TIMED, reach, size_label, smallest_caught
 from leakbench.history import store
 
 
@@ -43,8 +43,8 @@ def suite_cost(records_path: Path) -> dict | None:
             count += 1
             walls += run["wall_seconds"]
             floors += s["import"] + s["setup"] + s["warm-up"] / warmup * (warmup + reps)
-            if "heap" in s and heap_reps:
-                heap += s["heap"] / heap_reps
+            if "heap" in s and heap_reps:  # the whole pass: memray's start, stop and read-back too
+                heap += (s["heap"] + s.get("heap_tracker", 0.0) + s.get("heap_analysis", 0.0)) / heap_reps
                 plain += s["repetitions"] / reps
     if not count:
         return None
@@ -108,3 +108,22 @@ def noise_floor(observations: list[dict], fixes: list[tuple[str, dict]]) -> dict
         out[name] = {"threshold": metric.threshold, "floor": max(worst[1], 0.0), "set_by": worst[0],
                      "fix_records": len(clean)}
     return out
+
+
+def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> str:
+    """One line for a run's output: the smallest leak that this machine's calibration for this
+    TensorFlow version (results/calibration/<machine>-tf-<version>.json, `leakbench calibrate`'s
+    default output) caught in every run for every holder (stats.smallest_caught), or that there
+    is none to say so."""
+    path = Path(calibration_dir) / f"{machine}-tf-{tensorflow}.json"
+    caught = None
+    if tensorflow and path.is_file():
+        try:
+            caught = smallest_caught(jsonfile.load(path).get("summary"))
+        except (ValueError, AttributeError, KeyError, TypeError):  # jsonfile.Unreadable is a ValueError
+            caught = None  # not a calibration result: it says nothing here
+    if not caught:
+        return (f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "
+                "leakbench calibrate measures what it catches (docs/calibration.md)")
+    return (f"no-leak means held memory grew by less than {size_label(caught)}/repetition: the smallest "
+            f"designed leak caught in every run on {machine}, TensorFlow {tensorflow} ({path})")

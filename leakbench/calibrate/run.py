@@ -79,11 +79,16 @@ def observe(rec: dict, case: Case, run: int) -> dict:
             "max_rss_bytes": first.get("max_rss_bytes"),
             "tensorflow": rec["environment"]["tensorflow"],
             "heap_source": (first.get("heap") or {}).get("heap_source")}
+    # A deciding signal of a record measured again (verdict.confirm) is caught only if it also
+    # moved in the confirmation's later half.
+    again = (rec.get("confirmation") or {}).get("signals")
+    deciding = verdict.deciding_signals(m) if m else {}
     for name, metric in SIGNALS.items():
         trend = m.get(metric.key)
         seen[f"{name}_slope"] = trend and trend["slope"]
         seen[f"{name}_p"] = trend and trend["p_increasing"]
-        seen[f"{name}_moved"] = verdict.moved(trend, metric.threshold)
+        seen[f"{name}_moved"] = verdict.moved(trend, metric.threshold) and (
+            again is None or metric.key not in deciding or name in again)
         seen[f"{name}_trend"] = trend  # slope, interval, p, halves: everything the verdict read
         seen[f"{name}_reach"] = stats.reach(trend)
         seen[f"{name}_trend_only"] = stats.trend_only(trend)

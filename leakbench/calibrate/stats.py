@@ -132,13 +132,22 @@ def cost(observations: list[dict], settings: Settings) -> dict:
     """holder -> its cost ({} if no run has every phase's seconds): runs, wall_seconds and
     floor_seconds (sums; the floor is import + setup + the work of warm-up and measured repetitions
     at the warm-up's seconds per repetition, which samples nothing), wall_over_floor, and medians
-    per repetition: work, plain pass, memray pass (None without one), memray over plain."""
+    per repetition: work, plain pass, memray pass (the tracked repetitions: heap_seconds_per_rep,
+    heap_over_plain), and the memray pass's fixed cost per run beside it (heap_tracker_seconds:
+    memray's start and stop; heap_analysis_seconds: reading the capture back) with the whole pass
+    per repetition (heap_total_seconds_per_rep, heap_total_over_plain). Memray figures are None
+    without a memray pass; from a child older than the split (seconds["heap"] the whole pass), only
+    the totals are given."""
     return {holder: _cost([o for o in observations if o["holder"] == holder], settings)
             for holder in sorted({o["holder"] for o in observations})}
 
 
+HEAP_FIXED = ("heap_tracker", "heap_analysis")  # the child's per-pass seconds beside seconds["heap"] (engine.heap)
+
+
 def _cost(observations: list[dict], settings: Settings) -> dict:
-    walls, floors, plain, heap, work = [], [], [], [], []
+    walls, floors, plain, heap, work, total = [], [], [], [], [], []
+    fixed: dict[str, list[float]] = {k: [] for k in HEAP_FIXED}
     for o in observations:
         s = o["seconds"]
         if not all(k in s for k in TIMED) or not settings.warmup:
@@ -149,15 +158,35 @@ def _cost(observations: list[dict], settings: Settings) -> dict:
         work.append(per_rep)
         plain.append(s["repetitions"] / settings.reps)
         if "heap" in s and settings.heap_reps:
-            heap.append(s["heap"] / settings.heap_reps)
+            total.append(sum(s.get(k, 0.0) for k in ("heap", *HEAP_FIXED)) / settings.heap_reps)
+            if all(k in s for k in HEAP_FIXED):
+                heap.append(s["heap"] / settings.heap_reps)
+                for k in HEAP_FIXED:
+                    fixed[k].append(s[k])
     if not walls:
         return {}
+    median = lambda xs: float(np.median(xs)) if xs else None  # noqa: E731
+    over = lambda xs: median(xs) / median(plain) if xs else None  # noqa: E731
     return {"runs": len(walls), "wall_seconds": sum(walls), "floor_seconds": sum(floors),
             "wall_over_floor": sum(walls) / sum(floors),
-            "work_seconds_per_rep": float(np.median(work)),
-            "plain_seconds_per_rep": float(np.median(plain)),
-            "heap_seconds_per_rep": float(np.median(heap)) if heap else None,
-            "heap_over_plain": float(np.median(heap)) / float(np.median(plain)) if heap else None}
+            "work_seconds_per_rep": median(work),
+            "plain_seconds_per_rep": median(plain),
+            "heap_seconds_per_rep": median(heap), "heap_over_plain": over(heap),
+            **{f"{k}_seconds": median(v) for k, v in fixed.items()},
+            "heap_total_seconds_per_rep": median(total), "heap_total_over_plain": over(total)}
+
+
+def smallest_caught(rows: list[dict]) -> int | None:
+    """The smallest designed leak (bytes/repetition) whose verdict read leak in every run (10 runs
+    or more) for every holder in `rows` (summarize's), every larger size caught as well; None if
+    none is. What "no-leak" means: growth below it may go unseen."""
+    sizes = sorted({r["bytes_per_rep"] for r in rows if r["bytes_per_rep"]}, reverse=True)
+    caught = None
+    for size in sizes:
+        if not all(_every_run(r["leak"]) for r in rows if r["bytes_per_rep"] == size):
+            break
+        caught = size
+    return caught
 
 
 def _every_run(detected: dict) -> bool:
@@ -193,9 +222,14 @@ def targets(rows: list[dict], costs: dict, suite: dict | None) -> list[dict]:
         out.append({"target": f"{holder}: held slope CV <= 10 % where it detects", "measured":
                     worst is not None and ", ".join(f"{size_label(s)} {cv:.0%}" for s, cv in cvs if cv is not None),
                     "met": None if worst is None else worst <= 0.10})
-        ratio = (costs.get(holder) or {}).get("heap_over_plain")
-        out.append({"target": f"{holder}: memray pass <= 1.5x the plain pass (per repetition)",
-                    "measured": ratio and f"{ratio:.2f}x", "met": None if ratio is None else ratio <= 1.5})
+        c = costs.get(holder) or {}
+        ratio, whole = c.get("heap_over_plain"), c.get("heap_total_over_plain")
+        # Judged on the whole pass (memray's start, stop and read-back included): the plain pass
+        # samples after every repetition and the tracked repetitions do not, so theirs alone flatters.
+        out.append({"target": f"{holder}: memray pass <= 1.5x the plain pass (per repetition, whole pass)",
+                    "measured": None if whole is None else f"{whole:.2f}x" if ratio is None
+                    else f"{whole:.2f}x (its tracked repetitions alone {ratio:.2f}x)",
+                    "met": None if whole is None else whole <= 1.5})
     ratio = (suite or {}).get("wall_over_floor")
     out.append({"target": "suite <= 1.5x its floor", "measured": ratio and f"{ratio:.2f}x",
                 "met": None if not ratio else ratio <= 1.5})

@@ -1,5 +1,6 @@
 """Who keeps it alive: the shortest chain of references (objgraph) from a root to an instance
-of the Python type that grew most over the measured repetitions, as short text.
+of the Python type that grew most over the measured repetitions, as short text. Only a type whose
+growth passes the verdict's rule (evidence.type_growth: a one-off jump is no growth) is followed.
 
 Collected in the measured child after the measured repetitions and the heap pass (never inside
 them): `object_ids` before the baseline sample, `new_instances` after the repetitions,
@@ -13,6 +14,7 @@ import time
 import types
 from array import array
 
+from leakbench.check.evidence import TYPE_GROWTH_MIN
 from leakbench.check.frames import _short
 
 REFERENCE_DEPTH = 12        # links searched back from the instance
@@ -38,12 +40,18 @@ def _known(ids: array, value: int) -> bool:
     return at < len(ids) and ids[at] == value
 
 
+def followed(growth: list[dict]) -> str | None:
+    """The type the chain follows: type_growth's first, if its rate (the verdict's rule, objects per
+    repetition) reaches TYPE_GROWTH_MIN; else None."""
+    return growth[0]["type"] if growth and growth[0]["per_repetition"] >= TYPE_GROWTH_MIN else None
+
+
 def new_instances(growth: list[dict], baseline_ids: array | None, limit: int = CANDIDATES) -> list:
-    """Up to `limit` instances of type_growth's first type that were not tracked at the baseline
+    """Up to `limit` instances of the `followed` type that were not tracked at the baseline
     (spread over the ones found, oldest first); [] without growth."""
-    if not growth or baseline_ids is None:
+    name = followed(growth)
+    if name is None or baseline_ids is None:
         return []
-    name = growth[0]["type"]
     found = [o for o in gc.get_objects() if type(o).__qualname__ == name and not _known(baseline_ids, id(o))]
     step = max(1, len(found) // limit)
     return found[::step][:limit]
@@ -61,11 +69,12 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
     REFERENCE_SECONDS at most. Returns {"type", "chain": [str] (root first, `describe_chain`),
     "seconds"} or {"na": why}.
     """
-    if not growth:
-        return {"na": "no Python type grew (at least 3 objects per repetition)"}
+    name = followed(growth)
+    if name is None:
+        return {"na": f"no Python type grew (at least {TYPE_GROWTH_MIN:g} objects per repetition, "
+                      "over the repetitions and over each half)"}
     import objgraph
 
-    name = growth[0]["type"]
     start = time.perf_counter()
     if not candidates:
         return {"na": f"no instance of {name} made by the repetitions is tracked by the collector"}

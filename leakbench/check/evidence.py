@@ -4,9 +4,10 @@ Three cheap readings, each a dict of JSON data (the parent turns them into
 text and hints, leakbench.check.run):
 
 - `type_counts()`: Python objects tracked by the collector, by type
-  (qualified name). Taken at the baseline and after the measured
-  repetitions: the difference says which types grew. ~0.1 s with TensorFlow
-  imported.
+  (qualified name). Taken at the baseline, after half the measured
+  repetitions (`middle_reps`) and after them all: `type_growth` says which
+  types grew by the verdict's rule (a one-off jump does not count). ~0.1 s
+  with TensorFlow imported.
 - `attribution(state)`: bytes buffered per tf.data transformation, from
   `tf.data.experimental.get_model_proto(iterator)` (the autotune model's
   ModelProto: one node per transformation with buffered_bytes and
@@ -32,6 +33,9 @@ import gc
 import sys
 import time
 
+# verdict.rate is the rule; leakbench.analysis.verdict imports no scipy (the measured child imports
+# this module: test_evidence checks that scipy stays out of it).
+from leakbench.analysis.verdict import rate
 
 FIRST_ELEMENTS = 4     # elements consumed before the first model reading
 MORE_ELEMENTS = 60     # and before the second
@@ -39,27 +43,59 @@ SETTLE_SECONDS = 0.2   # let prefetch/parallel stages fill their buffers before 
 STAGES_SECONDS = 1.0   # read_stages takes no further reading once this much has passed
 
 
-def type_counts() -> dict:
-    """Live objects tracked by the garbage collector, counted by type name."""
+def type_counts(into: dict | None = None) -> dict:
+    """Live objects tracked by the garbage collector, counted by type name.
+
+    into: a dict to fill in place (every count set anew) and return, rather than a new dict: the
+    middle reading, taken between two samples, then leaves nothing new alive in the samples after it
+    (the child makes that dict with the baseline's counts, before the first sample).
+    """
     gc.collect()
-    return dict(collections.Counter(type(o).__qualname__ for o in gc.get_objects()))
+    counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+    if into is None:
+        return dict(counts)
+    into.update(dict.fromkeys(into, 0))
+    into.update(counts)
+    return into
 
 
 TOP_TYPES = 8
-TYPE_GROWTH_MIN = 3.0  # objects per repetition: below verdict.OBJECT_SLOPE_MIN, to show what moved
+TYPE_GROWTH_MIN = 3.0  # objects per repetition: below metrics.OBJECT_SLOPE_MIN, to show what moved
 
 
-def type_growth(before: dict | None, after: dict | None, reps: int) -> list[dict]:
-    """Python types whose live count grew, most per repetition first (at most TOP_TYPES).
+def middle_reps(reps: int) -> int:
+    """After how many of `reps` measured repetitions the middle type count is taken (0: none, reps < 2)."""
+    return reps // 2 if reps >= 2 else 0
 
-    before, after: type_counts() at the baseline and after `reps` measured
-    repetitions. Each entry: type, per_repetition (objects/repetition), baseline, end.
+
+def type_rate(before: int, middle: int | None, after: int, reps: int) -> float:
+    """A type's growth in objects per repetition by the verdict's rule (verdict.rate): the least of its
+    rate over the `reps` repetitions and over each half (baseline to middle, middle to end, the middle
+    taken after middle_reps(reps)). A one-off jump lands in one half, so it reads ~0; a steady climb
+    reads its rate. Without a middle (reps < 2), the whole rate."""
+    whole = (after - before) / reps
+    half = middle_reps(reps)
+    if middle is None or not half:
+        return whole
+    return rate({"slope": whole, "first_half": (middle - before) / half,
+                 "second_half": (after - middle) / (reps - half)})
+
+
+def type_growth(before: dict | None, middle: dict | None, after: dict | None, reps: int) -> list[dict]:
+    """Python types whose live count grew by the verdict's rule, most per repetition first (at most TOP_TYPES).
+
+    before, middle, after: type_counts() at the baseline, after middle_reps(reps) and after `reps`
+    measured repetitions. A type is listed when its `type_rate` reaches TYPE_GROWTH_MIN. Each entry:
+    type, per_repetition (type_rate, objects/repetition), baseline, middle (None without one), end.
     """
     if not before or not after or reps <= 0:
         return []
-    grown = [{"type": name, "per_repetition": (count - before.get(name, 0)) / reps,
-              "baseline": before.get(name, 0), "end": count}
-             for name, count in after.items() if (count - before.get(name, 0)) / reps >= TYPE_GROWTH_MIN]
+    grown = []
+    for name, count in after.items():
+        start, mid = before.get(name, 0), None if middle is None else middle.get(name, 0)
+        per = type_rate(start, mid, count, reps)
+        if per >= TYPE_GROWTH_MIN:
+            grown.append({"type": name, "per_repetition": per, "baseline": start, "middle": mid, "end": count})
     return sorted(grown, key=lambda t: -t["per_repetition"])[:TOP_TYPES]
 
 

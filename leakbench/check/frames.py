@@ -75,17 +75,32 @@ def autograph_origins() -> dict:
     return found
 
 
-def resolve_frames(frames, origins: dict) -> list[tuple]:
-    """Frames with autograph's generated (file, line) replaced by the source's, where known."""
+class LazyOrigins:
+    """`autograph_origins()`, read on the first look-up only: the walk of gc.get_objects() it
+    takes (~30 ms with TensorFlow loaded) is skipped where no stack has an autograph frame."""
+
+    def __init__(self):
+        self._found: dict | None = None
+
+    def get(self, key, default=None):
+        if self._found is None:
+            self._found = autograph_origins()
+        return self._found.get(key, default)
+
+
+def resolve_frames(frames, origins) -> list[tuple]:
+    """Frames with autograph's generated (file, line) replaced by the source's, where known.
+    origins: `autograph_origins()`'s dict or a `LazyOrigins`."""
     out = []
     for func, file, line in frames:
-        if AUTOGRAPH_FILE in str(file) and (file, line) in origins:
-            file, line = origins[(file, line)]
+        origin = origins.get((file, line)) if AUTOGRAPH_FILE in str(file) else None
+        if origin is not None:
+            file, line = origin
         out.append((func, file, line))
     return out
 
 
-def stack_frames(record, origins: dict) -> list[tuple]:
+def stack_frames(record, origins) -> list[tuple]:
     """A memray record's whole Python stack, innermost first, autograph's copies resolved
     ([] where memray cannot resolve it)."""
     try:
@@ -101,15 +116,16 @@ def shown_frames(frames) -> list[str]:
     return [format_frame(f) for f in own[: STACK_FRAMES + 4]]
 
 
-def heap_stacks(records, origins: dict | None = None) -> list[dict]:
-    """The TOP_STACKS largest live allocation records (memray, merged across threads), by Python stack:
+def heap_stacks(live, origins=None) -> list[dict]:
+    """The TOP_STACKS Python stacks with the most bytes live (memray, merged across threads), from
+    (bytes, allocations, one of the stack's memray records) per stack (leakbench.engine.heap.replay):
     [{"bytes", "allocations", "frames": ['function (file:line)', innermost first], "user_frame"}]."""
-    top = heapq.nlargest(TOP_STACKS, records, key=lambda r: r.size)
-    origins = autograph_origins() if origins is None else origins
+    top = heapq.nlargest(TOP_STACKS, live, key=lambda entry: entry[0])
+    origins = LazyOrigins() if origins is None else origins
     stacks = []
-    for r in top:
-        frames = stack_frames(r, origins)
-        stacks.append({"bytes": r.size, "allocations": r.n_allocations, "frames": shown_frames(frames),
+    for size, count, record in top:
+        frames = stack_frames(record, origins)
+        stacks.append({"bytes": size, "allocations": count, "frames": shown_frames(frames),
                        "user_frame": user_frame(frames)})
     return stacks
 

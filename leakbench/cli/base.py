@@ -8,6 +8,7 @@ run, nothing already recorded touched).
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from leakbench import catalog, contract
+from leakbench import catalog, contract, jsonfile
+from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
 from leakbench.engine.measure import Settings
 from leakbench.units import parse_size
@@ -71,9 +73,11 @@ def measurement_options(command):
         click.option("--cap", "cap", default=None, metavar="SIZE",
                      help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM, "
                           "or less where little is available or a cgroup limits memory."),
-        click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds,
-                     show_default=True, help="Seconds per child run, import to teardown."),
-        click.option("--teardown-timeout", type=click.FloatRange(1, None),
+        click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds,
+                     show_default=True, help="Seconds a child run may go without progress (a phase begun, "
+                                             "a repetition done) before it is killed as a hang: per step, "
+                                             "not for the whole run."),
+        click.option("--teardown-timeout", type=FINITE_SECONDS,
                      default=Settings.teardown_timeout_seconds, show_default=True,
                      help="Seconds a child may take to tear down once its measurement is in."),
         click.option("--flamegraph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -93,10 +97,25 @@ def scales_of(text: str) -> tuple:
     """'1,4' -> (1.0, 4.0); bad input ends here (Settings says what scales may be)."""
     try:
         found = tuple(float(s) for s in text.split(","))
+        bad = next((s.strip() for s, number in zip(text.split(","), found) if not math.isfinite(number)), None)
+        if bad is not None:
+            fail(f"--scales: {bad!r} is not a finite number")
         Settings(scales=found)
     except ValueError:
         fail(f"--scales: {text!r} is not two or more positive multiples in increasing order, e.g. 1,4")
     return found
+
+
+def sizes_fit(plans, scales) -> None:
+    """End here (one line, exit 2) when a peak pair's size times a scale is past what a float
+    holds (each finite, their product not): plans are (target, parameters) pairs."""
+    from leakbench.engine.measure import sizes
+
+    for target, params in plans:
+        try:
+            sizes(target, params, scales)
+        except ValueError as e:
+            fail(f"--param/--scales: {target.scenario.name}: {e}")
 
 
 def settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, **more) -> Settings:
@@ -121,10 +140,15 @@ def settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegr
 
 def writable(option: str, path: Path, create_folder: bool = False) -> None:
     """End here (one line, exit 2) unless `path` can be written, before anything is measured: its
-    folder must exist (create_folder: a default folder of ours is made), it must not be a folder, and
-    a file can be made beside it. Nothing is left behind by the probe."""
+    folder must exist (create_folder: a default folder of ours is made), it must be a regular file
+    or nothing (not a folder, FIFO, device or socket, nor a symbolic link to one, a dangling link
+    or a loop: jsonfile.special), and a file can be made beside it. Nothing is left behind by the
+    probe, and nothing at `path` is opened."""
     import tempfile
 
+    kind = jsonfile.special(path)
+    if kind is not None:
+        fail(f"{option}: {path} is {kind}, not a regular file")
     folder = path.parent
     if create_folder:
         try:
@@ -133,8 +157,6 @@ def writable(option: str, path: Path, create_folder: bool = False) -> None:
             fail(f"{option}: cannot create {folder}: {e.strerror or e}")
     if not folder.is_dir():
         fail(f"{option}: directory {folder} does not exist")
-    if path.is_dir():
-        fail(f"{option}: {path} is a directory")
     if path.exists() and not os.access(path, os.W_OK):
         fail(f"{option}: {path} cannot be written")
     try:
@@ -142,6 +164,39 @@ def writable(option: str, path: Path, create_folder: bool = False) -> None:
             pass
     except OSError as e:
         fail(f"{option}: cannot write in {folder}: {e.strerror or e}")
+
+
+def _identity(path: Path) -> tuple:
+    """What makes two names one file: device and inode where it exists (a symbolic or hard
+    link is the file it names), else the path with every link in it resolved."""
+    try:
+        found = os.stat(path)
+        return ("inode", found.st_dev, found.st_ino)
+    except OSError:
+        return ("path", os.path.realpath(path))
+
+
+def apart(outputs, inputs=()) -> None:
+    """End here (one line, exit 2), before anything is measured, when an output is one of the
+    command's inputs or the same file as another output.
+
+    outputs, inputs: (option or what it is, path) pairs; a None path is passed over. Files are
+    compared as _identity does, so a symbolic or hard link to an input is that input. An output
+    that a command reads on purpose (repeat's and calibrate's --out, resumed) is not an input here.
+    """
+    seen: dict[tuple, tuple[str, Path]] = {}
+    for what, path in inputs:
+        if path is not None:
+            seen.setdefault(_identity(Path(path)), (what, Path(path)))
+    for option, path in outputs:
+        if path is None:
+            continue
+        key = _identity(Path(path))
+        if key in seen:
+            what, other = seen[key]
+            same = "" if Path(other) == Path(path) else f" ({other})"
+            fail(f"{option}: {path} is {what}{same}; an output must be a file of its own")
+        seen[key] = (f"{option}'s file too", Path(path))
 
 
 def targets_of(names, variant: str) -> list:

@@ -20,7 +20,8 @@ import click
 from packaging.tags import sys_tags
 
 from leakbench import catalog
-from leakbench.cli.base import RESULTS_OPTION, fail, main, results_dir, say, writable
+from leakbench.cli.base import RESULTS_OPTION, apart, fail, main, results_dir, say, writable
+from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
 from leakbench.engine import memlimit
 from leakbench.engine.measure import Settings
@@ -49,6 +50,7 @@ def _check_out(out: Path, force: bool, default: bool) -> Path:
         if path.exists() and not force:
             fail(f"--out: {path} exists; pass --force to replace it")
     writable("--out", out, create_folder=default)
+    writable("--out's table", md)
     return md
 
 
@@ -81,8 +83,8 @@ def _lock(path: Path):
 @click.option("--cap", default=None, metavar="SIZE",
               help="Memory cap per measurement. Default: leakbench run's (half of RAM, or less where little is "
                    "available), fixed as the bisection starts.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
-              help="Seconds per measurement's child run.")
+@click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds, show_default=True,
+              help="Seconds a measurement's child run may go without progress (per step, as for run).")
 @click.option("--venv", "venv_dir", type=click.Path(path_type=Path), default=None,
               help="The virtualenv to install each build into. Default: ~/.cache/leakbench/bisect-venv.")
 @click.option("--keep-venv", is_flag=True, help="Keep the virtualenv at the end (it is deleted otherwise).")
@@ -131,6 +133,11 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
     where = results_dir(results)
     out = out or default_out(where, pair, variant, good, bad)
     md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
+    apart([("--out", out), ("--out's table", md)],
+          [("the pair's scenario file", root / folder / f"{pair}.py") for folder in catalog.VARIANT_DIRS.values()])
+    if not keep_venv and Path(os.path.realpath(venv_path)) in Path(os.path.realpath(out)).parents:
+        fail(f"--out: {out} is inside --venv {venv_path}, which is deleted at the end; write elsewhere, "
+             "or pass --keep-venv")
     venv_path.parent.mkdir(parents=True, exist_ok=True)
     lock = _lock(venv_path)  # held to the end: two bisections never share one virtualenv
     env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from leakbench.cli.base import fail, main, results_dir, say, writable
+from leakbench import jsonfile
+from leakbench.cli.base import apart, fail, main, results_dir, say, writable
+from leakbench.cli.types import FINITE_SECONDS
 from leakbench.history.store import asv_machine, records_path
 from leakbench.reporters import calibration as calibration_view
 from leakbench.engine.measure import Settings
@@ -32,8 +34,9 @@ def _sizes(text: str) -> list[int]:
               help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
                    "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).")
 @click.option("--cap", default="4GiB", show_default=True, metavar="SIZE", help="Memory cap per child.")
-@click.option("--timeout", type=click.FloatRange(1, None), default=Settings.timeout_seconds, show_default=True,
-              help="Seconds per child run, import to teardown.")
+@click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds, show_default=True,
+              help="Seconds an engine child run may go without progress (per step, as for run); "
+                   "a peer's child (--peers) gets them for its whole run.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.")
 @click.option("--machine", default=None, metavar="NAME", help="Machine name for the default --out and the suite records. Default: asv's machine name, as the records use.")
@@ -82,9 +85,16 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     if out.suffix != ".json" or out.is_dir():
         fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
     writable("--out", out, create_folder=default)
+    writable("--out's table", out.with_suffix(".md"))
+    if suite_records is not None and jsonfile.special(suite_records):  # read after the measuring: refused now
+        fail(f"--suite-records: {suite_records} is {jsonfile.special(suite_records)}, not a regular file")
     if suite_records is None:
         found = records_path(results, machine, calibrate.tensorflow_version() or "none")
         suite_records = found if found.is_file() else None
+    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],  # --out itself is resumed on purpose
+          [("--suite-records", suite_records), *(("a records file it reads", p) for p in
+                                                 sorted((results / "records").glob("*/tf-*.jsonl"))),
+           *(("a holder's scenario file", calibrate.HOLDERS[h]) for h in holder_list)])
     settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
 
     def progress(i, total, case, run, seen):

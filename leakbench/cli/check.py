@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from leakbench import expectation
-from leakbench.cli.base import (err, fail, flamegraph_note, main, measurement_options, out, progress, say, settings_of,
-                                writable)
+from leakbench.cli.base import (apart, err, fail, flamegraph_note, main, measurement_options, out, progress, say,
+                                settings_of, writable)
 from leakbench.contract import ContractError
 from leakbench.reporters import check as view
 
@@ -24,6 +24,20 @@ def check_exit_code(rec: dict) -> int:
     if rec["verdict"] in ("error", "hang") and not expectation.stalled_after_leak(rec):
         return 2
     return 1
+
+
+def _target_file(spec: str) -> Path | None:
+    """The file TARGET names: FILE.py, or a top-level module's file (finding a submodule's would
+    import its parents); None when there is none to name."""
+    import importlib.util
+
+    from leakbench.check import target as check_target
+
+    parsed = check_target.parse(spec)
+    if parsed.path is not None or "." in parsed.module:
+        return parsed.path
+    found = importlib.util.find_spec(parsed.module)
+    return Path(found.origin) if found is not None and found.has_location and found.origin else None
 
 
 @main.command("check")
@@ -51,6 +65,8 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
         checking.plan(target)
     except ContractError as e:
         fail(str(e))
+    if html_path is not None:
+        apart([("--html", html_path)], [("the check target's file", _target_file(target))])
     with err.status("starting") as status:
         rec = checking.check(target, settings, on_message=progress(status, target, reps))
     if as_json:
@@ -73,6 +89,6 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
     if rec["verdict"] in ("error", "hang"):
         where = f" in {rec['phase']}" if rec.get("phase") else ""
         reason = (rec.get("error") or "").strip().splitlines()
-        why = reason[-1] if reason else f"no end within {timeout:g} s (--timeout)"
+        why = reason[-1] if reason else f"no progress within {timeout:g} s (--timeout)"
         say(f"leakbench: {rec['verdict']}{where}: {why}")
     sys.exit(check_exit_code(rec))

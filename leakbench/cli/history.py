@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from leakbench.cli.base import FORMAT_OPTION, MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
+from leakbench.cli.types import FINITE_FLOAT
 from leakbench.history import compare as comparing
 from leakbench.history import matrix as tabulating
 from leakbench.history import store
@@ -16,7 +17,7 @@ from leakbench.reporters import history as views
 @main.command()
 @click.argument("old")
 @click.argument("new")
-@click.option("--factor", type=float, default=comparing.DEFAULT_FACTOR, show_default=True,
+@click.option("--factor", type=FINITE_FLOAT, default=comparing.DEFAULT_FACTOR, show_default=True,
               help="Mark a metric regressed or improved past this ratio.")
 @RESULTS_OPTION
 @MACHINE_OPTION

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from leakbench.cli.base import (SCALES_OPTION, fail, main, measurement_options, results_dir, say, scales_of,
-                                settings_of, targets_of, writable)
+from leakbench.cli.base import (SCALES_OPTION, apart, fail, main, measurement_options, results_dir, say, scales_of,
+                                settings_of, sizes_fit, targets_of, writable)
 from leakbench.history.store import asv_machine
 
 
@@ -28,8 +28,11 @@ from leakbench.history.store import asv_machine
 @click.option("--resume/--fresh", default=True, show_default=True,
               help="Keep the runs already in --out (same settings) and measure only the missing ones; "
                    "--fresh measures anew and replaces it.")
+@click.option("--cpu-hog", type=click.IntRange(0, 256), default=0, show_default=True,
+              help="Keep this many busy processes running beside the runs (one per core: every core "
+                   "busy), to see the verdicts on a loaded machine.")
 def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
-                   flamegraph_dir, scales, out, machine, resume) -> None:
+                   flamegraph_dir, scales, out, machine, resume, cpu_hog) -> None:
     """Measure pairs (all by default) RUNS times each, in independent runs, and write the
     repeatability table: verdict agreement and the spread of each decisive slope.
     Exit 0 once the table is written, 2 on bad input (nothing measured, nothing overwritten)."""
@@ -39,13 +42,17 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
     settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
                            scales=scales_of(scales))
     targets = targets_of(names, variant)
+    sizes_fit([(t, t.scenario.params) for t in targets], settings.scales)
     results = results_dir(None)
     machine = machine or asv_machine(results)
     default = out is None
-    out = out or repeat.default_out(results, machine, jobs)
+    out = out or repeat.default_out(results, machine, jobs, cpu_hog)
     if out.suffix != ".json" or out.is_dir():
         fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
     writable("--out", out, create_folder=default)
+    writable("--out's table", out.with_suffix(".md"))
+    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],  # --out itself is resumed on purpose
+          [("a scenario file it measures", t.scenario.path) for t in targets])
 
     def progress(i, total, seen):
         say(f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: {seen['verdict']} "
@@ -53,7 +60,7 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
 
     try:
         result = repeat.repeat(targets, runs, settings, out, jobs=jobs, resume=resume, machine=machine,
-                               on_run=progress)
+                               on_run=progress, cpu_hog=cpu_hog)
     except repeat.RepeatError as e:
         fail(str(e))
     table = repeat_report.markdown(result)

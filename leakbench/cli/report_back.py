@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from leakbench import catalog
-from leakbench.cli.base import MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
+from leakbench.cli.base import MACHINE_OPTION, RESULTS_OPTION, apart, fail, main, results_dir, writable
 from leakbench.contract import ContractError, read_metadata
 from leakbench.history import matrix as tabulating
 from leakbench.history import store
@@ -71,6 +71,12 @@ def report_back(pairs, results, machine, out) -> None:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         fail(f"--out: cannot create {out}: {e.strerror or e}")
+    for pair in blocks:  # every file checked before the first is written
+        writable("--out", out / f"{pair}.md")
+    read = [("a records file it reads", p) for p in store.available(where, found["machine"]).values()]
+    read += [("a pair's file", root / folder / f"{p}.py") for p in scenarios
+             for folder in catalog.VARIANT_DIRS.values()]
+    apart([("--out", out / f"{pair}.md") for pair in blocks], read)
     for pair, text in blocks.items():
         path = out / f"{pair}.md"
         try:

@@ -13,10 +13,12 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, expectation
-from leakbench.cli.base import (SCALES_OPTION, err, fail, flamegraph_note, main, measurement_options, out, progress,
-                                say, scales_of, settings_of, targets_of, writable)
+from leakbench.calibrate import committed
+from leakbench.cli.base import (SCALES_OPTION, apart, err, fail, flamegraph_note, main, measurement_options, out,
+                                progress, results_dir, say, scales_of, settings_of, sizes_fit, targets_of, writable)
 from leakbench.contract import ContractError
 from leakbench.engine.measure import measure
+from leakbench.history.store import asv_machine
 from leakbench.reporters import table
 
 
@@ -69,9 +71,12 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
     unused = set(overrides) - {k for t in targets for k in t.scenario.params}
     if unused:
         fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
+    sizes_fit(plans, settings.scales)
     for option, path in (("--json", json_path), ("--markdown", markdown_path)):
         if path:
             writable(option, path)
+    apart([("--json", json_path), ("--markdown", markdown_path)],
+          [("a scenario file it measures", t.scenario.path) for t in targets])
 
     records = []
     with err.status("starting") as status:
@@ -84,8 +89,10 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
             note = flamegraph_note(rec, flamegraph_dir)
             say(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s{'; ' + note if note else ''}")
     out.print(table.table(records, wide=wide))
+    tf = next((r["environment"]["tensorflow"] for r in records if r["environment"]["tensorflow"]), None)
+    results = results_dir(None)
+    say(committed.sensitivity(results / "calibration", asv_machine(results), tf))
     if markdown_path:
-        tf = next((r["environment"]["tensorflow"] for r in records if r["environment"]["tensorflow"]), None)
         markdown_path.write_text(table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"))
     for rec in records:
         if rec["error"]:

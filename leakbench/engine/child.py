@@ -11,6 +11,10 @@ one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
     {"skipped": "..."}                the scenario REQUIRES a GPU and TensorFlow sees
                                       none: nothing is measured; the child exits 0
     {"sample": {...}, "rep": i}       probes after measured repetition i
+    {"progress": P, "rep": i}         warm-up or heap repetition i done (P: warm-up, heap)
+    {"progress": P}                   evidence reading P begins (stages, reference chain)
+                                      (every message is a sign of progress: the runner's
+                                      timeout counts from the last one, leakbench.engine.runner)
     {"result": {...}}                 everything measured, sent before teardown
     {"teardown_seconds": s}           teardown finished
     {"error": "...", "phase": P}      the scenario raised; the child then exits 1
@@ -103,8 +107,9 @@ def main(config: dict) -> int:
         seconds["setup"] = time.perf_counter() - start
 
         start = enter("warm-up")
-        for _ in range(config["warmup"]):
+        for rep in range(config["warmup"]):
             module.repetition(state)
+            channel.send(progress="warm-up", rep=rep)
         seconds["warm-up"] = time.perf_counter() - start
 
         start = enter("repetitions")
@@ -116,14 +121,20 @@ def main(config: dict) -> int:
         ids_baseline = references.object_ids()
         baseline = probes.sample(process, gpu)
         types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
+        # and at the middle (evidence.type_growth: a one-off jump lifts one half only), counted into a
+        # dict made here, before the first sample, so that the middle reading adds nothing to the samples
+        middle, types_middle = evidence.middle_reps(config["reps"]), dict(types_baseline)
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
             samples.append(probes.sample(process, gpu))
             channel.send(sample=samples[-1], rep=rep)
+            if rep + 1 == middle:
+                evidence.type_counts(into=types_middle)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
-        type_growth = evidence.type_growth(types_baseline, evidence.type_counts(), config["reps"])
+        type_growth = evidence.type_growth(types_baseline, types_middle if middle else None,
+                                           evidence.type_counts(), config["reps"])
         candidates = references.new_instances(type_growth, ids_baseline)
         del ids_baseline
         seconds["repetitions"] = time.perf_counter() - start
@@ -132,12 +143,14 @@ def main(config: dict) -> int:
         heap = None
         heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))  # contract.py
         if heap_reps > 0:
-            start = enter("heap")
-            heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]))
-            seconds["heap"] = time.perf_counter() - start
+            enter("heap")  # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
+            # stop, "heap_analysis" reading the capture back (the last two per pass, not per repetition)
+            heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]),
+                             lambda rep: channel.send(progress="heap", rep=rep), seconds)
         # Readings outside the samples, after the heap pass (whose memray capture they would enter):
         # memory per tf.data stage on one fresh iterator (evidence.read_stages), then what keeps
         # the type that grew most alive (references.reference_chain: it unfreezes the import's objects).
+        channel.send(progress="stages")
         start = time.perf_counter()
         readings = _evidence(evidence.read_stages, state)
         stages = evidence.stages(readings)
@@ -146,6 +159,7 @@ def main(config: dict) -> int:
             extra["target_kind"] = getattr(module, "kind", None)
             extra["attribution"] = evidence.attribution_from(readings)
         del readings
+        channel.send(progress="reference chain")
         start = time.perf_counter()
         chain = _evidence(references.reference_chain, type_growth, state, candidates)
         del candidates

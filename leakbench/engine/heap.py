@@ -12,23 +12,29 @@ memory snapshots are not used: they come from a background thread, and their
 timestamps do not order them against the main thread's allocations (here, a
 snapshot stamped after a repetition's end still showed the heap before it:
 a step of 0 where 1 MiB was kept; in CI a tie of two points failed a real
-leak's trend test). The replay costs about 1 µs per allocation recorded
-(0.1-3 s for the pairs here); a pipeline with millions of small allocations
-per repetition can cap or skip the pass (HEAP_REPS in leakbench/contract.py).
+leak's trend test). Reading the capture back costs about 0.5 µs per allocation
+recorded (0.09 s for the TensorFlow designed leak's 188k allocations in 6
+repetitions, 0.30 s for stateful_map's 619k; 2026-12-01); a pipeline with
+millions of small allocations per repetition can cap or skip the pass
+(HEAP_REPS in leakbench/contract.py).
 
-The same replay keeps the live bytes of every Python stack (memray's stack
+The same replay sums the live bytes of every Python stack (memray's stack
 id) at each marker: the stacks that grew most are the heap's `stack_growth`,
 growth by allocation site, each with the frame of the user's own code it
-comes from (leakbench.check.frames.user_frame). Keeping them costs about
-0.1 µs more per allocation: 0.28 s against 0.21 s for
-stateful_map's 622k allocations in 6 repetitions (2026-12-01).
+comes from (leakbench.check.frames.user_frame). Its live allocations at the
+end are the heap's retained_bytes and top_stacks: the capture is read once.
+Starting and stopping the tracker is the pass's other fixed cost, 0.25 s with
+TensorFlow loaded (memray rewrites, then restores, the malloc entries of every
+loaded library's relocation tables), whatever the repetitions (docs/measurements.md).
 """
 from __future__ import annotations
 
 import gc
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 from leakbench.check import frames
 
@@ -40,8 +46,14 @@ def _heap_marker() -> None:
     bytearray(MARKER_BYTES)
 
 
-def heap_pass(module, state, reps: int, path: Path) -> dict:
+def heap_pass(module, state, reps: int, path: Path, on_repetition=None, seconds: dict | None = None) -> dict:
     """Run `reps` repetitions of `module` under memray, tracking into `path`.
+
+    on_repetition(i), if given, is called after repetition i's marker (the child's
+    progress message: leakbench.engine.runner's timeout counts from the last one).
+    seconds, if given, gets the pass's three costs (docs/measurements.md, "memray"):
+    "heap" the tracked repetitions, "heap_tracker" memray's start and stop (a
+    fixed cost per pass), "heap_analysis" reading the capture back (grows with its allocations).
 
     Returns heap_bytes (shape (reps,), bytes live at each repetition's end,
     after a garbage collection), heap_high_water_mark_bytes and
@@ -49,33 +61,45 @@ def heap_pass(module, state, reps: int, path: Path) -> dict:
     stopped), allocations (count), top_stacks (leakbench.check.evidence:
     the largest live at the end) and stack_growth (`growing_stacks`: the
     stacks whose live bytes grew most from the first marker to the last).
+    The capture is read once: the replay's live allocations at its end are what
+    memray's get_leaked_allocation_records gives (tests/test_heap.py checks it).
     """
     import memray
 
     path.unlink(missing_ok=True)
+    start = time.perf_counter()
     with memray.Tracker(path, native_traces=False):
-        for _ in range(reps):
+        tracked = time.perf_counter()
+        for rep in range(reps):
             module.repetition(state)
             gc.collect()
             _heap_marker()
+            if on_repetition:  # after the marker: its transient allocations are freed before the next one
+                on_repetition(rep)
+        done = time.perf_counter()
+    stopped = time.perf_counter()
     reader = memray.FileReader(path)
-    live = list(reader.get_leaked_allocation_records(merge_threads=True))
-    marks, by_stack, records = replay(reader.get_allocation_records(), by_stack=True)
-    origins = frames.autograph_origins()  # autograph's copies of user code, back to its lines
-    return {
-        "heap_bytes": marks,
+    found = replay(reader.get_allocation_records(), by_stack=True)
+    origins = frames.LazyOrigins()  # autograph's copies of user code, back to its lines (read if a stack has one)
+    heap = {
+        "heap_bytes": found.marks,
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
-        "retained_bytes": sum(r.size for r in live),
+        "retained_bytes": sum(size for size, _ in found.live.values()),
         "allocations": reader.metadata.total_allocations,
-        "top_stacks": frames.heap_stacks(live, origins),
-        "stack_growth": growing_stacks(by_stack, records, origins),
+        "top_stacks": frames.heap_stacks(found.live_records(), origins),
+        "stack_growth": growing_stacks(found.by_stack, found.first, origins),
     }
+    if seconds is not None:
+        seconds["heap"] = done - tracked
+        seconds["heap_tracker"] = (tracked - start) + (stopped - done)
+        seconds["heap_analysis"] = time.perf_counter() - stopped
+    return heap
 
 
 TOP_GROWING = 5
 
 
-def growing_stacks(by_stack: list[dict], records: dict, origins: dict, top: int = TOP_GROWING) -> list[dict]:
+def growing_stacks(by_stack: list[dict], records: dict, origins, top: int = TOP_GROWING) -> list[dict]:
     """The `top` stacks whose live bytes grew most from the first marker to the last (growth > 0).
 
     by_stack: per marker, {stack id: live bytes} (`replay`); records: stack id -> one of its
@@ -133,78 +157,88 @@ def heap_at_markers(records) -> list[int]:
     return replay(records)[0]
 
 
-def replay(records, by_stack: bool = False) -> tuple[list[int], list[dict], dict]:
-    """`heap_at_markers`, and with by_stack the live bytes of each stack at each marker.
+class Replay(NamedTuple):
+    """What `replay` read from an allocation stream."""
+    marks: list[int]      # bytes live just before each marker
+    by_stack: list[dict]  # per marker, {stack id: live bytes} ([] without by_stack)
+    first: dict           # stack id -> its first AllocationRecord (for its frames; {} without by_stack)
+    live: dict            # stack id -> (live bytes, live allocations) when the stream ends ({} without by_stack)
 
-    Returns (marks: bytes live before each marker; per marker {stack id: live bytes} of the
-    allocations that stack made, [] without by_stack; stack id -> its first AllocationRecord).
-    A stack id is memray's Python stack of the allocation (`stack_id`), freed bytes are taken off
-    the stack that allocated them.
+    def live_records(self) -> list[tuple]:
+        """(bytes, allocations, record) per stack with allocations live at the end."""
+        return [(size, count, self.first[sid]) for sid, (size, count) in self.live.items()]
+
+
+def replay(records, by_stack: bool = False) -> Replay:
+    """`heap_at_markers`, and with by_stack the live bytes of each stack at each marker and at the end.
+
+    A stack id is memray's Python stack of the allocation (`stack_id`; 0: none, a thread
+    without Python frames); freed bytes are taken off the stack that allocated them. The live
+    allocations at the end, per stack, are memray's get_leaked_allocation_records(merge_threads=True)
+    (aggregated by the same key, the Python stack; native traces are off), read in the same pass,
+    but for an unmap of a mapping's interior, which memray honours and this replay ignores.
     """
     from memray import AllocatorType as A
 
-    # Plain ints and locals: this loop sees every allocation (millions for a
-    # shuffle of small tensors), about 1 µs each.
+    # Plain ints and locals: this loop sees every allocation (millions for a shuffle of small
+    # tensors), about 0.5 µs each with the record's reading. The bytes per stack are summed
+    # at each marker from the live allocations, not kept up to date on every record.
     free, pyfree, mmap, munmap = int(A.FREE), int(A.PYMALLOC_FREE), int(A.MMAP), int(A.MUNMAP)
     low, high = MARKER_BYTES, MARKER_BYTES + 64
-    live: dict[int, int] = {}
-    maps: dict[int, int] = {}
-    owner: dict[int, int] = {}       # address -> stack id (by_stack)
-    map_owner: dict[int, int] = {}
-    stacks: dict[int, int] = {}      # stack id -> live bytes
+    live: dict[int, tuple] = {}  # address -> (size, stack id)
+    maps: dict[int, tuple] = {}  # a mapping's start -> (size, stack id)
     first: dict[int, object] = {}
     pop, get = live.pop, live.get
     heap = 0
     marks: list[int] = []
     snapshots: list[dict] = []
+    sid = 0
     for rec in records:
         kind = rec.allocator
         if kind == free or kind == pyfree:
-            size = pop(rec.address, 0)
-            heap -= size
-            if by_stack and size:
-                sid = owner.pop(rec.address)
-                stacks[sid] -= size
+            gone = pop(rec.address, None)
+            if gone is not None:
+                heap -= gone[0]
         elif kind == munmap:
-            size = maps.pop(rec.address, 0)
-            gone = min(size, rec.size)
-            if size > gone:
-                maps[rec.address + gone] = size - gone
-            heap -= gone
-            if by_stack and size:
-                sid = map_owner.pop(rec.address)
-                stacks[sid] -= gone
+            mapped = maps.pop(rec.address, None)
+            if mapped is not None:
+                size, owner = mapped
+                gone = min(size, rec.size)
                 if size > gone:
-                    map_owner[rec.address + gone] = sid
+                    maps[rec.address + gone] = (size - gone, owner)
+                heap -= gone
         elif kind == mmap:
-            maps[rec.address] = maps.get(rec.address, 0) + rec.size
-            heap += rec.size
             if by_stack:
                 sid = rec.stack_id
                 if sid not in first:
                     first[sid] = rec
-                    stacks[sid] = 0
-                stacks[sid] += rec.size
-                map_owner.setdefault(rec.address, sid)
+            size, owner = maps.get(rec.address, (0, sid))
+            maps[rec.address] = (size + rec.size, owner)
+            heap += rec.size
         else:
             address, size = rec.address, rec.size
             if low < size <= high and _is_marker(rec):
                 marks.append(heap)
                 if by_stack:
-                    snapshots.append({s: b for s, b in stacks.items() if b})
-            before = get(address, 0)
-            heap += size - before
-            live[address] = size
+                    snapshots.append({s: b for s, (b, _) in _per_stack(live, maps).items() if b})
             if by_stack:
-                if before:
-                    stacks[owner[address]] -= before
                 sid = rec.stack_id
                 if sid not in first:
                     first[sid] = rec
-                    stacks[sid] = 0
-                stacks[sid] += size
-                owner[address] = sid
-    return marks, snapshots, first
+            before = get(address)
+            heap += size - before[0] if before is not None else size
+            live[address] = (size, sid)
+    return Replay(marks, snapshots, first, _per_stack(live, maps) if by_stack else {})
+
+
+def _per_stack(live: dict, maps: dict) -> dict:
+    """stack id -> (live bytes, live allocations) of `replay`'s live allocations and mappings."""
+    out: dict[int, tuple] = {}
+    for table in (live, maps):
+        for size, sid in table.values():
+            total, count = out.get(sid, (0, 0))
+            out[sid] = (total + size, count + 1)
+    return out
 
 
 def _is_marker(rec) -> bool:

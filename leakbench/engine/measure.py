@@ -19,7 +19,7 @@ flame graph of the allocations still live at its end (heap.render_flamegraph):
 DIR/<pair>-<variant>.html.
 A leak that rests on one byte signal alone, or on marginal ones, is measured
 once more, longer, in a fresh process before it is called
-(verdict.needs_confirmation).
+(verdict.needs_confirmation, verdict.confirm).
 """
 from __future__ import annotations
 
@@ -46,13 +46,15 @@ class Settings:
     reps: int = 12
     heap_reps: int = 6
     cap_bytes: int = 0            # 0: memlimit.default_cap_bytes()
-    timeout_seconds: float = 300.0
+    timeout_seconds: float = 300.0  # per step: the most a child may go without progress (runner.run_child)
     scales: tuple = (1, 4)     # see the module docstring
     teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
     flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
 
     def __post_init__(self):
         scales = tuple(self.scales)
+        if not all(math.isfinite(s) for s in scales):  # nan passes every comparison below; inf overflows sizes
+            raise ValueError(f"scales must be finite numbers, got {scales}")
         if len(scales) < 2 or any(s <= 0 for s in scales) or any(b <= a for a, b in zip(scales, scales[1:])):
             # a peak pair compares its smallest and largest size: out of order, it reads no-leak
             raise ValueError(f"scales must be two or more positive multiples in increasing order, got {scales}")
@@ -68,12 +70,23 @@ class Settings:
 
 
 def sizes(target: Target, params: dict, scales) -> list[dict]:
-    """Parameter sets to run: one for growth scenarios, one per scale for peak scenarios."""
+    """Parameter sets to run: one for growth scenarios, one per scale for peak scenarios.
+    Raises ValueError for a size times a scale past what a float holds."""
     if target.scenario.kind != "peak":
         return [params]
     key = target.scenario.size_param
     kind = type(params[key])
-    return [{**params, key: kind(params[key] * s)} for s in scales]
+    found = []
+    for s in scales:
+        try:
+            size = params[key] * s
+            if not math.isfinite(size):
+                raise OverflowError
+        except OverflowError:
+            shown = str(params[key]) if len(str(params[key])) <= 20 else f"of {len(str(params[key]))} digits"
+            raise ValueError(f"{key} {shown} times scale {s:g} is past what a float holds") from None
+        found.append({**params, key: kind(size)})
+    return found
 
 
 def measure(target: Target, params: dict, settings: Settings, env: dict | None = None,
@@ -120,27 +133,24 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
 def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: dict,
              on_message, child_options: dict | None) -> None:
     """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
-    with verdict.CONFIRM_REPS_FACTOR times the repetitions, and keep as signals only
-    those that moved in both runs.
+    longer (verdict.confirmation_reps), and let verdict.confirm decide from the later half of
+    that run.
 
-    Adds rec["confirmation"]: reps, status, the signals that moved, the run
+    Adds rec["confirmation"]: reps, status, the signals that moved in its later half, the run
     (as in rec["runs"]) and its wall seconds, which also count in rec["seconds"].
-    A run cut short by the cap confirms the leak (it grew until killed).
     """
-    reps = math.ceil(settings.reps * verdict.CONFIRM_REPS_FACTOR)
+    reps = verdict.confirmation_reps(settings.reps)
     outcome = runner.run_child(
         target.scenario.path, params, warmup=settings.warmup, reps=reps,
         heap_reps=settings.heap_reps if "heap" in rec["signals"] else 0, cap_bytes=settings.cap_bytes,
         timeout_seconds=settings.timeout_seconds, teardown_timeout_seconds=settings.teardown_timeout_seconds,
         env=env, on_message=on_message, child_options=child_options)
     run = record.run_entry(outcome)
-    again = verdict.moved_signals(record.metrics([run], target.scenario, reps)) if outcome.result else []
-    kept = rec["signals"] if outcome.status == "over-cap" else verdict.confirmed(rec["signals"], again)
+    later = record.confirmation_metrics(run, target.scenario) if outcome.result else None
+    rec["verdict"], rec["signals"], again = verdict.confirm(rec["signals"], outcome.status, later)
     rec["confirmation"] = {"reps": reps, "status": outcome.status, "signals": again, "run": run,
                            "seconds": outcome.wall_seconds}
     rec["seconds"] += outcome.wall_seconds
-    rec["signals"] = kept
-    rec["verdict"] = "leak" if kept else "no-leak"
 
 
 def _flamegraph(capture: Path, outcome, folder: Path, target: Target) -> dict:

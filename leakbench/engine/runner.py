@@ -7,6 +7,22 @@ supervise.POLL_SECONDS; past the cap the tree is killed and the run ends
 `over-cap`; past the timeout it ends `hang`, naming the phase it was in. This
 module reads the child's messages (one JSON object per line on a pipe) into
 an Outcome.
+
+The timeout is an allowance per step, not for the whole run: every message
+the child sends (a phase begun, a warm-up, measured or heap repetition done,
+an evidence reading begun: leakbench.engine.child) is a sign of progress, and
+the child is killed `timeout_seconds` after the last one. A busy machine
+only stretches a run; a deadlock is killed timeout_seconds after it stopped
+making progress, and the hang's error says how long it went without progress,
+in which phase and after which step. Once the child has said its last word
+(its result, its error, or that it is skipped), the teardown limit alone
+applies: a child that reported an error and then stalls on its way out
+(dropping its state, exiting) is killed teardown_timeout_seconds after the
+report and reads `error` with its message, not `hang`. No separate bound on the whole run is kept: the protocol
+sends a fixed number of messages before its result (one per repetition, plus
+nine: five phases, the device, two evidence readings begun, the result), so a
+run is already bounded by (warm-up + measured + heap repetitions + 9) ×
+timeout_seconds, plus the teardown limit.
 """
 from __future__ import annotations
 
@@ -22,6 +38,7 @@ from typing import Callable
 from leakbench.engine import supervise
 
 STDERR_TAIL_LINES = 12
+_LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
 
 
 @dataclass
@@ -51,9 +68,12 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
     """Measure scenario file `path` with `params` in a fresh, capped, timed process.
 
     cap_bytes: RSS of the child's process tree (bytes) past which it is killed.
-    timeout_seconds: wall time for the whole child, import to teardown.
-    teardown_timeout_seconds: once the child has sent its result, the time it
-        has left to tear down and exit. Dropping hundreds of live tf.data
+    timeout_seconds: the longest the child may go without a sign of progress (a phase
+        begun, a repetition done, an evidence reading begun): per step, not for the
+        whole run (see the module docstring). Before its first message the allowance
+        counts from its start (the interpreter's start-up belongs to the import).
+    teardown_timeout_seconds: once the child has sent its result (or its error, or
+        that it skips), the time it has left to tear down and exit. Dropping hundreds of live tf.data
         iterators has stalled for minutes on TF 2.21 (docs/measurements.md, "TensorFlow");
         the measurement is already in hand, so it need not wait that long.
     env: extra environment variables for the child (e.g. LD_PRELOAD).
@@ -91,15 +111,19 @@ def _run(open_fds, read_fd, write_fd, path, params, warmup, reps, heap_reps, cap
             return Outcome("error", "import", params, 0.0, error=f"could not start the child process: {e}")
         os.close(write_fd)  # ours; the child has its copy. Closing it lets EOF arrive when the child exits
         open_fds.discard(write_fd)
-        outcome = _watch(child, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_seconds, on_message)
+        outcome = _watch(child, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_seconds, on_message,
+                         {"warm-up": warmup, "repetitions": reps})
         if outcome.status == "error" and outcome.error is None:  # a crash: the log says why
             outcome.error = f"child exited with code {child.returncode} during {outcome.phase}\n{_tail(log_path)}"
     return outcome
 
 
 def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_seconds,
-           on_message) -> Outcome:
+           on_message, counts: dict) -> Outcome:
     outcome = Outcome(status="ok", phase=None, params=params, wall_seconds=0.0)
+    # The deadline moves with every message (a sign of progress) until the child's last
+    # word (result, error, skipped) is in; from then on the teardown limit alone applies.
+    last_sign, last_at, result_at, last_word_at = "the child's start", child.started, None, None
     deadline = child.started + timeout_seconds
     selector = selectors.DefaultSelector()
     selector.register(read_fd, selectors.EVENT_READ)
@@ -116,9 +140,17 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                 for line in lines:
                     message = json.loads(line)
                     _take(outcome, message, on_message)
-                    if "result" in message:
-                        deadline = min(deadline, time.monotonic() + teardown_timeout_seconds)
+                    if last_word_at is None:
+                        last_sign, last_at = _sign(message, counts), time.monotonic()
+                        deadline = last_at + timeout_seconds
+                    if "result" in message and result_at is None:
+                        result_at = time.monotonic()
+                    if _LAST_WORDS & message.keys() and last_word_at is None:
+                        last_word_at = time.monotonic()
+                        deadline = min(deadline, last_word_at + teardown_timeout_seconds)
             stopped = child.over_limits(cap_bytes, deadline)
+            if stopped == "hang" and (outcome.error is not None or outcome.skipped):
+                break  # its error (or skip) is reported: a stall on its way out does not change it
             if stopped:
                 outcome.status = stopped
                 break
@@ -128,11 +160,23 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
         selector.close()
         if not open_pipe:  # the child closed its end: give it a moment to exit by itself
             grace = time.monotonic() + 5
+            if last_word_at is not None:  # within what is left of its teardown allowance
+                grace = min(grace, deadline)
             while not child.reap() and time.monotonic() < grace:
                 time.sleep(supervise.POLL_SECONDS)
         child.kill()
         outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
         outcome.wall_seconds = child.seconds()
+    if outcome.status == "hang" and outcome.error is None:  # (a child that reported its error keeps it)
+        outcome.phase = outcome.phase or "import"  # no message yet: the interpreter was starting
+        killed_at = child.started + outcome.wall_seconds
+        if result_at is not None:
+            outcome.error = (f"teardown did not end within {_s(killed_at - result_at)} of the result "
+                             f"(teardown_timeout_seconds {teardown_timeout_seconds:g} s); the measurement is kept")
+        else:
+            outcome.error = (f"no progress for {_s(killed_at - last_at)} in {outcome.phase} "
+                             f"(timeout_seconds {timeout_seconds:g} s per step): the last sign was {last_sign}, "
+                             f"{_s(last_at - child.started)} into the run")
     if outcome.status == "ok":
         # Judged by what the child said, not its exit code: a kill after the
         # final message is ours, not the scenario's.
@@ -142,6 +186,28 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
         elif outcome.error or not finished:
             outcome.status = "error"
     return outcome
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+
+
+def _sign(message: dict, counts: dict) -> str:
+    """What a child's message says was done, for a hang's error: "measured repetition 3 of 12 done"."""
+    if "error" in message:
+        return "its error report"
+    if "sample" in message:
+        return f"measured repetition {message['rep'] + 1} of {counts['repetitions']} done"
+    if "rep" in message:  # {"progress": "warm-up" or "heap", "rep": i}
+        of = f" of {counts[message['progress']]}" if message["progress"] in counts else ""
+        return f"{message['progress']} repetition {message['rep'] + 1}{of} done"
+    if "progress" in message:
+        return f"the {message['progress']} reading begun"
+    if "phase" in message:
+        return f"{message['phase']} begun"
+    if "device" in message:
+        return "the import done (its device message)"
+    return f"its {next(iter(message), 'empty')} message"
 
 
 def _take(outcome: Outcome, message: dict, on_message) -> None:

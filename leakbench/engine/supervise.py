@@ -6,6 +6,28 @@ The one supervisor of every process leakbench measures in: the engine's
 child (leakbench.engine.runner) and the calibration's peers
 (leakbench.calibrate.peers). The child side calls die_with_parent, so a
 leak never goes on without its cap and timeout when the supervisor dies.
+
+No process the child starts outlives the run, a session of its own
+(setsid, start_new_session) and an exited parent included:
+- the child is a child subreaper (die_with_parent: prctl
+  PR_SET_CHILD_SUBREAPER): a process orphaned under it (a double fork) is
+  reparented to the child, not to init, so it stays in the tree that is
+  polled, counted against the cap and killed;
+- every process seen in the tree is remembered (pid and start time, so a
+  reused pid is never taken for it), and killed at the end even once the
+  child has exited and its orphans went to init;
+- every process started under the child carries this run's token in its
+  environment (RUNS_VARIABLE): at the end, the processes started since the
+  run began that carry it are killed too. That covers a process orphaned
+  in the last poll interval before the child exited, never seen in the tree.
+Two runs at once (threads of one process) each hold their own tree, pids and
+token, so neither touches the other's processes. Only a process that both
+escaped every poll (orphaned in the child's last 50 ms) and dropped its
+inherited environment is beyond reach: that would take a cgroup per run, which
+this module does not assume it can create. The supervising process itself is
+not made a subreaper: that would make every orphan of any subprocess it runs
+(pip's in `leakbench bisect` too) its child, for it to reap, and gain nothing
+over the token.
 """
 from __future__ import annotations
 
@@ -15,6 +37,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -23,6 +46,11 @@ import leakbench
 from leakbench.units import KIB
 
 POLL_SECONDS = 0.05  # at 1 GB/s of allocation a run overshoots the cap by ~50 MB at most
+# The tokens of the supervised runs a process descends from, space-separated (a run
+# supervised inside a measured child adds its own to its parent's).
+RUNS_VARIABLE = "LEAKBENCH_RUNS"
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+KILL_ROUNDS = 20  # killing a tree that keeps forking: each round kills what the last one found
 
 
 def child_env(extra: dict | None = None) -> dict:
@@ -37,33 +65,25 @@ def child_env(extra: dict | None = None) -> dict:
 
 def die_with_parent(parent: int) -> None:
     """In the child: have the kernel SIGKILL this process when its supervisor dies (Linux
-    prctl PR_SET_PDEATHSIG); exit at once if the supervisor `parent` is already gone."""
+    prctl PR_SET_PDEATHSIG); exit at once if the supervisor `parent` is already gone.
+
+    Also make this process a child subreaper (PR_SET_CHILD_SUBREAPER, Linux 3.4): a
+    process orphaned below it (a double fork, a parent that exited) is reparented to it
+    instead of init, so it stays in the tree the supervisor polls, caps and kills.
+    """
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_CHILD_SUBREAPER, 1)  # a failure (an old kernel) leaves the remembered pids and the token
     except (OSError, AttributeError):
         return  # not Linux: the supervisor's kill in its `finally` is all there is
     if os.getppid() != parent:  # the supervisor died before the prctl took effect
         os._exit(1)
 
 
-def tree_rss(pid: int) -> int:
-    """RSS of a process and all its descendants, in bytes (0 once it is gone)."""
-    try:
-        root = psutil.Process(pid)
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for proc in tree:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
 class Supervised:
-    """A child in its own session (a kill reaches every process it starts).
+    """A child in its own session, and every process it starts, its own sessions
+    included (see the module docstring): `kill` ends them all.
 
     max_rss_bytes: the largest tree RSS seen by `over_limits`; peak_rss_bytes: the
     child's own peak RSS over its life from the kernel (wait4's ru_maxrss), once reaped.
@@ -71,19 +91,39 @@ class Supervised:
     """
 
     def __init__(self, argv: list[str], *, env: dict, stdout, stderr, pass_fds: tuple = ()):
+        self.token = uuid.uuid4().hex
+        env = {**env, RUNS_VARIABLE: " ".join(filter(None, (env.get(RUNS_VARIABLE), self.token)))}
         self.proc = subprocess.Popen(argv, pass_fds=pass_fds, stdin=subprocess.DEVNULL, stdout=stdout,
                                      stderr=stderr, start_new_session=True, env=env)
         self.started = time.monotonic()
         self.max_rss_bytes = 0
         self.peak_rss_bytes: int | None = None
+        # psutil.Process objects compare and hash by pid and start time (since boot, whatever
+        # the clock does): a remembered process is never confused with a later one on its pid.
+        self._seen: set[psutil.Process] = set()  # every process seen in the run's tree
+        try:
+            self._root: psutil.Process | None = psutil.Process(self.proc.pid)  # a zombie still has its entry
+            self._since = _start_ticks(self.proc.pid)  # every process of the run started no earlier
+        except (psutil.Error, OSError):
+            self._root, self._since = None, 0
 
     @property
     def returncode(self) -> int | None:
         return self.proc.returncode
 
     def over_limits(self, cap_bytes: int, deadline: float) -> str | None:
-        """"over-cap" if the tree's RSS passed cap_bytes, "hang" past `deadline` (time.monotonic), else None."""
-        rss = tree_rss(self.proc.pid)
+        """"over-cap" if the tree's RSS passed cap_bytes, "hang" past `deadline` (time.monotonic), else None.
+
+        The tree: the child, its descendants (orphans among them: the child is their
+        subreaper) and any process seen in it before that still runs; each is remembered
+        for `kill`.
+        """
+        rss = 0
+        for proc in self._tree():
+            try:
+                rss += proc.memory_info().rss
+            except psutil.Error:
+                pass
         self.max_rss_bytes = max(self.max_rss_bytes, rss)
         if rss > cap_bytes:
             return "over-cap"
@@ -110,15 +150,118 @@ class Supervised:
         return True
 
     def kill(self) -> None:
-        """Kill the child's whole session, then reap it, so no process outlives a run."""
+        """Kill every process of the run, then the child's session, then reap the child,
+        so no process outlives a run.
+
+        The child's descendants go first, in rounds until a round finds none left: while
+        the child lives it is their subreaper, so a process orphaned by this very kill
+        lands in its tree for the next round. A process in the middle of being killed
+        cannot fork any more, so the rounds end (KILL_ROUNDS bounds them all the same).
+        """
+        killed: set[psutil.Process] = set()
+        for _ in range(KILL_ROUNDS):
+            fresh = [p for p in self._members() if p not in killed and p.pid != self.proc.pid]
+            if not fresh:
+                break
+            for proc in fresh:
+                killed.add(proc)
+                _kill(proc)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.reap(block=True)
+        _wait_dead(killed, seconds=2.0)
+
+    def _tree(self) -> list[psutil.Process]:
+        """The run's live processes by descent: the child and its descendants while it is not
+        reaped, and every process seen before that still runs, with its descendants. Remembers them."""
+        found: set[psutil.Process] = set()
+        roots = [self._root] if self._root is not None and self.proc.returncode is None else []
+        for proc in list(self._seen):
+            if _running(proc):
+                roots.append(proc)
+            else:
+                self._seen.discard(proc)  # gone (a reused pid is another process): never to be signalled
+        for root in roots:
+            if root in found:
+                continue
+            try:
+                found.add(root)
+                found.update(root.children(recursive=True))
+            except psutil.Error:
+                pass
+        self._seen |= found
+        return list(found)
+
+    def _members(self) -> list[psutil.Process]:
+        """_tree, and the processes started since the run began that carry its token (and their
+        descendants): an orphan that left the tree between two polls, just before the child exited."""
+        found = set(self._tree())
+        for pid in psutil.pids():
+            try:
+                if _start_ticks(pid) < self._since:  # older than the child: none of the run's
+                    continue
+                proc = psutil.Process(pid)
+                if proc in found or self.token not in proc.environ().get(RUNS_VARIABLE, "").split():
+                    continue
+                found.add(proc)
+                found.update(proc.children(recursive=True))
+            except (psutil.Error, OSError):  # gone, a zombie, or another user's (then not ours either)
+                pass
+        return [p for p in found if _running(p)]
 
     def seconds(self) -> float:
         return time.monotonic() - self.started
+
+
+def _start_ticks(pid: int) -> int:
+    """When process `pid` started, in clock ticks since boot (/proc/PID/stat's starttime).
+    Raises OSError once it is gone."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    return int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22; the name before ")" may hold spaces
+
+
+def _kill(proc: psutil.Process) -> None:
+    """SIGKILL `proc` if it still is that process (its pid and start time). Through a pidfd
+    where there is one (Linux 5.3): opened before the process is compared, it keeps
+    referring to that process, so a pid reused in between is never signalled."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # gone, or no pidfd: psutil compares the start time first
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+        return
+    try:
+        if psutil.Process(proc.pid) == proc:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except (psutil.Error, OSError):
+        pass
+    finally:
+        os.close(fd)
+
+
+def _running(proc: psutil.Process) -> bool:
+    """Still running as the same process (not exited, not a zombie, its pid not reused)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_dead(procs, seconds: float) -> None:
+    """Wait up to `seconds` for killed processes to be gone or zombies (their reaping is their
+    parent's, or init's): SIGKILL is delivered at once, but a process in the kernel
+    (uninterruptible sleep) dies only once it leaves it."""
+    left = list(procs)
+    deadline = time.monotonic() + seconds
+    while left and time.monotonic() < deadline:
+        left = [p for p in left if _running(p)]
+        if left:
+            time.sleep(0.01)
 
 
 def python(module: str, *args: str) -> list[str]:

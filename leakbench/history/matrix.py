@@ -8,10 +8,9 @@ Rendering is leakbench.reporters.history's.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from leakbench import expectation, metrics
+from leakbench import expectation, jsonfile, metrics
 from leakbench.analysis import verdict
 from leakbench.history import builds, store
 from leakbench.history.compare import order
@@ -110,14 +109,14 @@ def bisected(results: Path, machine: str) -> list[dict]:
     found = []
     for path in sorted((Path(results) / "bisect" / machine).glob("*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = jsonfile.load(path)  # a regular file under jsonfile.MAX_BYTES, else Unreadable
             if data.get("status") != "found":
                 continue
             good, bad = data["boundary"]["good"], data["boundary"]["bad"]
             found.append({"pair": data["pair"], "variant": data["variant"], "good": good["version"],
                           "bad": bad["version"], "bad_date": bad.get("date"),
                           "compare_url": data["boundary"].get("compare_url"), "file": path.name})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError):  # jsonfile.Unreadable is a ValueError
             continue
     return found
 

@@ -18,6 +18,7 @@ import platform
 import re
 from pathlib import Path
 
+from leakbench import jsonfile
 from leakbench.analysis import schema
 from leakbench.history import builds
 
@@ -89,14 +90,15 @@ def write_records(results: Path, machine: str, version: str, records: list[dict]
 def read_records(path: Path, allow_empty: bool = False) -> list[dict]:
     """Records of one file, migrated to the current schema (leakbench.analysis.schema).
 
-    Raises VersionError for a file that cannot be read, a line that is not a
-    record of a schema this leakbench reads, or (unless allow_empty) no records.
+    Raises VersionError for a file that cannot be read (jsonfile.read_text: no regular file, over
+    jsonfile.MAX_BYTES, not UTF-8), a line that is not a record of a schema this leakbench reads,
+    or (unless allow_empty) no records.
     """
     path = Path(path)
     try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise VersionError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+        lines = jsonfile.read_text(path).splitlines()
+    except jsonfile.Unreadable as e:
+        raise VersionError(str(e)) from None
     found = []
     for n, line in enumerate(lines, 1):
         if not line.strip():

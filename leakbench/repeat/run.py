@@ -53,6 +53,7 @@ from leakbench import expectation
 from leakbench.history import pin
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.engine.measure import Settings, measure
+from leakbench.repeat import hog
 
 FORMAT = 2  # 2: each decisive metric keeps its rate (verdict.rate) beside its slope
 FOLDER = "repeatability"  # under the results directory
@@ -62,10 +63,11 @@ class RepeatError(ValueError):
     """An output file that cannot be resumed (other settings, not ours, corrupt). One line."""
 
 
-def default_out(results: Path, machine: str, jobs: int) -> Path:
-    """results/repeatability/<machine>-tf-<installed version>[-jobs<N>].json"""
+def default_out(results: Path, machine: str, jobs: int, cpu_hog: int = 0) -> Path:
+    """results/repeatability/<machine>-tf-<installed version>[-jobs<N>][-hog<N>].json"""
     version = pin.installed_tf_version() or "none"
-    return Path(results) / FOLDER / f"{machine}-tf-{version}{f'-jobs{jobs}' if jobs > 1 else ''}.json"
+    return Path(results) / FOLDER / (f"{machine}-tf-{version}{f'-jobs{jobs}' if jobs > 1 else ''}"
+                                     f"{f'-hog{cpu_hog}' if cpu_hog else ''}.json")
 
 
 def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
@@ -95,6 +97,7 @@ def observe(rec: dict, expected: expectation.Expectation, run: int) -> dict:
             "tensorflow": rec["environment"]["tensorflow"], "cap_bytes": rec["settings"]["cap_bytes"],
             "wall_seconds": rec["seconds"], "slopes": slopes, "peak_exponent": scaling and scaling["exponent"],
             "confirmation_seconds": _seconds(rec.get("confirmation")),
+            "load_average": os.getloadavg()[0],  # the machine's 1-minute load as the run ended
             "phase": rec["phase"], "error": reason[-1] if reason else None}
 
 
@@ -138,6 +141,7 @@ def summarize(observations: list[dict]) -> dict:
             "wall_seconds": sum(o["wall_seconds"] for o in observations),
             "confirmation_seconds": sum(o["confirmation_seconds"] or 0.0 for o in observations),
             "tensorflow": sorted({o["tensorflow"] for o in observations if o["tensorflow"]}),
+            "load_average": _spread([o.get("load_average") for o in observations]),
             "cap_bytes": sorted({o["cap_bytes"] for o in observations})}
 
 
@@ -147,15 +151,16 @@ def plan(targets: list[Target], runs: int) -> list[tuple[int, Target]]:
 
 
 def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs: int = 1, resume: bool = True,
-           machine: str = "", on_run: Callable[[int, int, dict], None] | None = None) -> dict:
+           machine: str = "", on_run: Callable[[int, int, dict], None] | None = None, cpu_hog: int = 0) -> dict:
     """Measure every (run, target) of plan() not yet in `out`, `jobs` children at a time,
     writing `out` after each run; return the result (see the module docstring).
 
     settings: the engine's (cap_bytes 0: the default cap, divided by jobs). resume: keep the
     runs already in `out`; False starts anew and replaces it. on_run(i, total, observation)
-    after each run. Raises RepeatError before measuring anything if `out` cannot be resumed.
+    after each run. cpu_hog: busy processes kept running beside the runs (hog.cpu_hog; 0: none),
+    a condition of the result like jobs. Raises RepeatError before measuring anything if `out` cannot be resumed.
     """
-    made = {"machine": machine, "jobs": jobs, "tensorflow": pin.installed_tf_version(),
+    made = {"machine": machine, "jobs": jobs, "cpu_hog": cpu_hog, "tensorflow": pin.installed_tf_version(),
             "settings": settings.stored()}
     result = jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError) if resume else None
     if result is None:
@@ -167,7 +172,7 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
     todo = [(run, t) for run, t in plan(targets, runs) if (t.scenario.name, t.variant, run) not in done]
     result["runs_requested"] = max(result.get("runs_requested", 0), runs)
     start, before = time.monotonic(), result["elapsed_seconds"]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with hog.cpu_hog(cpu_hog), ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(measure, t, dict(t.scenario.params), settings): (run, t) for run, t in todo}
         try:
             for i, future in enumerate(as_completed(futures), 1):

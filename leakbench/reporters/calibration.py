@@ -93,18 +93,27 @@ def _peer_table(result: dict) -> list[str]:
     return lines + [""]
 
 
+def _num(x, spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
 def _cost(result: dict) -> list[str]:
     lines = ["### Cost", "",
-             "| holder | runs | wall s | floor s | wall/floor | work s/rep | plain pass s/rep | memray pass s/rep "
-             "| memray/plain |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "Medians over the runs. memray pass: its tracked repetitions; memray start+stop and read-back: "
+             "its fixed cost per run (seconds), whatever the repetitions; memray whole: all three, per repetition.",
+             "", "| holder | runs | wall s | floor s | wall/floor | work s/rep | plain pass s/rep | memray pass s/rep "
+             "| memray/plain | memray start+stop s | memray read-back s | memray whole s/rep | whole/plain |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for holder, c in result["cost"].items():
         if not c:
             continue
-        heap = c["heap_seconds_per_rep"]
         lines.append(f"| {holder} | {c['runs']} | {c['wall_seconds']:.0f} | {c['floor_seconds']:.0f} | "
                      f"{c['wall_over_floor']:.2f} | {c['work_seconds_per_rep']:.3f} | "
-                     f"{c['plain_seconds_per_rep']:.3f} | {'—' if heap is None else f'{heap:.3f}'} | "
-                     f"{'—' if heap is None else format(c['heap_over_plain'], '.2f')} |")
+                     f"{c['plain_seconds_per_rep']:.3f} | {_num(c['heap_seconds_per_rep'], '.3f')} | "
+                     f"{_num(c['heap_over_plain'], '.2f')} | {_num(c.get('heap_tracker_seconds'), '.2f')} | "
+                     f"{_num(c.get('heap_analysis_seconds'), '.2f')} | "
+                     f"{_num(c.get('heap_total_seconds_per_rep'), '.3f')} | "
+                     f"{_num(c.get('heap_total_over_plain'), '.2f')} |")
     suite = result.get("suite_cost")
     if suite and "error" in suite:
         lines += ["", f"Suite ({suite['records']}): not read: {suite['error']}"]

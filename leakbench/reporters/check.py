@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from leakbench import metrics
+from leakbench.check.evidence import TYPE_GROWTH_MIN
 from leakbench.units import KIB, MIB
 
 CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows
@@ -46,15 +47,18 @@ def check_view(rec: dict) -> list:
         out.append(t)
     types = d.get("types") or []
     if types:
-        t = Table(title="Python types that grew", title_justify="left")
-        for h in ("type", "per rep", "baseline", "end"):
+        t = Table(title="Python types that grew (per rep: the least over the repetitions and each half)",
+                  title_justify="left")
+        for h in ("type", "per rep", "baseline", "middle", "end"):
             t.add_column(h, justify="left" if h == "type" else "right")
         for item in types:
+            middle = item.get("middle")  # records made before the middle count have none
             t.add_row(escape(item["type"]), f"+{item['per_repetition']:,.1f}", f"{item['baseline']:,}",
-                      f"{item['end']:,}")
+                      "—" if middle is None else f"{middle:,}", f"{item['end']:,}")
         out.append(t)
     elif m:
-        out.append(Text("Python types that grew: none (≥ 3 objects/repetition)"))
+        out.append(Text(f"Python types that grew: none (≥ {TYPE_GROWTH_MIN:g} objects/repetition over the "
+                        "repetitions and over each half)"))
     confirmation = rec.get("confirmation")
     if confirmation:
         out.append(Text(f"confirmation: {confirmation['reps']} repetitions in a fresh process "

@@ -83,10 +83,21 @@ def about(result: dict) -> str:
     cap = _size(s["cap_bytes"]) if s["cap_bytes"] else "default" + (
         f" ({', '.join(_size(c) for c in caps)})" if caps else "")
     return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.engine.measure), "
-            f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time; "
+            f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
+            f"{_beside(result)}; "
             f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
             f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
             f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}.")
+
+
+def _beside(result: dict) -> str:
+    """What ran beside the runs: the CPU hog, and the 1-minute load average as runs ended."""
+    hog = result.get("cpu_hog")
+    load = result["summary"].get("load_average") or {}
+    text = f", with a CPU hog of {hog} busy processes beside them" if hog else ""
+    if load.get("median") is not None:
+        text += f" (load average {load['median']:.1f}, {load['min']:.1f}–{load['max']:.1f})"
+    return text
 
 
 def table(result: dict) -> tuple[list[str], list[dict]]:

@@ -31,14 +31,20 @@ This module orchestrates: it reads, picks the default TF version, checks the
 output folder, and renders and writes the pages. Every link is relative, so
 the folder works from file:// and from any static server (asv's pages read
 their JSON with XMLHttpRequest: they need a server). A rebuild replaces all of
-the above, so a pair removed from scenarios/ leaves no lesson behind.
+the above, so a pair removed from scenarios/ leaves no lesson behind; other
+files in the folder (a README, a CNAME) are kept. The site is built in a new
+folder beside the output and swapped in whole once complete: a build that
+fails leaves the earlier site as it was.
 Templates autoescape: all text from scenario files and records is escaped.
 Nothing here imports TensorFlow or runs a scenario.
 """
 from __future__ import annotations
 
+import os
 import re
+import secrets
 import shutil
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,7 +52,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from leakbench import catalog, contract
+from leakbench import catalog, contract, jsonfile
 from leakbench.analysis import verdict
 from leakbench.history import builds, matrix, store
 from leakbench.reporters import repeatability as repeat_report
@@ -98,11 +104,18 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
     one; store.pick_machine).
     Returns Built: pages as (path relative to out, bytes), seconds, notes (one line each).
     Raises store.VersionError for results without records; SiteError (one line) when `out`
-    is a file, holds other files and no index.html, or cannot be created or written.
+    is a file, holds other files and no index.html, holds the results or the pair files, or
+    cannot be created or written.
+
+    The site is built in a new folder beside `out` (out/.. is written) and swapped in only when
+    complete (_swap): a build that fails for any reason, or is interrupted, leaves `out` exactly
+    as it was and removes what it made.
     """
     started = time.monotonic()
     root = Path(root) if root else catalog.find_root()
     results, out = Path(results), Path(out)
+    with _writing(out):  # before anything is read
+        target = _target(out, results, root)
     machine = store.pick_machine(results, machine)
     by_version = store.by_version(results, machine)
     found = matrix.matrix(results, machine)
@@ -125,41 +138,101 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
         pair["repeatability"] = pair_repeatability(tables, pair["name"])
 
     with _writing(out):
-        _prepare(out)
-        for pair in pairs:
-            pair["flamegraph"] = copy_flamegraph(results, out, pair["name"], [default, *reversed(tf_versions)],
-                                                 built)
-        if asv:
-            _publish_asv(results, root, out, built)
-        if built.vendored:
-            vendor.write_notice(out, built.vendored)
-        _render(out, built, pairs, tables, tf_versions, default, matrix.changes(found))
+        work = _new_folder(target)
+    try:
+        with _writing(out, work):
+            (work / "lessons").mkdir()
+            for pair in pairs:
+                pair["flamegraph"] = copy_flamegraph(results, work, pair["name"],
+                                                     [default, *reversed(tf_versions)], built)
+            if asv:
+                _publish_asv(results, root, work, built)
+            if built.vendored:
+                vendor.write_notice(work, built.vendored)
+            _render(work, built, pairs, tables, tf_versions, default, matrix.changes(found))
+            _swap(out, target, work, built)
+    finally:  # a build that failed (or was interrupted) leaves nothing behind; `out` is as it was
+        shutil.rmtree(work, ignore_errors=True)
     built.seconds = time.monotonic() - started
     return built
 
 
 @contextmanager
-def _writing(out: Path):
-    """Turn an OSError while writing the site into a one-line SiteError."""
+def _writing(out: Path, work: Path | None = None):
+    """Turn an OSError while writing the site into a one-line SiteError (naming the file as it
+    would be in `out`, not in the folder `work` it is being built in)."""
     try:
         yield
     except OSError as e:
-        where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) else ""
+        name = str(e.filename or "")
+        if work is not None and name.startswith(str(work)):
+            name = str(out) + name[len(str(work)):]
+        where = f" ({name})" if name and name != str(out) else ""
         why = e.strerror or (str(e).splitlines() or [type(e).__name__])[0]
         raise SiteError(f"--out {out}: cannot write the site there{where}: {why}") from None
 
 
-def _prepare(out: Path) -> None:
-    """Check `out` is ours to write, remove what an earlier build wrote, create out/lessons."""
-    if out.exists() and not out.is_dir():
-        raise SiteError(f"--out {out} is a file, not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / "index.html").is_file():
+def _target(out: Path, results: Path, root: Path) -> Path:
+    """The folder a build replaces: `out`, a symbolic link followed (the site goes where it points).
+    Raises SiteError when it is not ours to replace: a file, a folder of other files without an
+    index.html of an earlier site, or a folder that holds the results or the pair files read."""
+    target = Path(os.path.realpath(out))
+    if os.path.lexists(out) and not target.is_dir():
+        kind = jsonfile.special(out) or "a file"
+        raise SiteError(f"--out {out} is {kind}, not a folder")
+    if target.is_dir() and any(target.iterdir()) and not (target / "index.html").is_file():
         raise SiteError(f"--out {out} holds other files and no index.html of an earlier site: "
                         "pick a new folder (a rebuild replaces lessons/, asv/ and vendor/ in it)")
-    for ours in _OURS:  # a rebuild leaves nothing stale behind
-        shutil.rmtree(out / ours, ignore_errors=True)
-    (out / REPEATABILITY).unlink(missing_ok=True)
-    (out / "lessons").mkdir(parents=True, exist_ok=True)
+    for read in (results, root / "scenarios", root / "fixes"):
+        there = Path(os.path.realpath(read))
+        if there == target or target in there.parents:
+            raise SiteError(f"--out {out} is or holds {read}, which the site is built from: "
+                            "pick a folder of its own")
+    return target
+
+
+def _new_folder(target: Path) -> Path:
+    """An empty folder beside `target` (same filesystem: the swap is a rename) to build in, its
+    parents made if need be. Raises OSError naming target's parent folder when none can be made."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = target.parent / f".{target.name}.leakbench-new-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        work.mkdir()
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(target.parent)) from None
+    return work
+
+
+def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
+    """Put the complete build `work` in `target`'s place: rename the old site away, the new one in
+    (the old one back if that fails), carry over what the old folder held besides our pages (a
+    README, a CNAME: _OURS, REPEATABILITY and what the build wrote are replaced), delete the old.
+    The new folder takes the old one's mode (a first build: the umask's, as mkdir made it)."""
+    if not os.path.lexists(target):
+        os.rename(work, target)
+        return
+    os.chmod(work, stat.S_IMODE(target.stat().st_mode))
+    old = target.parent / f".{target.name}.leakbench-old-{os.getpid()}-{secrets.token_hex(4)}"
+    os.rename(target, old)
+    try:
+        os.rename(work, target)
+    except BaseException:
+        try:
+            os.rename(old, target)
+        except OSError as e:  # not seen: a rename back in the folder the first one worked in
+            raise SiteError(f"--out {out}: the earlier site could not be put back: it is in {old} "
+                            f"({e.strerror or e})") from None
+        raise
+    ours = {*_OURS, REPEATABILITY, *(entry.name for entry in target.iterdir())}
+    try:
+        for entry in old.iterdir():
+            if entry.name not in ours:
+                os.rename(entry, target / entry.name)
+    except OSError as e:  # the new site is in place: say what stayed behind, do not fail the build
+        built.notes.append(f"--out {out}: files of the earlier site not carried over, kept in {old}: "
+                           f"{e.strerror or e}")
+        return
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _publish_asv(results: Path, root: Path, out: Path, built: Built) -> None:

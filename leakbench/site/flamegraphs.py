@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from leakbench import jsonfile
 from leakbench.site import vendor
 from leakbench.units import KIB, MIB
 
@@ -28,14 +29,20 @@ def copy_flamegraph(results: Path, out: Path, name: str, order: list[str], built
     Appends the page to built.pages, the copied libraries to built.vendored, and a note for an
     address left on a CDN or a library of another memray release. Returns what a lesson shows:
     {"href": relative to lessons/, "version", "kib": the copy's size in KiB, "offline": bool,
-    and flamegraph_totals' keys}, or None when no version has one. Raises OSError when the
-    copy cannot be written (build turns it into SiteError).
+    and flamegraph_totals' keys}, or None when no version has one. A page that is not UTF-8 text
+    (or over jsonfile.MAX_BYTES) is passed over with a note. Raises OSError when the copy cannot
+    be written (build turns it into SiteError).
     """
     for version in dict.fromkeys(order):
         source = Path(results) / FLAMEGRAPHS / f"tf-{version}" / f"{name}-leaky.html"
         if not source.is_file():
             continue
         rel = f"{FLAMEGRAPHS}/tf-{version}/{name}-leaky.html"
+        try:  # memray writes UTF-8; another page (damaged, a device behind a link) is left out, said so
+            html = jsonfile.read_text(source)
+        except jsonfile.Unreadable as e:
+            built.notes.append(f"{source} skipped: {e.reason}")
+            continue
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, out / rel)
         left, copied, stand_ins = vendor.vendor_flamegraph(out / rel, out)
@@ -48,7 +55,7 @@ def copy_flamegraph(results: Path, out: Path, name: str, order: list[str], built
         size = (out / rel).stat().st_size
         built.pages.append((rel, size))
         return {"href": f"../{rel}", "version": version, "kib": size / KIB,
-                "offline": not left, **flamegraph_totals(source.read_text())}
+                "offline": not left, **flamegraph_totals(html)}
     return None
 
 
@@ -65,6 +72,6 @@ def flamegraph_totals(html: str) -> dict:
         nodes = json.loads(found.group(1))["nodes"]
         total = int(nodes["value"][0])
         python = sum(int(nodes["value"][child]) for child in nodes["children"][0])
-    except (AttributeError, ValueError, KeyError, IndexError, TypeError):
+    except (AttributeError, ValueError, KeyError, IndexError, TypeError, RecursionError):
         return {}
     return {"retained_mib": total / MIB, "python_share": python / total if total else None}
