@@ -33,6 +33,12 @@ from typing import Callable
 from leakbench.engine import heap, memlimit, runner
 from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
+from leakbench.units import GIB
+
+# The cap where a measurement must not depend on the machine's RAM (Settings.cap_bytes 0: half
+# of it): committed records (scripts/record-version), asv, `leakbench calibrate` and the pytest
+# plugin. The largest peak of a pair is ~110 MiB; the timeout is Settings.timeout_seconds.
+FIXED_CAP_BYTES = 4 * GIB
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,7 @@ def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: d
         env=env, on_message=on_message, child_options=child_options)
     run = record.run_entry(outcome)
     later = record.confirmation_metrics(run, target.scenario) if outcome.result else None
-    rec["verdict"], rec["signals"], again = verdict.confirm(rec["signals"], outcome.status, later)
+    rec["verdict"], rec["signals"], again = verdict.confirm(rec["signals"], outcome.status, later, rec["metrics"])
     rec["confirmation"] = {"reps": reps, "status": outcome.status, "signals": again, "run": run,
                            "seconds": outcome.wall_seconds}
     rec["seconds"] += outcome.wall_seconds
