@@ -35,11 +35,9 @@ from leakbench import catalog, metrics  # read scenario metadata and the registr
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-CAP_BYTES = 4 << 30          # 4 GiB per child process tree; the largest peak seen is ~110 MiB
-TIMEOUT_SECONDS = 300.0      # per child run, import to teardown
 SELECTED = [p for p in os.environ.get("LEAKBENCH_PAIRS", "").split(",") if p]
 PAIRS = SELECTED or catalog.pair_names(ROOT)
-VARIANTS = ["leaky", "fixed"]
+VARIANTS = list(catalog.VARIANT_DIRS)  # asv params: a list
 
 
 # asv name -> record metric, from the registry (leakbench.metrics: entries with an asv name). The
@@ -75,9 +73,9 @@ class Pairs:
 
     def setup_cache(self):
         from leakbench.history import sweep
-        from leakbench.engine.measure import Settings
+        from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
 
-        settings = Settings(cap_bytes=CAP_BYTES, timeout_seconds=TIMEOUT_SECONDS)
+        settings = Settings(cap_bytes=FIXED_CAP_BYTES)  # 4 GiB per child process tree; run's timeout per step
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:
             # a trial run (LEAKBENCH_PAIRS) files no records
             pinned, records, _ = sweep.record_pairs(ROOT, PAIRS, settings, None if SELECTED else RESULTS,

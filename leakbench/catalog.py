@@ -57,9 +57,23 @@ def targets(root: Path, names: list[str], variant: str) -> list[Target]:
         if name.endswith(".py") or os.sep in name:
             found.append(Target(read_metadata(Path(name)), "file"))
             continue
-        if not (root / "scenarios" / f"{name}.py").is_file():
+        if not _is_file(root / "scenarios" / f"{name}.py"):
             known = ", ".join(pair_names(root))
-            raise ContractError(f"unknown scenario {name!r} (known: {known})")
+            raise ContractError(f"unknown scenario {_short(name)} (known: {known})")
         for v in variants:
             found.append(Target(read_metadata(root / VARIANT_DIRS[v] / f"{name}.py"), v))
     return found
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False where the name cannot be a file at all (too long: ENAMETOOLONG)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _short(name: str, limit: int = 80) -> str:
+    """repr of a name from the command line, cut to `limit` characters."""
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[:limit - 4]}...{text[-1]} ({len(name):,} characters)"

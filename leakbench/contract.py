@@ -50,28 +50,32 @@ scenario reads like a page of the tf.data guide.  `scenarios/X.py` and
 
 Loading executes the file, so load it only inside the measured child process
 (the parent reads metadata with `read_metadata`, which does not import it).
+
+`read_metadata` checks the contract once, from the syntax tree: FIELDS below is
+the one table of its names, the type of each literal and the rule it follows
+(docs/check.md shows it as a table). A file that breaks it is refused with one
+ContractError line naming the file and the field: not a regular file, over
+MAX_BYTES, not UTF-8, not Python, nested too deeply for the parser, a name
+missing, assigned twice, not a literal, of the wrong type or out of its rule, or
+setup()/repetition() unable to take PARAMS/the state.
 """
 from __future__ import annotations
 
 import ast
 import importlib.util
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
-SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
-KINDS = ("growth", "peak")
-METADATA = ("TITLE", "SOURCE", "REPETITION", "KIND", "SIZE_PARAM", "PARAMS")
-OPTIONAL = ("ENV", "REQUIRES", "REPORTED", "HEAP_REPS", "EXPECTED")
-EXPECTATIONS = ("fragmentation",)  # what EXPECTED may declare (leakbench.expectation.DECLARABLE)
-REQUIREMENTS = ("GPU",)
-FUNCTIONS = ("setup", "repetition")
+from leakbench.contract_rules import (EXPECTATIONS, FUNCTIONS, ISSUE, KINDS, MAX_BYTES, MIN_SERIES,  # noqa: F401
+                                     REQUIREMENTS, SOURCES, _a, _env, _finite, _functions, _heap_reps, _of_type,
+                                     _one_line, _one_of, _params, _reported, _shown, _shown_path, _size_param, _source)
 
 
 class ContractError(ValueError):
-    """A scenario file does not follow the contract; the message says what is wrong."""
+    """A scenario file does not follow the contract; the message says what is wrong, in one line."""
 
 
 @dataclass(frozen=True)
@@ -119,12 +123,35 @@ class Scenario:
         return params
 
 
-def _finite(value) -> bool:
-    """A number that is finite as a float (what a size times a scale is computed in)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int too large for a float
-        return False
+# --- the contract's fields: name, Python type of the literal, required, rule (leakbench.contract_rules)
+
+@dataclass(frozen=True)
+class Field:
+    """One name of the contract: the type of its literal, whether a scenario must define it, and the
+    rule its value follows beyond the type (None: any value of the type)."""
+
+    name: str
+    type: type
+    required: bool
+    rule: Callable | None
+    means: str  # what it is, in words (the type error says it)
+
+
+FIELDS = (
+    Field("TITLE", str, True, _one_line, "one line: what the pipeline does wrong (or right, in a fix)"),
+    Field("SOURCE", str, True, _source, "a seed source or a public report 'owner/repo#N'"),
+    Field("REPETITION", str, True, _one_line, "one line: what one repetition of work is"),
+    Field("KIND", str, True, _one_of(KINDS), f"one of {KINDS}"),
+    Field("SIZE_PARAM", str, True, _size_param, "the name of the parameter that scales the effect"),
+    Field("PARAMS", dict, True, _params, "parameter name -> default number"),
+    Field("ENV", dict, False, _env, "environment variable -> value for the measured process"),
+    Field("REQUIRES", str, False, _one_of(REQUIREMENTS), f"one of {REQUIREMENTS}"),
+    Field("REPORTED", dict, False, _reported, "a public report's claim about TensorFlow versions"),
+    Field("HEAP_REPS", int, False, _heap_reps, "a cap on memray's heap pass"),
+    Field("EXPECTED", str, False, _one_of(EXPECTATIONS), f"one of {EXPECTATIONS}"),
+)
+METADATA = tuple(f.name for f in FIELDS if f.required)
+OPTIONAL = tuple(f.name for f in FIELDS if not f.required)
 
 
 def imports_tensorflow(path: Path) -> bool:
@@ -132,8 +159,8 @@ def imports_tensorflow(path: Path) -> bool:
     anywhere in it), read without running it; a file that does not parse or cannot be read says False
     (read_metadata reports that). A word in a docstring or comment does not count."""
     try:
-        tree = ast.parse(Path(path).read_text(), filename=str(path))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        tree = _parse(Path(path))
+    except ContractError:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "tensorflow" for a in node.names):
@@ -143,87 +170,90 @@ def imports_tensorflow(path: Path) -> bool:
     return False
 
 
+def _parse(path: Path) -> ast.Module:
+    """The file's AST. ContractError (one line) for anything but a regular UTF-8 file of at most
+    MAX_BYTES holding Python that parses (a FIFO or a device is never opened)."""
+    from leakbench import jsonfile
+
+    shown = _shown_path(path)
+    try:
+        if not path.exists() and not path.is_symlink():
+            raise ContractError(f"no scenario file at {shown}")
+    except OSError as e:  # a name too long
+        raise ContractError(f"no scenario file at {shown} ({e.strerror or e})") from None
+    try:
+        data = jsonfile.read_bytes(path, MAX_BYTES)
+    except jsonfile.Unreadable as e:
+        raise ContractError(f"{shown}: not a scenario file: it {e.reason}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ContractError(f"{shown}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start}); "
+                            "scenario files are UTF-8 text") from None
+    try:
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as err:
+        msg = " ".join(str(err.msg).split())
+        where = f" (line {err.lineno})" if err.lineno else ""
+        raise ContractError(f"{shown}: does not parse: {msg}{where}") from None
+    except (RecursionError, MemoryError):
+        raise ContractError(f"{shown}: does not parse: nested too deeply") from None
+    except ValueError as err:  # a NUL byte, before Python 3.12
+        raise ContractError(f"{shown}: does not parse: {' '.join(str(err).split())}") from None
+
+
 def read_metadata(path: Path) -> Scenario:
     """Read a scenario's metadata from its source, without importing it.
 
     The metadata must be literals (strings, a dict of numbers) so that listing
-    scenarios costs no TensorFlow import.  Raises ContractError when the file is
-    missing, does not parse, or lacks a name of the contract.
+    scenarios costs no TensorFlow import.  Raises ContractError, one line naming
+    the file and the field, when the file is missing or not a regular file, is
+    not UTF-8, does not parse, or breaks a rule of FIELDS (the first one broken).
     """
     path = Path(path)
-    if not path.is_file():
-        raise ContractError(f"no scenario file at {path}")
-    try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError as err:
-        raise ContractError(f"{path}: does not parse: {err.msg} (line {err.lineno})") from None
+    tree = _parse(path)
+    shown = _shown_path(path)
+    names = {f.name: f for f in FIELDS}
     found: dict = {}
-    functions = set()
+    functions: dict = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            functions.add(node.name)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in METADATA + OPTIONAL:
-                try:
-                    found[target.id] = ast.literal_eval(node.value)
-                except ValueError:
-                    raise ContractError(f"{path}: {target.id} must be a literal") from None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = node
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not (isinstance(target, ast.Name) and target.id in names):
+            continue
+        if target.id in found:
+            raise ContractError(f"{shown}: {target.id} is assigned twice (line {node.lineno}); "
+                                "the metadata is one literal each")
+        try:
+            found[target.id] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            # TypeError: an unhashable key ({[1]: 2}); RecursionError: nested too deeply
+            raise ContractError(f"{shown}: {target.id} must be a literal ({names[target.id].means}), "
+                                f"line {node.lineno}") from None
     missing = [n for n in METADATA if n not in found] + [f"{n}()" for n in FUNCTIONS if n not in functions]
     if missing:
-        raise ContractError(f"{path}: not a leakbench scenario, missing {', '.join(missing)}")
-    return _validated(path, found)
-
-
-def _validated(path: Path, meta: dict) -> Scenario:
-    if meta["KIND"] not in KINDS:
-        raise ContractError(f"{path}: KIND must be one of {KINDS}, got {meta['KIND']!r}")
-    source = meta["SOURCE"]
-    if source not in SOURCES and "#" not in str(source):
-        raise ContractError(f"{path}: SOURCE must be one of {SOURCES} or 'owner/repo#issue'")
-    params = meta["PARAMS"]
-    if not isinstance(params, dict) or meta["SIZE_PARAM"] not in params:
-        raise ContractError(f"{path}: PARAMS must be a dict holding SIZE_PARAM {meta['SIZE_PARAM']!r}")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in params.values()):
-        raise ContractError(f"{path}: PARAMS values must be numbers")
-    env = meta.get("ENV", {})
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise ContractError(f"{path}: ENV must be a dict of strings")
-    if meta.get("REQUIRES") not in (None, *REQUIREMENTS):
-        raise ContractError(f"{path}: REQUIRES must be one of {REQUIREMENTS}, got {meta['REQUIRES']!r}")
-    heap_reps = meta.get("HEAP_REPS", 0)
-    if not isinstance(heap_reps, int) or isinstance(heap_reps, bool) or heap_reps < 0:
-        raise ContractError(f"{path}: HEAP_REPS must be an int >= 0, got {heap_reps!r}")
-    if meta.get("EXPECTED") not in (None, *EXPECTATIONS):
-        raise ContractError(f"{path}: EXPECTED must be one of {EXPECTATIONS}, got {meta['EXPECTED']!r}")
-    reported = meta.get("REPORTED")
-    if reported is not None:
-        _check_reported(path, reported)
-    return Scenario(path, meta["TITLE"], source, meta["REPETITION"], meta["KIND"], meta["SIZE_PARAM"], params, env,
-                    requires=meta.get("REQUIRES"), reported=reported, heap_reps=meta.get("HEAP_REPS"),
-                    expects=meta.get("EXPECTED"))
-
-
-def _check_reported(path: Path, reported) -> None:
-    """Raise ContractError unless REPORTED has the documented shape."""
-    def versions(value) -> bool:
-        return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-    problem = None
-    if not isinstance(reported, dict):
-        problem = "must be a dict"
-    elif set(reported) - {"issue", "leaks_on", "fixed_in", "note"}:
-        problem = f"has unknown keys {sorted(set(reported) - {'issue', 'leaks_on', 'fixed_in', 'note'})}"
-    elif not isinstance(reported.get("issue"), str) or "#" not in reported["issue"]:
-        problem = "needs issue 'owner/repo#N'"
-    elif not versions(reported.get("leaks_on")):
-        problem = "needs leaks_on, a list of version strings"
-    elif "fixed_in" not in reported or not (reported["fixed_in"] is None or isinstance(reported["fixed_in"], str)):
-        problem = "needs fixed_in, a version string or None"
-    elif not isinstance(reported.get("note", ""), str):
-        problem = "note must be a string"
+        raise ContractError(f"{shown}: not a leakbench scenario, missing {', '.join(missing)}")
+    for f in FIELDS:  # types first: a rule may look at another field
+        if f.name in found and not _of_type(found[f.name], f.type):
+            raise ContractError(f"{shown}: {f.name} must be {_a(f.type)} ({f.means}), "
+                                f"got {_a(type(found[f.name]))} {_shown(found[f.name])}")
+    for f in FIELDS:
+        problem = f.rule(found[f.name], found) if f.name in found and f.rule else None
+        if problem:
+            raise ContractError(f"{shown}: {f.name} {problem}")
+    problem = _functions(functions, found["PARAMS"])
     if problem:
-        raise ContractError(f"{path}: REPORTED {problem}")
+        raise ContractError(f"{shown}: {problem}")
+    return Scenario(path, found["TITLE"], found["SOURCE"], found["REPETITION"], found["KIND"], found["SIZE_PARAM"],
+                    found["PARAMS"], found.get("ENV", {}), requires=found.get("REQUIRES"),
+                    reported=found.get("REPORTED"), heap_reps=found.get("HEAP_REPS"), expects=found.get("EXPECTED"))
 
 
 def load_module(path: Path) -> ModuleType:

@@ -1,4 +1,5 @@
-"""Result files written whole: a kill mid-write leaves the previous complete file. And the one
+"""Result files written whole (write_text_atomic, write_atomic): a failure or kill mid-write leaves
+the previous complete file. And the one
 way leakbench reads its own files (records, resume files, calibration, repeatability and bisect
 results, flame graphs): regular files only (a FIFO or a device is never opened), at most
 MAX_BYTES, UTF-8, every JSON error as one line."""
@@ -11,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from leakbench.units import MIB
+from leakbench.units import MIB, format_bytes
 
 # The most leakbench reads from one of its files. The biggest committed one is 0.5 MiB (a full
 # suite's records of one TF version, results/records/vm/tf-*.jsonl); the biggest a command writes
@@ -80,20 +81,16 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
         if not stat.S_ISREG(found.st_mode):
             raise Unreadable(path, "is not a regular file")
         if found.st_size > limit:
-            raise Unreadable(path, f"holds {_size(found.st_size)}, more than the {_size(limit)} leakbench "
+            raise Unreadable(path, f"holds {format_bytes(found.st_size, unit=1)}, more than the {format_bytes(limit, whole=True)} leakbench "
                                    "reads from one file (leakbench.jsonfile.MAX_BYTES)")
         try:
             data = f.read(limit + 1)
         except OSError as e:
             raise Unreadable(path, f"cannot be read: {e.strerror or e}") from None
     if len(data) > limit:
-        raise Unreadable(path, f"grew past the {_size(limit)} leakbench reads from one file "
+        raise Unreadable(path, f"grew past the {format_bytes(limit, whole=True)} leakbench reads from one file "
                                "(leakbench.jsonfile.MAX_BYTES) while it was read")
     return data
-
-
-def _size(n: int) -> str:
-    return f"{n // MIB} MiB" if n and n % MIB == 0 else f"{n:,} bytes"
 
 
 def _text(data: bytes) -> str:
@@ -135,14 +132,47 @@ def load(path: Path, limit: int | None = None) -> Any:
         raise Unreadable(path, f"cannot be read as JSON ({e.msg})") from None
 
 
-def write_atomic(path: Path, data: dict) -> None:
-    """Write `data` as JSON to `path` through a temporary file and os.replace (atomic on POSIX).
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` whole, the one way leakbench writes a result file: into a new
+    temporary file beside it (.NAME.PID.tmp, made with the umask's permissions, never through a
+    link), flushed and fsync'd, then os.replace'd over `path` (atomic on POSIX) and the folder
+    fsync'd. Its folder must exist. A failure or a kill at any point leaves the previous file as it was; a failure also
+    removes the temporary file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # the rename itself reaches the disk with the folder's entry
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:  # a file system that cannot fsync a folder: the rename is still atomic
+        pass
+    finally:
+        os.close(folder)
 
-    Raises ValueError for NaN or infinite numbers (allow_nan=False: JSON has none)."""
+
+def write_atomic(path: Path, data: dict, indent: int = 1) -> None:
+    """Write `data` as JSON to `path` whole (write_text_atomic), its folder made if missing.
+
+    Raises ValueError for NaN or infinite numbers (allow_nan=False: JSON has none), before
+    anything is written."""
+    text = json.dumps(data, indent=indent, allow_nan=False) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def resumable(out: Path, made: dict, fmt: int, what: str, error: type[Exception]) -> dict | None:

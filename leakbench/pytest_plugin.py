@@ -30,12 +30,12 @@ from pathlib import Path
 
 from leakbench import expectation
 from leakbench.check import run as check
-from leakbench.engine.measure import Settings
+from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
 from leakbench.reporters import check as report
 from leakbench.units import parse_size
 
-DEFAULT_CAP = "4GiB"
-DEFAULT_TIMEOUT_SECONDS = 300.0
+DEFAULT_CAP = FIXED_CAP_BYTES  # explicit, not half of RAM: a test reads the same on every machine
+DEFAULT_TIMEOUT_SECONDS = Settings.timeout_seconds
 
 
 class LeakError(AssertionError):

@@ -40,3 +40,31 @@ def parse_size(text: str) -> int:
 def _shown(text: str) -> str:
     """`text` for a message: quoted, and cut short past 40 characters."""
     return repr(text) if text is None or len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+
+
+_UNIT_NAMES = {GIB: "GiB", MIB: "MiB", KIB: "KiB", 1: "B"}
+
+
+def format_bytes(n: float | None, unit: int | None = None, digits: int = 1, whole: bool = False,
+                 label: bool = True, none: str = "—") -> str:
+    """Bytes for people, the one byte formatter of the package: "8.0 MiB", "1.5 GiB", "512 KiB", "100 B".
+
+    unit: GIB, MIB, KIB or 1 fixes the unit (a table column, an exact byte count); by default it is
+    the largest that abs(n) reaches. `digits` decimals in GiB and MiB (and in a fixed KiB); a
+    chosen KiB and B have none. whole=True (a size as a label: "4 GiB", "256 MiB", "1.5 KiB"):
+    `digits` decimals in KiB too, and none for a whole number of the unit. Thousands take commas;
+    label=False leaves the unit's name off (a column that names it); None reads `none`.
+    """
+    if n is None:
+        return none
+    fixed = unit is not None
+    if unit is None:
+        unit = next((u for u in (GIB, MIB, KIB) if abs(n) >= u), 1)
+    value = n / unit
+    places = digits if unit >= MIB or (unit == KIB and (fixed or whole)) else 0
+    if whole and float(value).is_integer():
+        places = 0
+    text = f"{value:,.{places}f}"
+    if text.startswith("-") and not text.strip("-0.,"):  # -0.0 reads 0.0
+        text = text[1:]
+    return f"{text} {_UNIT_NAMES[unit]}" if label else text

@@ -1,9 +1,35 @@
 """Fixtures shared by several test files."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from leakbench.engine import memlimit
+
+# Debian's chromium, for the browser tests (test_site, test_check_html). make's setup installs
+# it as root on Debian (scripts/system-packages) and prints the apt-get line elsewhere.
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def need_chromium(path: Path = CHROMIUM) -> None:
+    """Skip the calling test without chromium at `path`, saying how to get it; under CI=true
+    (.ci/run, GitHub Actions) fail instead: CI must run the browser tests, not skip them."""
+    if path.exists():
+        return
+    why = (f"no {path} (Debian: apt-get install chromium; make test's setup, scripts/system-packages, "
+           "installs it when run as root)")
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{why}; CI=true: the browser tests must run", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture
+def chromium() -> Path:
+    """The chromium binary, or a skip (a failure under CI=true) without it: need_chromium."""
+    need_chromium()
+    return CHROMIUM
 
 
 @pytest.fixture
@@ -32,7 +58,6 @@ def fake_cgroup(tmp_path, monkeypatch):
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 from leakbench import catalog  # noqa: E402
 from leakbench.check import run as check

@@ -438,7 +438,7 @@ def test_a_file_over_max_bytes_is_refused_unread(here):
     sparse(here / "big.json", jsonfile.MAX_BYTES + 1)
     before = state(here)
     refused(invoke("matrix", "--results", "results"),
-            f"tf-2.17.1.jsonl holds {jsonfile.MAX_BYTES + 1:,} bytes, more than the 256 MiB leakbench reads")
+            f"tf-2.17.1.jsonl holds {jsonfile.MAX_BYTES + 1:,} B, more than the 256 MiB leakbench reads")
     refused(invoke("repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "big.json"),
             "big.json holds", "it is kept: use another --out, or --fresh")
     refused(invoke("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "big.json"),
@@ -474,3 +474,41 @@ def test_bad_json_is_one_line_everywhere(here, case):
 def test_max_bytes_has_room_over_the_biggest_committed_file():
     biggest = max(p.stat().st_size for p in (REPO / "results").rglob("*.json*") if p.is_file())
     assert biggest * 100 < jsonfile.MAX_BYTES
+
+
+# --- result files written whole: jsonfile.write_text_atomic --------------------
+
+def test_a_failure_mid_write_keeps_the_previous_file_and_leaves_nothing_beside_it(tmp_path, monkeypatch):
+    path = tmp_path / "result.md"
+    path.write_text("old\n")
+    with pytest.raises(UnicodeEncodeError):  # fails inside the write, after some text went out
+        jsonfile.write_text_atomic(path, "new " * 10_000 + "\ud800")
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["result.md"]
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+    monkeypatch.setattr(os, "fsync", broken)  # the disk fails the flush: nothing replaces the file
+    with pytest.raises(OSError, match="Input/output"):
+        jsonfile.write_text_atomic(path, "new\n")
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["result.md"]
+
+    synced = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    jsonfile.write_text_atomic(path, "new\n")
+    assert path.read_text() == "new\n" and os.listdir(tmp_path) == ["result.md"]
+    assert len(synced) == 2  # the file before the rename, then its folder
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~_umask()  # not mkstemp's 0600
+
+
+def test_write_atomic_refuses_nan_before_writing_and_makes_the_folder(tmp_path):
+    path = tmp_path / "new" / "result.json"
+    jsonfile.write_atomic(path, {"a": 1})
+    with pytest.raises(ValueError):
+        jsonfile.write_atomic(path, {"a": float("nan")})
+    assert jsonfile.load(path) == {"a": 1} and os.listdir(path.parent) == ["result.json"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -17,7 +17,7 @@ from leakbench.check import run as check
 from leakbench.engine.measure import Settings
 from leakbench.site import report
 
-from test_site import CHROMIUM, _chromium, _console, _Quiet
+from test_site import _chromium, _console, _Quiet
 
 DATA = Path(__file__).parent / "data"
 SETTINGS = Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 << 30, timeout_seconds=120)
@@ -49,8 +49,7 @@ def test_cli_html_writes_the_page_and_refuses_a_missing_folder(tmp_path):
 
 
 @pytest.mark.tf
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium (Debian: apt-get install chromium)")
-def test_stateful_map_report_loads_in_chromium_without_console_errors(tf_records, tmp_path):
+def test_stateful_map_report_loads_in_chromium_without_console_errors(chromium, tf_records, tmp_path):
     rec = tf_records[("stateful_map", "factory")]
     page = report.write_check_page(rec, tmp_path / "stateful_map.html")
     done = _chromium(page.as_uri(), "--dump-dom", "--allow-file-access-from-files")

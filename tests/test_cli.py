@@ -175,12 +175,15 @@ def test_tensorflow_check_ignores_pure_python_scenarios(root, monkeypatch):
 
 
 def test_list(root):
-    result = invoke(["list"])
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(cli.main, ["list"])  # a wide terminal
     assert result.exit_code == 0, result.output
-    rows = [line for line in result.stdout.splitlines() if "pyleak" in line]
-    assert len(rows) == 1  # one row per pair, not per variant
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 120, max(lines, key=len)  # fits 120 columns however wide the terminal
+    at = [i for i, line in enumerate(lines) if "pyleak" in line]
+    assert len(at) == 1  # one row per pair, not per variant: the size parameter on the line below
+    row = lines[at[0]] + " " + lines[at[0] + 1]
     for cell in ("growth", "stateful functions", "bytes_per_rep=1048576", "bytes appended to a global list"):
-        assert cell in rows[0], cell
+        assert cell in row, cell
     assert result.stderr == ""
 
 
@@ -372,3 +375,22 @@ def test_settings_refuse_scales_that_are_not_finite(scales):
     from leakbench.engine.measure import Settings
     with pytest.raises(ValueError, match="finite"):
         Settings(scales=scales)
+
+
+def test_format_bytes_is_the_one_byte_formatter():
+    from leakbench.units import GIB, KIB, MIB, format_bytes
+    assert [format_bytes(n, whole=True) for n in (256 * MIB, 4 * GIB, 16 * KIB, 1536, 100, 0)] == [
+        "256 MiB", "4 GiB", "16 KiB", "1.5 KiB", "100 B", "0 B"]  # sizes as labels
+    assert [format_bytes(n) for n in (8 * MIB, 1.5 * GIB, 3 * KIB + 5, None)] == ["8.0 MiB", "1.5 GiB", "3 KiB", "—"]
+    assert format_bytes(268_435_457, unit=1) == "268,435,457 B" and format_bytes(GIB, unit=GIB) == "1.0 GiB"
+    assert format_bytes(-0.2 * MIB, unit=MIB, digits=0, label=False) == "0"  # never "-0"
+    assert format_bytes(1536.0, unit=KIB, label=False) == "1.5"
+
+
+def test_markdown_table_is_the_one_table_builder():
+    from leakbench.reporters import markdown_table
+    assert markdown_table(["a", "n"], [["x", "1"], ["y", "22"]], "lr") == [
+        "| a | n |", "|---|---:|", "| x | 1 |", "| y | 22 |"]
+    assert markdown_table(["a"], [])[1] == "|---|"
+    with pytest.raises(ValueError):
+        markdown_table(["a", "b"], [], "l")

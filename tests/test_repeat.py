@@ -197,7 +197,7 @@ def test_summary_counts_agreement_and_spread():
 def test_markdown_of_a_synthetic_summary():
     text = repeat_report.markdown(synthetic())
     assert "## Repeatability: vm, TensorFlow 2.21.0" in text and "2 children at a time; 2026-12-01" in text
-    assert "3 runs per variant" in text and "cap default (1.0 GiB)" in text
+    assert "3 runs per variant" in text and "cap default (1 GiB)" in text
     assert "| a | leaky | leak | leak 3/3 | yes | yes | 1,024 (922–1,126) | 4.0 (3.6–4.4) | 0.80 (0.80–0.80) |" in text
     assert "| a | fixed | no-leak | no-leak 2, leak 1 | NO | NO | 4.0 (2.0–6.0) | 0.0 (0.0–0.0) |" in text
     assert "| gpu | leaky | leak | skipped 2, leak 1 | yes | yes | — | — | — |" in text

@@ -103,7 +103,7 @@ def test_versions_sort_numerically():
 def test_compare_unchanged_exits_0_markdown():
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
     assert result.exit_code == 0, result.output
-    assert "| pair | variant | metric | 2.13.1 | 2.21.0 | ratio | |" in result.output
+    assert "| pair | variant | metric | 2.13.1 | 2.21.0 | ratio |  |" in result.output
     assert "| growing | fixed | RSS (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output  # below the floor
     assert "| peaking | fixed | peak above baseline (MiB) | 25.0 | 30.0 | 1.20× |  |" in result.output
     assert "exit 0" in result.output

@@ -19,6 +19,7 @@ import json
 from typing import Any, TypedDict
 
 from leakbench import jsonfile
+from leakbench.analysis import validate
 
 SCHEMA = 2
 REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
@@ -84,9 +85,15 @@ _MIGRATIONS = {1: _from_1}
 
 
 def migrate(rec: dict[str, Any]) -> Record:
-    """The record in SCHEMA's form. Raises SchemaError for a newer schema or a non-record."""
+    """The record in SCHEMA's form. Raises SchemaError for a newer schema, a non-record, or a record
+    whose values are not of its schema (leakbench.analysis.validate: the first problem, one line)."""
     if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED):
         raise SchemaError(f"not a leakbench record (needs {', '.join(REQUIRED)})")
+    if isinstance(rec["schema"], int) and not isinstance(rec["schema"], bool) and rec["schema"] > SCHEMA:
+        raise SchemaError(f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}")
+    problem = validate.problem("record", rec)  # every schema's keys: a newer one is optional
+    if problem:
+        raise SchemaError(f"not a valid record: {problem}")
     while rec["schema"] != SCHEMA:
         step = _MIGRATIONS.get(rec["schema"]) if isinstance(rec["schema"], int) else None
         if step is None:
@@ -96,8 +103,10 @@ def migrate(rec: dict[str, Any]) -> Record:
 
 
 def loads(line: str) -> Record:
-    """One record from a JSON line, migrated. Raises SchemaError (corrupt JSON, an integer past
-    Python's 4,300 digits or nesting past its recursion limit included; not a record; newer schema)."""
+    """One record from a JSON line, checked (leakbench.analysis.validate) and migrated. Raises SchemaError
+    (corrupt JSON, an integer past Python's 4,300 digits or nesting past its recursion limit included;
+    not a record; newer schema; a value of another type, an unknown verdict or variant, a number that
+    is not finite, a string that is not UTF-8)."""
     try:
         found = jsonfile.parse(line)
     except jsonfile.BadJSON as e:

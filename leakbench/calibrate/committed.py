@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from leakbench import expectation, jsonfile
-from leakbench.calibrate.stats import SIGNALS, TIMED, reach, size_label, smallest_caught
+from leakbench.calibrate.stats import SIGNALS, TIMED, reach, smallest_caught
 from leakbench.history import store
+from leakbench.units import format_bytes
 
 
 def suite_cost(records_path: Path) -> dict | None:
@@ -34,12 +35,13 @@ def suite_cost(records_path: Path) -> dict | None:
         return {"records": str(records_path), "error": str(e)}
     walls = floors = heap = plain = 0.0
     count = 0
-    for rec in records:
-        warmup, reps, heap_reps = (rec["settings"][k] for k in ("warmup", "reps", "heap_reps"))
-        for run in rec["runs"]:
-            s = run["seconds"]
-            if not warmup or not all(k in s for k in TIMED):
-                continue
+    for rec in records:  # types checked as read (store.read_records); keys of older or hand-made records may be missing
+        kept = rec.get("settings") or {}
+        warmup, reps, heap_reps = (kept.get(k) for k in ("warmup", "reps", "heap_reps"))
+        for run in rec.get("runs") or []:
+            s = run.get("seconds") or {}
+            if not warmup or not reps or "wall_seconds" not in run or not all(k in s for k in TIMED):
+                continue  # no settings or no timed run: nothing to count
             count += 1
             walls += run["wall_seconds"]
             floors += s["import"] + s["setup"] + s["warm-up"] / warmup * (warmup + reps)
@@ -81,7 +83,7 @@ def committed_fix_verdicts(fixes: list[tuple[str, dict]], unreadable: list[str] 
     by_verdict: dict[str, int] = {}
     for _, rec in measured:
         by_verdict[rec["verdict"]] = by_verdict.get(rec["verdict"], 0) + 1
-    alarms = [f"{label}: {rec['pair']} {rec['verdict']} ({', '.join(rec['signals'])})"
+    alarms = [f"{label}: {rec['pair']} {rec['verdict']} ({', '.join(rec.get('signals') or [])})"
               for label, rec in measured if not expectation.accepts(rec)]
     return {"records": len(measured), "skipped": len(fixes) - len(measured), "by_verdict": by_verdict,
             "false_alarms": len(alarms), "alarms": alarms, "unreadable": list(unreadable)}
@@ -125,5 +127,5 @@ def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> 
     if not caught:
         return (f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "
                 "leakbench calibrate measures what it catches (docs/calibration.md)")
-    return (f"no-leak means held memory grew by less than {size_label(caught)}/repetition: the smallest "
+    return (f"no-leak means held memory grew by less than {format_bytes(caught, whole=True)}/repetition: the smallest "
             f"designed leak caught in every run on {machine}, TensorFlow {tensorflow} ({path})")

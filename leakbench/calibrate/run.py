@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from leakbench.analysis import record, verdict
+from leakbench.analysis import record, validate, verdict
 from leakbench.analysis.schema import first_run
 from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
@@ -47,13 +47,11 @@ from leakbench.engine.measure import Settings, measure
 from leakbench.history import pin
 from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
-from leakbench.units import KIB, MIB
 
 FOLDER = Path(__file__).parent / "designs"
 HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorflow_held.py",
            # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default
            "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py"}
-SIZES = (0, KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 8 * MIB)
 FORMAT = 2  # 2: the installed TensorFlow kept at the top; committed_fixes counts false_alarms
 
 
@@ -129,6 +127,7 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
     made = {"machine": machine or platform.node(), "tensorflow": tensorflow_version(),
             "settings": settings.stored()}
     result = jsonfile.resumable(out, made, FORMAT, "a calibration result", CalibrateError) if resume else None
+    result = validate.check_resumed(result, "calibrate", out, "a calibration result", FORMAT, CalibrateError)  # its types, once
     if result is None:
         result = {"format": FORMAT, **made, "environment": record.environment(None), "observations": []}
     result.setdefault("peers", [])

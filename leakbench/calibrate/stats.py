@@ -20,7 +20,7 @@ from leakbench import expectation
 from leakbench import metrics as registry
 from leakbench.analysis import verdict
 from leakbench.engine.measure import Settings
-from leakbench.units import KIB, MIB
+from leakbench.units import KIB, format_bytes
 
 # The signals calibration reads, by their record["signals"] name, each with its threshold from the
 # registry: held memory and memray's heap decide, RSS is read beside them at its fallback threshold.
@@ -43,13 +43,6 @@ def trend_only(trend: dict | None) -> bool:
     catch at best with a lower bar."""
     return bool(trend) and trend["p_increasing"] < verdict.TREND_P_MAX and min(
         trend["first_half"], trend["second_half"]) > 0
-
-
-def size_label(n: int) -> str:
-    """Bytes in words: 1048576 -> "1 MiB", 16384 -> "16 KiB", 100 -> "100 B"."""
-    if n >= MIB and n % MIB == 0:
-        return f"{n // MIB} MiB"
-    return f"{n // KIB} KiB" if n % KIB == 0 else f"{n} B"
 
 
 def _rate(k: int, n: int) -> dict:
@@ -220,7 +213,7 @@ def targets(rows: list[dict], costs: dict, suite: dict | None) -> list[dict]:
                if r["holder"] == holder and r["bytes_per_rep"] and r["held"]["detected"]["k"]]
         worst = max((cv for _, cv in cvs if cv is not None), default=None)
         out.append({"target": f"{holder}: held slope CV <= 10 % where it detects", "measured":
-                    worst is not None and ", ".join(f"{size_label(s)} {cv:.0%}" for s, cv in cvs if cv is not None),
+                    worst is not None and ", ".join(f"{format_bytes(s, whole=True)} {cv:.0%}" for s, cv in cvs if cv is not None),
                     "met": None if worst is None else worst <= 0.10})
         c = costs.get(holder) or {}
         ratio, whole = c.get("heap_over_plain"), c.get("heap_total_over_plain")

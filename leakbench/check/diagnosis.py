@@ -3,7 +3,7 @@ buffered bytes, and hints at the seed source. Hints are read from the evidence
 and say so; they are never a certainty."""
 from __future__ import annotations
 
-from leakbench.units import MIB
+from leakbench.units import MIB, format_bytes
 
 HOLDER_SHARE = 0.5               # the holder's subtree holds at least this share of buffered bytes
 HOLDER_BYTES_MIN = 1 * MIB       # below this nothing is worth naming
@@ -66,10 +66,6 @@ def _depth(node_id: int, parents: dict) -> int:
     return depth
 
 
-def _mib(n: float) -> str:
-    return f"{n / MIB:,.1f} MiB"
-
-
 def hints(rec: dict, found: dict) -> list[str]:
     """Likely seed sources, each with the evidence that points to it (hints, not certainties).
 
@@ -91,7 +87,7 @@ def hints(rec: dict, found: dict) -> list[str]:
                    "iterator holds a few threads.")
     if "gpu" in signals:
         per = metrics["gpu_memory_growth"]["slope"]
-        out.append(f"the GPU allocator's bytes in use grew {_mib(per)}/repetition: likely device tensors kept "
+        out.append(f"the GPU allocator's bytes in use grew {format_bytes(per)}/repetition: likely device tensors kept "
                    "across repetitions (dangling references: batches or losses kept as tensors in a list); keep "
                    "host numbers (float(loss)) or only the current batch.")
     if "open files" in signals:
@@ -112,7 +108,7 @@ def hints(rec: dict, found: dict) -> list[str]:
     holder = found["attribution"].get("holder")
     scaling = metrics.get("peak_scaling") or {}
     if holder and leaking:  # where a bounded pipeline keeps its buffers is in the table, not a hint
-        stage, held = holder["stage"], _mib(holder["subtree_bytes"])
+        stage, held = holder["stage"], format_bytes(holder["subtree_bytes"])
         growing = " and growing" if holder["growth_bytes"] >= HOLDER_BYTES_MIN else ""
         if "Cache" in stage:
             out.append(f"{stage} holds {held}{growing}: likely caching in memory; the cache keeps cardinality × "
@@ -135,12 +131,12 @@ def hints(rec: dict, found: dict) -> list[str]:
     if "heap" in signals and site:  # the user's line first; TensorFlow's frames only as context
         inner = site["frames"][0] if site["frames"] else None
         context = f" (allocated in {inner})" if inner and inner != site["user_frame"] else ""
-        out.append(f"the allocation site of your code growing most ({_mib(site['bytes_per_rep'])}/repetition in memray's heap "
+        out.append(f"the allocation site of your code growing most ({format_bytes(site['bytes_per_rep'])}/repetition in memray's heap "
                    f"pass) comes from {site['user_frame']}{context}: likely what keeps the memory.")
     elif "heap" in signals and stacks and stacks[0]["frames"]:
         top = stacks[0]
         where = top.get("user_frame") or top["frames"][0]
-        out.append(f"the largest live allocation ({top['bytes'] / MIB:,.1f} MiB in {top['allocations']:,} "
+        out.append(f"the largest live allocation ({format_bytes(top['bytes'], unit=MIB)} in {top['allocations']:,} "
                    f"allocations) comes from {where}: likely what keeps the memory.")
     chain = found.get("reference_chain") or {}
     if leaking and "python objects" in signals and chain.get("chain"):

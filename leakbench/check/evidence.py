@@ -8,20 +8,19 @@ text and hints, leakbench.check.run):
   repetitions (`middle_reps`) and after them all: `type_growth` says which
   types grew by the verdict's rule (a one-off jump does not count). ~0.1 s
   with TensorFlow imported.
-- `attribution(state)`: bytes buffered per tf.data transformation, from
-  `tf.data.experimental.get_model_proto(iterator)` (the autotune model's
-  ModelProto: one node per transformation with buffered_bytes and
-  buffered_elements). A new iterator over the pipeline's dataset is read
-  twice: after a few elements, and after more; a stage whose bytes rose
-  between the readings is growing. An in-memory cache() shows as a
-  MemoryCacheImpl node whose buffered bytes are the whole cache (TF 2.21).
+- `read_stages(state, elements)`, in every measurement: bytes buffered per
+  tf.data transformation, from `tf.data.experimental.get_model_proto(iterator)`
+  (the autotune model's ModelProto: one node per transformation with
+  buffered_bytes and buffered_elements). A new iterator over the pipeline's
+  dataset is read at READING_ELEMENTS: after a few elements, and after more;
+  a stage whose bytes rose between the readings is growing. An in-memory
+  cache() shows as a MemoryCacheImpl node whose buffered bytes are the whole
+  cache (TF 2.21). `stages` (run["stages"]) and `attribution_from` (check's
+  diagnostics.attribution) are derived from these readings.
 - `heap_stacks(records)`: the largest allocations still live at the end of
   the memray heap pass, by Python stack; `stack_frames` and `user_frame`
   name a stack's frames and the first of them in the user's own code
   (leakbench.check.frames, re-exported here).
-- `read_stages(state)`, in every measurement: the same model readings at
-  READING_ELEMENTS, from which `stages` (run["stages"]) and
-  `attribution_from` (check's diagnostics.attribution) are derived.
 - `reference_chain(type_growth, state, candidates)`: what keeps an instance of
   the type that grew most alive (objgraph), as text (`describe_chain`;
   leakbench.check.chain, re-exported here).
@@ -244,11 +243,6 @@ def attribution_from(found: dict) -> dict:
              for i, n in sorted(merged.items())]
     return {"elements": [first[0], last[0]], "nodes": nodes, "seconds": found["seconds"],
             "tensorflow": found["tensorflow"]}
-
-
-def attribution(state) -> dict:
-    """Buffered bytes per transformation of the state's dataset, read twice; or why not ("na")."""
-    return attribution_from(read_stages(state, (FIRST_ELEMENTS, FIRST_ELEMENTS + MORE_ELEMENTS)))
 
 
 def _nodes(proto) -> list[dict]:

@@ -36,9 +36,13 @@ def say(message: str) -> None:
     err.print(message, highlight=False, markup=False, soft_wrap=True)
 
 
+# What str.splitlines breaks a line at, written as escapes: bad input (a path, a pair name) may hold them.
+_LINE_BREAKS = {c: repr(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
 def fail(message: str) -> None:
-    """Bad input: one line on stderr, exit 2."""
-    say(f"leakbench: error: {message}")
+    """Bad input: one line on stderr (line breaks in it escaped), exit 2."""
+    say(f"leakbench: error: {message.translate(_LINE_BREAKS)}")
     sys.exit(2)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 from packaging.tags import sys_tags
 
-from leakbench import catalog
+from leakbench import catalog, jsonfile
 from leakbench.cli.base import RESULTS_OPTION, apart, fail, main, results_dir, say, writable
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
@@ -169,8 +169,8 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
               "timeout_seconds": timeout, "confirm": confirm, "distributions": [registry.RELEASE_DIST,
                                                                                registry.NIGHTLY_DIST],
               **found.as_dict()}
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    md.write_text(views.markdown(result))
+    jsonfile.write_text_atomic(out, json.dumps(result, indent=2) + "\n")
+    jsonfile.write_text_atomic(md, views.markdown(result))
     for line in views.summary(result):
         click.echo(line)
     click.echo(f"  written: {out}, {md}")

@@ -12,8 +12,8 @@ from leakbench.cli.base import apart, fail, main, results_dir, say, writable
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.history.store import asv_machine, records_path
 from leakbench.reporters import calibration as calibration_view
-from leakbench.engine.measure import Settings
-from leakbench.units import parse_size
+from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
+from leakbench.units import format_bytes, parse_size
 
 
 def _sizes(text: str) -> list[int]:
@@ -28,12 +28,12 @@ def _sizes(text: str) -> list[int]:
 @main.command("calibrate")
 @click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Measurements per case, each in a fresh process.")
-@click.option("--sizes", default="0,1KiB,16KiB,64KiB,256KiB,1MiB,8MiB", show_default=True,
+@click.option("--sizes", default="0,8KiB,16KiB,32KiB,64KiB", show_default=True,
               help="Bytes kept per repetition, comma-separated; 0 is the control.")
 @click.option("--holders", default="python,tensorflow", show_default=True,
               help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
                    "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).")
-@click.option("--cap", default="4GiB", show_default=True, metavar="SIZE", help="Memory cap per child.")
+@click.option("--cap", default=format_bytes(FIXED_CAP_BYTES, whole=True).replace(" ", ""), show_default=True, metavar="SIZE", help="Memory cap per child.")
 @click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds, show_default=True,
               help="Seconds an engine child run may go without progress (per step, as for run); "
                    "a peer's child (--peers) gets them for its whole run.")
@@ -114,7 +114,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
         fail(str(e))
     result = calibrate.add_context(result, out, settings, suite_records, results / "records")
     table = calibration_view.markdown(result)
-    out.with_suffix(".md").write_text(table)
+    jsonfile.write_text_atomic(out.with_suffix(".md"), table)
     click.echo(table)
     say(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from leakbench import jsonfile
 from leakbench.cli.base import (SCALES_OPTION, apart, fail, main, measurement_options, results_dir, say, scales_of,
                                 settings_of, sizes_fit, targets_of, writable)
 from leakbench.history.store import asv_machine
@@ -64,6 +65,6 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
     except repeat.RepeatError as e:
         fail(str(e))
     table = repeat_report.markdown(result)
-    out.with_suffix(".md").write_text(table)
+    jsonfile.write_text_atomic(out.with_suffix(".md"), table)
     click.echo(table)
     say(f"leakbench: repeatability written to {out} and {out.with_suffix('.md')}")

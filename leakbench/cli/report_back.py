@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from leakbench import catalog
+from leakbench import catalog, jsonfile
 from leakbench.cli.base import MACHINE_OPTION, RESULTS_OPTION, apart, fail, main, results_dir, writable
 from leakbench.contract import ContractError, read_metadata
 from leakbench.history import matrix as tabulating
@@ -80,7 +80,7 @@ def report_back(pairs, results, machine, out) -> None:
     for pair, text in blocks.items():
         path = out / f"{pair}.md"
         try:
-            path.write_text(text)
+            jsonfile.write_text_atomic(path, text)
         except OSError as e:
             fail(f"--out: cannot write {path}: {e.strerror or e}")
         click.echo(str(path))

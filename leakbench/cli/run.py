@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from leakbench import catalog, expectation
+from leakbench import catalog, expectation, jsonfile
 from leakbench.calibrate import committed
 from leakbench.cli.base import (SCALES_OPTION, apart, err, fail, flamegraph_note, main, measurement_options, out,
                                 progress, results_dir, say, scales_of, settings_of, sizes_fit, targets_of, writable)
@@ -93,7 +93,7 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
     results = results_dir(None)
     say(committed.sensitivity(results / "calibration", asv_machine(results), tf))
     if markdown_path:
-        markdown_path.write_text(table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"))
+        jsonfile.write_text_atomic(markdown_path, table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"))
     for rec in records:
         if rec["error"]:
             first = rec["error"].strip().splitlines()[-1]

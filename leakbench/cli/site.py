@@ -7,7 +7,7 @@ import click
 
 from leakbench.cli.base import MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
 from leakbench.history.store import VersionError
-from leakbench.units import KIB
+from leakbench.units import KIB, format_bytes
 
 
 @main.command("site")
@@ -26,7 +26,7 @@ def site_command(results, machine, out, asv) -> None:
     except (VersionError, site.SiteError) as e:
         fail(str(e))
     for rel, size in built.pages:
-        click.echo(f"{out / rel}  {size / KIB:,.1f} KiB")
+        click.echo(f"{out / rel}  {format_bytes(size, unit=KIB)}")
     for note in built.notes:
         click.echo(f"note: {note}")
     click.echo(f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "

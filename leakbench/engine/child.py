@@ -192,7 +192,6 @@ def main(config: dict) -> int:
         if isinstance(err, contract.ContractError):  # a bad check target: its one-line message
             tail = str(err)
         channel.send(error=tail, phase=phase, exception=type(err).__name__,
-                     missing_module=getattr(err, "name", None) if isinstance(err, ImportError) else None,
                      traceback=traceback.format_exc(limit=8))
         return 1
     return 0

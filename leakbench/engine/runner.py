@@ -55,7 +55,6 @@ class Outcome:
     samples: list = field(default_factory=list)  # samples received, also when the run was cut short
     teardown_seconds: float | None = None
     error: str | None = None
-    missing_module: str | None = None
     device: dict | None = None                 # the child's "device" message (leakbench.engine.child._device)
     versions: dict | None = None               # ... and the versions it sent with it
     skipped: str | None = None                 # why the child measured nothing (REQUIRES a GPU, none visible)
@@ -228,7 +227,6 @@ def _take(outcome: Outcome, message: dict, on_message) -> None:
         outcome.phase = None
     if "error" in message:
         outcome.error = message["error"]
-        outcome.missing_module = message.get("missing_module")
     if on_message:
         on_message(message)
 

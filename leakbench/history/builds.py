@@ -13,7 +13,6 @@ import re
 from packaging.version import InvalidVersion, Version
 
 NIGHTLY = "nightly"  # the alias of the newest nightly in the results (compare, make run)
-NIGHTLY_DISTRIBUTIONS = ("tf-nightly", "tf-nightly-cpu")
 _DATE = re.compile(r"(\d{4})(\d{2})(\d{2})")
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 from leakbench import expectation, metrics
 from leakbench.history.store import VersionError
-from leakbench.units import MIB
+from leakbench.units import MIB, format_bytes
 
 DEFAULT_FACTOR = 1.5
 REGRESSED, IMPROVED, CHANGED = "regressed", "improved", "changed"
@@ -93,6 +93,6 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
             rows.append({**base, "metric": m.label, "key": m.key, "unit": m.shown, "old": x, "new": y,
                          "ratio": ratio, "marker": marker})
             if marker == REGRESSED and variant == "fixed" and m.key == "peak_above_baseline_bytes":
-                failures.append(f"{pair} (fixed): peak above baseline {x / MIB:,.1f} → {y / MIB:,.1f} MiB, "
+                failures.append(f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} → {format_bytes(y, unit=MIB)}, "
                                 f"past {factor:g}×")
     return Comparison(old_label, new_label, factor, rows, failures, machine)

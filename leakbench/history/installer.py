@@ -19,12 +19,13 @@ import subprocess
 import tempfile
 import tomllib
 import venv as venvs
+from functools import partial
 from pathlib import Path
 
 from leakbench.history.bisect import InstallFailed
 from leakbench.history.pin import TF_DISTRIBUTIONS
 from leakbench.history.registry import Build
-from leakbench.units import GIB, MIB
+from leakbench.units import GIB, MIB, format_bytes
 
 # A TensorFlow wheel takes about 4.3 times its size on disk while pip installs it: the download
 # itself, then the unpacked package (tf-nightly 2.23.0.dev20261026: a 645 MB wheel, 2.1 GiB unpacked).
@@ -73,7 +74,7 @@ def check_budget(venv: Path, need_bytes: int, budget_bytes: int, what: str) -> N
     used = dir_bytes(venv)
     where = next(p for p in (Path(venv), *Path(venv).absolute().parents) if p.exists())
     free = shutil.disk_usage(where).free
-    gib = lambda n: f"{n / GIB:.1f} GiB"  # noqa: E731
+    gib = partial(format_bytes, unit=GIB)
     if used + need_bytes > budget_bytes:
         raise BudgetError(f"disk budget: {what} needs about {gib(need_bytes)} more in {venv}, which holds "
                           f"{gib(used)}: past the budget of {gib(budget_bytes)} (--disk-budget)")

@@ -48,7 +48,7 @@ import psutil
 from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
 from leakbench.engine import memlimit
-from leakbench.analysis import record, verdict
+from leakbench.analysis import record, validate, verdict
 from leakbench import expectation
 from leakbench.history import pin
 from leakbench.catalog import VARIANT_DIRS, Target
@@ -163,6 +163,7 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
     made = {"machine": machine, "jobs": jobs, "cpu_hog": cpu_hog, "tensorflow": pin.installed_tf_version(),
             "settings": settings.stored()}
     result = jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError) if resume else None
+    result = validate.check_resumed(result, "repeat", out, "a repeatability result", FORMAT, RepeatError)  # its types, once
     if result is None:
         result = {"format": FORMAT, **made, "environment": record.environment(None), "started": _now(),
                   "elapsed_seconds": 0.0, "observations": []}

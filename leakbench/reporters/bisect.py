@@ -5,7 +5,8 @@ plus what was asked: pair, variant, ends, machine, budget, seconds); they never 
 """
 from __future__ import annotations
 
-from leakbench.units import GIB, KIB
+from leakbench.reporters import markdown_table
+from leakbench.units import GIB, KIB, format_bytes
 
 
 def rate_text(m: dict) -> str:
@@ -48,7 +49,7 @@ def cost(result: dict) -> str:
     steps = result["steps"]
     return (f"{result['candidates']} candidates, {len(result['measurements'])} measurements ({steps} search "
             f"step{'' if steps == 1 else 's'} between the ends), {installs} installs, {duration(result['seconds'])}, "
-            f"disk budget {result['disk_budget_bytes'] / GIB:.1f} GiB")
+            f"disk budget {format_bytes(result['disk_budget_bytes'], unit=GIB)}")
 
 
 def summary(result: dict) -> list[str]:
@@ -72,20 +73,20 @@ def markdown(result: dict) -> str:
            f"Machine `{result['machine']}`, Python {result['python']}, started {result['started']}. "
            f"Status **{result['status']}**: {result['message']}.", ""]
     if b["good"]:
-        out += ["| side | build | distribution | date | git version | git ref |", "|---|---|---|---|---|---|"]
-        for side, end in (("last as the good end", b["good"]), ("first otherwise", b["bad"])):
-            out.append(f"| {side} | {end['version']} | {end['dist']} | {end['date'] or '—'} | "
-                       f"`{end['tensorflow_git'] or '?'}` | {end['git_ref'] or '—'} |")
+        out += markdown_table(["side", "build", "distribution", "date", "git version", "git ref"], (
+            [side, end["version"], end["dist"], end["date"] or "—", f"`{end['tensorflow_git'] or '?'}`", end["git_ref"] or "—"]
+            for side, end in (("last as the good end", b["good"]), ("first otherwise", b["bad"]))))
         out += ["", f"Commits between them: {b['compare_url'] or 'unknown (a build without its git version)'}", ""]
-    out += [f"Cost: {cost(result)}. Each measurement: cap {result['cap_bytes'] / GIB:.1f} GiB, timeout "
+    out += [f"Cost: {cost(result)}. Each measurement: cap {format_bytes(result['cap_bytes'], unit=GIB)}, timeout "
             f"{result['timeout_seconds']:g} s; {result['confirm']} readings of each boundary build.", ""]
     if result["skipped"]:
         out += [f"Skipped as unusable: {', '.join(result['skipped'])}.", ""]
-    out += ["| # | role | build | distribution | date | verdict | rests on | rate | seconds | install s |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for n, m in enumerate(result["measurements"], 1):
         verdict = m["verdict"] + (f" ({m['phase']})" if m.get("phase") and not m["usable"] else "")
         seconds = f"{m['seconds']:.1f}" if m.get("seconds") is not None else "—"
-        out.append(f"| {n} | {m['role']} | {m['version']} | {m['dist']} | {m['date'] or '—'} | {verdict} | "
-                   f"{m['rate_label'] or '—'} | {rate_text(m)} | {seconds} | {m['install_seconds']:.0f} |")
+        rows.append([str(n), m["role"], m["version"], m["dist"], m["date"] or "—", verdict, m["rate_label"] or "—",
+                     rate_text(m), seconds, f"{m['install_seconds']:.0f}"])
+    out += markdown_table(["#", "role", "build", "distribution", "date", "verdict", "rests on", "rate", "seconds",
+                           "install s"], rows)
     return "\n".join(out) + "\n"

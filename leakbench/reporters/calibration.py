@@ -10,18 +10,15 @@ runs with their 95 % Wilson interval. How to read them: docs/calibration.md,
 """
 from __future__ import annotations
 
+from leakbench.reporters import markdown_table
 from leakbench.analysis import verdict
 from leakbench.calibrate import peers
-from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, size_label
-from leakbench.units import KIB
+from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS
+from leakbench.units import KIB, format_bytes
 
 
 def _pct(x) -> str:
     return "—" if x is None else f"{x:.0%}"
-
-
-def _kib(x) -> str:
-    return "—" if x is None else f"{x / KIB:,.1f}"
 
 
 def _det(d: dict) -> str:
@@ -32,7 +29,7 @@ def _det(d: dict) -> str:
 
 
 def _case(size: int) -> str:
-    return size_label(size) if size else "0 (control)"
+    return format_bytes(size, whole=True) if size else "0 (control)"
 
 
 def _about(result: dict) -> list[str]:
@@ -51,20 +48,21 @@ def _about(result: dict) -> list[str]:
 
 def _detection_table(result: dict) -> list[str]:
     labels = [m.label for m in SIGNALS.values()]
-    lines = ["| holder | true /rep | runs | verdict leak | "
-             + " | ".join(f"{x} detected | {x} trend only | {x} slope KiB/rep | {x} bias | {x} CV" for x in labels)
-             + " | asv peakmem |",
-             "|---|---:|---:|---|" + "---|---|---:|---:|---:|" * len(SIGNALS) + "---|"]
+    head = ["holder", "true /rep", "runs", "verdict leak",
+            *(f"{x} {what}" for x in labels for what in ("detected", "trend only", "slope KiB/rep", "bias", "CV")),
+            "asv peakmem"]
+    rows = []
     for r in result["summary"]:
         cells = [r["holder"], _case(r["bytes_per_rep"]), f"{r['measured']}/{r['runs']}", _det(r["leak"])]
         for name in SIGNALS:
             sl = r[name]["slope"]
             bias = sl["relative_bias"] if r["bytes_per_rep"] else sl["bias"]
-            cells += [_det(r[name]["detected"]), _det(r[name]["trend_only"]), _kib(sl["mean"]),
-                      _pct(bias) if r["bytes_per_rep"] else f"{_kib(bias)} KiB",
+            cells += [_det(r[name]["detected"]), _det(r[name]["trend_only"]), format_bytes(sl["mean"], unit=KIB, label=False),
+                      _pct(bias) if r["bytes_per_rep"] else format_bytes(bias, unit=KIB),
                       _pct(sl["cv"]) if r["bytes_per_rep"] else "—"]
         cells.append(_det(r["asv_peakmem"]["detected"]))
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines = markdown_table(head, rows, "lrrl" + "llrrr" * len(SIGNALS) + "l")
     return lines + ["", f"On the control (0 bytes) every detection is a false alarm, and so is every verdict "
                     f"but {CONTROL.label}.", ""]
 
@@ -78,8 +76,8 @@ def _peer_table(result: dict) -> list[str]:
              "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
              f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
              "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
-             "", "| " + " | ".join(["holder", "true /rep", "leakbench", "asv peakmem_", *(titles[n] for n in names)])
-             + " |", "|---|---:|---|---|" + "---|" * len(names)]
+             ""]
+    rows = []
     for r in result["summary"]:
         key = (r["holder"], r["bytes_per_rep"])
         cells = [r["holder"], _case(r["bytes_per_rep"]), _det(r["leak"]), _det(r["asv_peakmem"]["detected"])]
@@ -89,7 +87,9 @@ def _peer_table(result: dict) -> list[str]:
             if p and p["failed"]:
                 cell += " (" + ", ".join(f"{k} {v}" for k, v in p["failed"].items()) + ")"
             cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines += markdown_table(["holder", "true /rep", "leakbench", "asv peakmem_", *(titles[n] for n in names)], rows,
+                            "lrll" + "l" * len(names))
     return lines + [""]
 
 
@@ -101,19 +101,17 @@ def _cost(result: dict) -> list[str]:
     lines = ["### Cost", "",
              "Medians over the runs. memray pass: its tracked repetitions; memray start+stop and read-back: "
              "its fixed cost per run (seconds), whatever the repetitions; memray whole: all three, per repetition.",
-             "", "| holder | runs | wall s | floor s | wall/floor | work s/rep | plain pass s/rep | memray pass s/rep "
-             "| memray/plain | memray start+stop s | memray read-back s | memray whole s/rep | whole/plain |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for holder, c in result["cost"].items():
-        if not c:
-            continue
-        lines.append(f"| {holder} | {c['runs']} | {c['wall_seconds']:.0f} | {c['floor_seconds']:.0f} | "
-                     f"{c['wall_over_floor']:.2f} | {c['work_seconds_per_rep']:.3f} | "
-                     f"{c['plain_seconds_per_rep']:.3f} | {_num(c['heap_seconds_per_rep'], '.3f')} | "
-                     f"{_num(c['heap_over_plain'], '.2f')} | {_num(c.get('heap_tracker_seconds'), '.2f')} | "
-                     f"{_num(c.get('heap_analysis_seconds'), '.2f')} | "
-                     f"{_num(c.get('heap_total_seconds_per_rep'), '.3f')} | "
-                     f"{_num(c.get('heap_total_over_plain'), '.2f')} |")
+             ""]
+    head = ["holder", "runs", "wall s", "floor s", "wall/floor", "work s/rep", "plain pass s/rep", "memray pass s/rep",
+            "memray/plain", "memray start+stop s", "memray read-back s", "memray whole s/rep", "whole/plain"]
+    lines += markdown_table(head, ([holder, str(c["runs"]), f"{c['wall_seconds']:.0f}", f"{c['floor_seconds']:.0f}",
+                                    f"{c['wall_over_floor']:.2f}", f"{c['work_seconds_per_rep']:.3f}",
+                                    f"{c['plain_seconds_per_rep']:.3f}", _num(c["heap_seconds_per_rep"], ".3f"),
+                                    _num(c["heap_over_plain"], ".2f"), _num(c.get("heap_tracker_seconds"), ".2f"),
+                                    _num(c.get("heap_analysis_seconds"), ".2f"),
+                                    _num(c.get("heap_total_seconds_per_rep"), ".3f"),
+                                    _num(c.get("heap_total_over_plain"), ".2f")]
+                                   for holder, c in result["cost"].items() if c), "l" + "r" * 12)
     suite = result.get("suite_cost")
     if suite and "error" in suite:
         lines += ["", f"Suite ({suite['records']}): not read: {suite['error']}"]
@@ -138,8 +136,8 @@ def _committed(result: dict) -> list[str]:
     if floor:
         lines += ["", "Noise floor: the smallest threshold that would keep every control run and every clean "
                   "(no-leak) fix in the committed records from moving: "
-                  + "; ".join(f"{SIGNALS[name].label} {f['floor'] / KIB:,.1f} KiB/rep (threshold "
-                              f"{f['threshold'] / KIB:,.0f} KiB/rep; set by {f['set_by']})"
+                  + "; ".join(f"{SIGNALS[name].label} {format_bytes(f['floor'], unit=KIB)}/rep (threshold "
+                              f"{format_bytes(f['threshold'], unit=KIB, digits=0)}/rep; set by {f['set_by']})"
                               for name, f in floor.items()) + "."]
     return lines
 
@@ -152,8 +150,7 @@ def markdown(result: dict) -> str:
     noise_floor) shown where present.
     """
     lines = _about(result) + _detection_table(result) + _peer_table(result) + _cost(result) + _committed(result)
-    lines += ["", "### Targets", "", "| target | measured | met |", "|---|---|---|"]
-    for t in result["targets"]:
-        met = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
-        lines.append(f"| {t['target']} | {t['measured'] or '—'} | {met} |")
+    met = {True: "yes", False: "**no**", None: "not measured"}
+    lines += ["", "### Targets", ""] + markdown_table(["target", "measured", "met"], (
+        [t["target"], t["measured"] or "—", met[t["met"]]] for t in result["targets"]))
     return "\n".join(lines) + "\n"

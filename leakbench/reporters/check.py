@@ -8,7 +8,7 @@ from rich.text import Text
 
 from leakbench import metrics
 from leakbench.check.evidence import TYPE_GROWTH_MIN
-from leakbench.units import KIB, MIB
+from leakbench.units import KIB, MIB, format_bytes
 
 CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows
 
@@ -26,7 +26,7 @@ def check_view(rec: dict) -> list:
     peak = m.get("peak_above_baseline_bytes")
     facts = [about, f"signals: {', '.join(rec['signals']) or 'none'}",
              f"memory signal: {m.get('growth_basis') or '—'}",
-             f"peak above baseline: {'—' if peak is None else f'{peak / MIB:,.1f} MiB'}",
+             f"peak above baseline: {format_bytes(peak, unit=MIB)}",
              f"{rec['seconds']:.1f} s"]
     out: list = [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
     if m:
@@ -79,7 +79,7 @@ def check_view(rec: dict) -> list:
                       f"{s['buffered_elements']:,}", f"{s['growth_bytes'] / MIB:+,.1f}")
         out.append(t)
         holder = att.get("holder")
-        out.append(Text(f"holds the most: {holder['stage']}, {holder['subtree_bytes'] / MIB:,.1f} MiB with its inputs"
+        out.append(Text(f"holds the most: {holder['stage']}, {format_bytes(holder['subtree_bytes'], unit=MIB)} with its inputs"
                         if holder else "holds the most: nothing above 1 MiB"))
     stacks = d.get("top_stacks") or []
     if stacks:

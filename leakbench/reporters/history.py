@@ -1,6 +1,7 @@
 """Markdown of `leakbench compare` and `leakbench matrix` (data: leakbench.history)."""
 from __future__ import annotations
 
+from leakbench.reporters import markdown_table
 from leakbench import metrics
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
@@ -28,8 +29,7 @@ def compare_markdown(c: Comparison) -> str:
     lines = [f"## leakbench compare: TensorFlow {c.old} → {c.new} (marker past {c.factor:g}×)", ""]
     if c.machine:
         lines += [f"Records of asv machine `{c.machine}`.", ""]
-    lines += [f"| pair | variant | metric | {c.old} | {c.new} | ratio | |",
-              "|---|---|---|---:|---:|---:|---|"]
+    rows = []
     for r in c.rows:
         if r["metric"] == "verdict":
             old, new, label = r["old"] or "—", r["new"] or "—", "verdict"
@@ -39,7 +39,8 @@ def compare_markdown(c: Comparison) -> str:
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}×"
         marker = {REGRESSED: "▲ regressed", IMPROVED: "▼ improved", CHANGED: "**changed**"}.get(
             r["marker"], r["marker"])
-        lines.append(f"| {r['pair']} | {r['variant']} | {label} | {old} | {new} | {ratio} | {marker} |")
+        rows.append([r["pair"], r["variant"], label, old, new, ratio, marker])
+    lines += markdown_table(["pair", "variant", "metric", c.old, c.new, "ratio", ""], rows, "lllrrrl")
     lines.append("")
     lines += notes({r[side] for r in c.rows if r["metric"] == "verdict" for side in ("old", "new")})
     if c.failures:
@@ -89,9 +90,7 @@ def matrix_markdown(m: dict) -> str:
                      f"(after {builds.label(c['before'])}){where}{once}")
     lines += [""] if found else []
     labels = m.get("labels") or {}
-    lines += ["| pair | variant | " + " | ".join(labels.get(v, v) for v in m["versions"]) + " |",
-              "|---|---|" + "---|" * len(m["versions"])]
-    for row in m["rows"]:
-        cells = [matrix_cell(row["cells"][v]) for v in m["versions"]]
-        lines.append(f"| {row['pair']} | {row['variant']} | " + " | ".join(cells) + " |")
+    lines += markdown_table(["pair", "variant", *(labels.get(v, v) for v in m["versions"])],
+                            ([row["pair"], row["variant"], *(matrix_cell(row["cells"][v]) for v in m["versions"])]
+                             for row in m["rows"]))
     return "\n".join(lines)

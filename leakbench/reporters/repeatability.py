@@ -12,7 +12,8 @@ markdown: leakbench.site.repeatability renders the same table as HTML from them.
 """
 from __future__ import annotations
 
-from leakbench.units import GIB, KIB, MIB
+from leakbench.reporters import markdown_table
+from leakbench.units import KIB, format_bytes
 
 
 def _unit(signal: str, unit: str | None) -> tuple[str, float]:
@@ -50,10 +51,6 @@ def verdicts(found: list[tuple[str, str]]) -> str:
     return ", ".join(f"{word} {n}" for word, n in found)
 
 
-def _size(n: int) -> str:
-    return f"{n / GIB:.1f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
-
-
 def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
     """(metric key, header, divisor) of the decisive metrics measured in some row, in first-seen order."""
     found = {}
@@ -80,8 +77,8 @@ def tensorflow(result: dict) -> str:
 def about(result: dict) -> str:
     """How the runs were made: runs per variant, children at a time, date, engine settings."""
     s, caps, jobs = result["settings"], result["summary"]["cap_bytes"], result["jobs"]
-    cap = _size(s["cap_bytes"]) if s["cap_bytes"] else "default" + (
-        f" ({', '.join(_size(c) for c in caps)})" if caps else "")
+    cap = format_bytes(s["cap_bytes"], whole=True) if s["cap_bytes"] else "default" + (
+        f" ({', '.join(format_bytes(c, whole=True) for c in caps)})" if caps else "")
     return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.engine.measure), "
             f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
             f"{_beside(result)}; "
@@ -134,10 +131,8 @@ def markdown(result: dict) -> str:
     lines = [f"## Repeatability: {result['machine']}, TensorFlow {tensorflow(result)}", "",
              about(result), "", SLOPES, ""]
     head = ["pair", "variant", "expected", "verdicts", "agrees", "as expected", *slopes]
-    lines += ["| " + " | ".join(head) + " |", "|---|---|---|---|---|---|" + "---:|" * len(slopes)]
-    for r in rows:
-        cells = [r["pair"], r["variant"], r["expected"], verdicts(r["verdicts"]),
-                 "yes" if r["agrees"] else "NO", "yes" if r["as_expected"] else "NO", *r["slopes"]]
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += markdown_table(head, ([r["pair"], r["variant"], r["expected"], verdicts(r["verdicts"]),
+                                    "yes" if r["agrees"] else "NO", "yes" if r["as_expected"] else "NO", *r["slopes"]]
+                                   for r in rows), "l" * 6 + "r" * len(slopes))
     lines += ["", totals(result)]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from leakbench.reporters import markdown_table
 from leakbench.history import builds
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.contract import Scenario
@@ -20,7 +21,6 @@ ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _ISSUE = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")
 # The clone line's address: this checkout names no remote, so the block says what to put there.
 CLONE = "git clone <leakbench repository URL> leakbench"
-VARIANTS = ("leaky", "fixed")
 MEMORY_SIGNALS = ("held", "rss")  # the signals a growth cell's number is the rate of (matrix.memory_rate)
 LAST_LINE = "Measured with leakbench; the verdict rules are in docs/verdicts.md."
 
@@ -161,8 +161,8 @@ def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, vers
     leaky, fixed = rows.get("leaky", {}), rows.get("fixed", {})
     lines = [f"### {issue_link(scenario.source)}: leakbench pair `{pair}`", ""]
     lines += claim(scenario, docstring) + [""]
-    lines += ["| TF release | leaky (the pattern reported) | fixed (the workaround) |", "|---|---|---|"]
-    lines += [f"| {builds.label(v)} | {cell_text(leaky.get(v))} | {cell_text(fixed.get(v))} |" for v in versions]
+    lines += markdown_table(["TF release", "leaky (the pattern reported)", "fixed (the workaround)"],
+                            ([builds.label(v), cell_text(leaky.get(v)), cell_text(fixed.get(v))] for v in versions))
     lines += ["", _numbers_line(scenario)]
     lines += _legend([*leaky.values(), *fixed.values()])
     changed = change_line(leaky, versions)

@@ -9,9 +9,11 @@ Records themselves stay data.
 """
 from __future__ import annotations
 
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from leakbench.reporters import markdown_table
 from leakbench import expectation, metrics
 from leakbench.analysis import verdict
 from leakbench.history.matrix import memory_rate
@@ -89,14 +91,13 @@ def table(records: list[dict], wide: bool = False) -> Table:
 def markdown(records: list[dict], title: str) -> str:
     """The wide table in markdown, with the child seconds summed: what `run --markdown` writes."""
     head = columns(wide=True)
-    lines = [f"## {title}", "", "| " + " | ".join(head) + " |",
-             "|" + "|".join("---" if h in LEFT else "---:"
-                            for h in head) + "|"]
+    rows = []
     for rec in records:
         cells = row(rec, wide=True)
         if not expectation.accepts(rec):
             cells[2] = f"**{cells[2]}**"
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines = [f"## {title}", ""] + markdown_table(head, rows, "".join("l" if h in LEFT else "r" for h in head))
     accepted = sum(expectation.accepts(r) for r in records)
     lines += ["", f"{accepted} of {len(records)} variants read what they should (bold: not); "
               f"{sum(r['seconds'] for r in records):,.0f} s of child runs. "
@@ -104,13 +105,28 @@ def markdown(records: list[dict], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+LIST_WIDTH = 120  # `leakbench list` fits in this many columns
+
+
 def listing(scenarios) -> Table:
-    """A rich Table of scenarios: name, kind, seed source, size parameter=default, title."""
-    t = Table(title="leakbench: scenario pairs (scenarios/ leaky, fixes/ fixed)", title_justify="left")
-    for h in ("pair", "kind", "source", "size parameter", "title"):
-        t.add_column(h)
+    """A rich Table of scenarios within LIST_WIDTH columns: pair with its size parameter=default below
+    it, kind (and the device it needs, REQUIRES), seed source, and the title, wrapped; a rule between
+    pairs."""
+    rows = []
     for s in scenarios:
+        kind = f"{s.kind}\nneeds a {s.requires}" if s.requires else s.kind  # REQUIRES: skipped without one
+        rows.append((s.name, f"{s.size_param}={s.params[s.size_param]}", kind, s.source, s.title))
+    head = ("pair / size parameter", "kind", "source")
+    # the title takes what the other columns leave: each has a space either side, and a space
+    # stands at each edge and between columns (box.SIMPLE_HEAD)
+    widths = [max([len(h), *(len(line) for r in rows for line in cells(r).split("\n"))])
+              for h, cells in zip(head, (lambda r: f"{r[0]}\n{r[1]}", lambda r: r[2], lambda r: r[3]))]
+    t = Table(title="leakbench: scenario pairs (scenarios/ leaky, fixes/ fixed)", title_justify="left",
+              box=box.SIMPLE_HEAD, show_lines=True)
+    for h in head:
+        t.add_column(h, no_wrap=True)
+    t.add_column("title", max_width=max(20, LIST_WIDTH - sum(widths) - 3 * len(head) - 4))
+    for name, size, kind, source, title in rows:
         # Text from scenario files is escaped: "[...]" would otherwise be read as rich markup.
-        kind = f"{s.kind}, needs a {s.requires}" if s.requires else s.kind  # REQUIRES: skipped without one
-        t.add_row(*map(escape, (s.name, kind, s.source, f"{s.size_param}={s.params[s.size_param]}", s.title)))
+        t.add_row(f"{escape(name)}\n[dim]{escape(size)}[/]", *map(escape, (kind, source, title)))
     return t

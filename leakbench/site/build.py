@@ -63,7 +63,6 @@ from leakbench.site.releases import release_strip, row_id
 from leakbench.site.repeatability import PAGE as REPEATABILITY, pair_repeatability, repeatability
 
 DEFAULT_TF = "2.21.0"
-TEMPLATES = Path(__file__).parent / "templates"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 _OURS = ("lessons", FLAMEGRAPHS, "vendor", asv_pages.FOLDER)  # what a rebuild replaces, with REPEATABILITY
 
@@ -253,7 +252,7 @@ def _render(out: Path, built: Built, pairs: list, tables: list, tf_versions: lis
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
-    common = {"default": default, "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
+    common = {"default": default, "variants": tuple(catalog.VARIANT_DIRS), "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
               "verdicts": verdict.VERDICTS, "flamegraphs": FLAMEGRAPHS,
               "repeatability": REPEATABILITY if tables else "", "row_id": row_id, "label": builds.label}
     _write(out, "style.css", env.get_template("style.css.j2").render(

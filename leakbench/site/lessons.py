@@ -23,7 +23,6 @@ from leakbench.site import charts, memory, stacks, stages
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
-VARIANTS = ("leaky", "fixed")
 # The lesson's table per TF version: these metrics, then the peak exponent k.
 HISTORY = tuple(metrics.BY_KEY[key] for key in ("peak_above_baseline_bytes", "held_growth", "rss_growth",
                                                 "malloc_heap_growth", "retained_heap", "threads_growth"))
@@ -145,7 +144,7 @@ def version_row(version: str, recs: dict) -> dict:
     "signals": comma-joined, "—" if none.
     """
     row = {"version": version}
-    for variant in VARIANTS:
+    for variant in catalog.VARIANT_DIRS:
         rec = recs.get(variant)
         if not rec:
             row[variant] = None
@@ -173,7 +172,7 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
     leaky_text, leaky_meta = pair_file(root, "leaky", name)
     fixed_text, fixed_meta = pair_file(root, "fixed", name)
     newest = {}
-    for variant in VARIANTS:
+    for variant in catalog.VARIANT_DIRS:
         order = [default] + [v for v in reversed(found["versions"]) if v != default]
         newest[variant] = next(((v, by_version[v][(name, variant)]) for v in order
                                 if (name, variant) in by_version[v]), (None, None))
@@ -184,9 +183,9 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
     signals = list(dict.fromkeys(s for v in found["versions"]
                                  for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])))
     code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
-    charted = {v: newest[v][1] for v in VARIANTS}
-    decomposed = {v: memory.decomposition(charted[v]) for v in VARIANTS}
-    stack_views = {v: stacks.stack_view(charted[v]) for v in VARIANTS}
+    charted = {v: newest[v][1] for v in catalog.VARIANT_DIRS}
+    decomposed = {v: memory.decomposition(charted[v]) for v in catalog.VARIANT_DIRS}
+    stack_views = {v: stacks.stack_view(charted[v]) for v in catalog.VARIANT_DIRS}
     return {
         "name": name,
         "title": leaky_meta.title if leaky_meta else some.get("title") or name,
@@ -204,21 +203,21 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
                     (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
         "memory": memory.charts(decomposed),
         "memory_keys": [(k, (memory.LABELS[k], memory.HELP[k])) for k in (*(k for k, _ in memory.LINES), "heap")],
-        "counts": charts.count_svg({v: charts.series_of(charted[v]) for v in VARIANTS}),
+        "counts": charts.count_svg({v: charts.series_of(charted[v]) for v in catalog.VARIANT_DIRS}),
         "count_panels": charts.PANELS,
         "stacks": stack_views,
         "stack_charts": stacks.stack_charts(stack_views),
         "stages": stages.stage_table(charted),
         "chains": stages.reference_chains(charted),
-        "chart_versions": {v: newest[v][0] for v in VARIANTS},
-        "chart_verdicts": {v: verdict_view(newest[v][1]) for v in VARIANTS},
+        "chart_versions": {v: newest[v][0] for v in catalog.VARIANT_DIRS},
+        "chart_verdicts": {v: verdict_view(newest[v][1]) for v in catalog.VARIANT_DIRS},
         "malloc_label": metrics.BY_KEY[MALLOC_KEY].label,
         "na_label": f"{memory.LABELS['held']}, {memory.LABELS['malloc']} and {memory.LABELS['free']}",
-        "malloc_na": [(v, decomposed[v]["na"]) for v in VARIANTS if decomposed[v].get("na")],
+        "malloc_na": [(v, decomposed[v]["na"]) for v in catalog.VARIANT_DIRS if decomposed[v].get("na")],
         "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
-                      for variant in VARIANTS} for v in found["versions"]},
+                      for variant in catalog.VARIANT_DIRS} for v in found["versions"]},
         "history_head": history_head(),
-        "history": [version_row(v, {variant: by_version[v].get((name, variant)) for variant in VARIANTS})
+        "history": [version_row(v, {variant: by_version[v].get((name, variant)) for variant in catalog.VARIANT_DIRS})
                     for v in found["versions"]],
         "signals": [(s, metrics.signal_help(s)) for s in signals],
     }

@@ -19,7 +19,7 @@ from leakbench import metrics
 from leakbench.analysis import estimate
 from leakbench.analysis.schema import first_run
 from leakbench.site import colours, svg
-from leakbench.units import KIB, MIB
+from leakbench.units import MIB, format_bytes
 
 _SERIES = {s.name: s for s in metrics.SERIES}
 # (key in decomposition()["lines"], sample series), in the order drawn
@@ -86,26 +86,17 @@ def rate(values: list) -> float | None:
     return found.slope if found else None
 
 
-def _mib(value: float) -> str:
-    text = f"{value / MIB:,.0f}"
-    return "0" if text == "-0" else text
-
-
-def _per_rep(slope: float) -> str:
-    return f"{abs(slope) / MIB:,.1f} MiB" if abs(slope) >= MIB else f"{abs(slope) / KIB:,.0f} KiB"
-
-
 def _words(key: str, values: list) -> str | None:
     slope, known = rate(values), [v for v in values if v is not None]
     if slope is None:
         return None
     spread = max(known) - min(known)
     if spread >= SWING and spread > 2 * abs(slope) * (len(known) - 1):  # up and down more than along a trend
-        return f"{LABELS[key]} swings between {_mib(min(known))} and {_mib(max(known))} MiB"
+        return f"{LABELS[key]} swings between {format_bytes(min(known), unit=MIB, digits=0, label=False)} and {format_bytes(max(known), unit=MIB, digits=0)}"
     if abs(slope) < FLAT:
-        return f"{LABELS[key]} stays flat near {_mib(known[-1])} MiB"
-    return (f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {_per_rep(slope)} per repetition "
-            f"to {_mib(known[-1])} MiB")
+        return f"{LABELS[key]} stays flat near {format_bytes(known[-1], unit=MIB, digits=0)}"
+    return (f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {format_bytes(abs(slope))} per repetition "
+            f"to {format_bytes(known[-1], unit=MIB, digits=0)}")
 
 
 def describe(variant: str, found: dict) -> str:
@@ -119,9 +110,9 @@ def describe(variant: str, found: dict) -> str:
     heap = rate(found["heap"])
     if heap is not None:
         parts.append("memray heap stays flat" if abs(heap) < FLAT else
-                     f"memray heap {'grows' if heap > 0 else 'shrinks'} {_per_rep(heap)} per repetition")
+                     f"memray heap {'grows' if heap > 0 else 'shrinks'} {format_bytes(abs(heap))} per repetition")
     if found["trim"]:
-        parts.append(f"malloc_trim gives back {(found['trim'][0] - found['trim'][1]) / MIB:,.1f} MiB")
+        parts.append(f"malloc_trim gives back {format_bytes(found['trim'][0] - found['trim'][1], unit=MIB)}")
     return f"{variant} variant, {found['reps']} repetitions, {Y_LABEL}: " + "; ".join(parts)
 
 

@@ -5,7 +5,8 @@ each cell linked to its row of the lesson's table per release (id "tf-<version>"
 from __future__ import annotations
 
 from leakbench.history.matrix import verdict_runs
-from leakbench.site.lessons import VARIANTS, verdict_view
+from leakbench.catalog import VARIANT_DIRS
+from leakbench.site.lessons import verdict_view
 
 
 def row_id(version: str) -> str:
@@ -27,7 +28,7 @@ def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
     changes = [(now[1], before[0], now[0]) for before, now in zip(runs, runs[1:])]
     changed = {version for version, _, _ in changes}
     rows = []
-    for variant in VARIANTS:
+    for variant in VARIANT_DIRS:
         cells = []
         for version in versions:
             rec = by_version.get(version, {}).get((name, variant))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from leakbench import metrics
+from leakbench import jsonfile, metrics
 from leakbench.analysis import verdict
 from leakbench.reporters.check import CHECK_SERIES
 from leakbench.site import charts, colours, memory, stacks, stages
@@ -77,5 +77,5 @@ def check_page(rec: dict) -> str:
 def write_check_page(rec: dict, path: Path) -> Path:
     """Write check_page(rec) to `path`. Raises OSError where it cannot be written."""
     path = Path(path)
-    path.write_text(check_page(rec), encoding="utf-8")
+    jsonfile.write_text_atomic(path, check_page(rec))
     return path

@@ -14,17 +14,11 @@ rec["runs"][0]["reference_chain"] is {"type": the leaking object's type, "chain"
 from __future__ import annotations
 
 from leakbench.analysis.schema import first_run
-from leakbench.units import KIB, MIB
+from leakbench.catalog import VARIANT_DIRS
+from leakbench.units import format_bytes
 
-VARIANTS = ("leaky", "fixed")
 STAGES_ABSENT = "not in this record: it was measured before leakbench recorded memory per pipeline stage"
 CHAIN_ABSENT = "not in this record: it was measured before leakbench searched for a reference chain"
-
-
-def _bytes(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value / MIB:,.1f} MiB" if abs(value) >= MIB else f"{value / KIB:,.0f} KiB"
 
 
 def _depth(stage: dict, by_name: dict) -> int:
@@ -35,7 +29,7 @@ def _depth(stage: dict, by_name: dict) -> int:
     return depth
 
 
-def stage_table(recs: dict, variants: tuple = VARIANTS) -> dict:
+def stage_table(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> dict:
     """The per-stage table of a lesson (or a check report). recs: variant -> record or None; variants:
     the ones shown, in order.
 
@@ -66,14 +60,14 @@ def stage_table(recs: dict, variants: tuple = VARIANTS) -> dict:
             values = [b for b in (s.get("bytes") or []) if b is not None]
             change = values[-1] - values[0] if len(values) > 1 else None
             sign = "+" if change is None or change >= 0 else "−"
-            row[variant] = {"last": _bytes(values[-1] if values else None),
-                            "change": "—" if change is None else sign + _bytes(abs(change)),
+            row[variant] = {"last": format_bytes(values[-1] if values else None),
+                            "change": "—" if change is None else sign + format_bytes(abs(change)),
                             "autotune": ", ".join(f"{k}={v}" for k, v in (s.get("autotune") or {}).items())}
     found["rows"] = list(rows.values())
     return found
 
 
-def reference_chains(recs: dict, variants: tuple = VARIANTS) -> list[dict]:
+def reference_chains(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> list[dict]:
     """What keeps the leak alive, per variant: [{"variant", "type", "chain": [str], "seconds"} or
     {"variant", "why": the "na" reason, CHAIN_ABSENT or "not measured"}]."""
     found = []

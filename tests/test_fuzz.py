@@ -1,0 +1,785 @@
+"""Fuzz leakbench's promise on bad input (issue 20): a non-zero exit, one line on stderr, no
+traceback, no file changed, no process left; and no bad scenario file accepted.
+
+Three kinds of input, each case generated from a seeded random.Random (no Hypothesis: the counts
+per kind and the time stay fixed, and a failure's reproducer is printed whole):
+
+- command-line arguments of every command (run, check, list, repeat, calibrate, matrix, compare,
+  report-back, site, bisect): a runnable command line with at least one bad part (an unknown
+  option, a value of the wrong type or out of range, a missing or special file, an unknown pair,
+  a bad --param, --scales, --cap or --timeout, an extra argument), run in process with click's
+  CliRunner. It must exit 2 with exactly one line "leakbench: error: ..." on stderr (click's usage
+  errors too: the main group prints them as one line), no exception but SystemExit, nothing written;
+- scenario files: the committed ones (scenarios/, fixes/, tests/data/, the calibration designs)
+  mutated field by field (a value of another type, out of its rules, not a literal, nested too
+  deeply, assigned twice, removed; an ENV that breaks the environment or preloads a file that is
+  no library) and byte by byte (truncated, not UTF-8, a NUL, over contract.MAX_BYTES, a FIFO, a
+  directory, a dangling link). contract.read_metadata must raise ContractError with one line
+  naming the file, or return metadata that keeps every rule of the contract; every tenth case
+  also goes through `leakbench list` and `leakbench run FILE`;
+- records and resume files: committed records (tests/data/site_results) mutated (values of
+  other types, unknown verdicts, NaN and Infinity, huge numbers, deep nesting, truncation, bytes
+  that are not UTF-8, a FIFO) and read by matrix, compare (by version and by file), report-back
+  and site; committed resume files (results/repeatability, results/calibration) mutated and
+  resumed by repeat and calibrate. A records file may be accepted (exit 0 or 1) or refused (exit
+  2, one line); never a traceback.
+
+Nothing is measured and no process is started: subprocess.Popen and urllib's urlopen raise
+WouldStart in process (a case that gets that far read its input as good: counted, for a resume
+file, or a failure for a bad command line), and every command that could measure gets
+`--timeout 5 --cap 1GiB` and the pure-Python pair of tests/data. Everything runs against a copy
+of results/ in a temporary folder (LEAKBENCH_ROOT, --results, cwd), whose files are compared
+before and after each case. A few cases run as a subprocess in a session of their own, for the
+real exit code and stderr and to see no process of it is left.
+
+Size: LEAKBENCH_FUZZ_CASES cases in all (default 1,200, about a minute on 2 busy cores),
+LEAKBENCH_FUZZ_SEED the seed (default 20). The long run, and its summary (cases per kind,
+failures by cause) written to a file:
+
+    LEAKBENCH_FUZZ_CASES=10000 LEAKBENCH_FUZZ_SUMMARY=results/fuzz/summary.md \\
+        .venv/bin/python -m pytest tests/test_fuzz.py -p no:cacheprovider
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from packaging.tags import Tag
+
+from leakbench import cli, contract
+from leakbench.history import installer, registry
+from leakbench.reporters import table
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+CASES = int(os.environ.get("LEAKBENCH_FUZZ_CASES", "1200"))
+SEED = int(os.environ.get("LEAKBENCH_FUZZ_SEED", "20"))
+# resolved now: the world fixture moves the cwd into a temporary folder
+SUMMARY = Path(os.environ["LEAKBENCH_FUZZ_SUMMARY"]).resolve() if os.environ.get("LEAKBENCH_FUZZ_SUMMARY") else None
+SAFE = ["--timeout", "5", "--cap", "1GiB"]
+REAL_POPEN = subprocess.Popen  # before the fixture replaces it
+SHARE = {"arguments": 0.4, "scenarios": 0.35, "records": 0.25}  # of CASES, by kind
+
+COUNTS: dict[str, Counter] = {}  # kind -> outcome -> cases, for the summary
+FAILURES: dict[str, list] = {}   # kind -> [(cause, reproducer)]
+SECONDS: dict[str, float] = {}
+DIGESTS: dict[str, dict] = {}
+STARTED = time.monotonic()
+
+
+class WouldStart(Exception):
+    """A case got as far as starting a process or opening the network: its input read as good."""
+
+
+# --- the world every case runs in ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A temporary cwd: root/ (LEAKBENCH_ROOT: the pure-Python pair pyleak, and stateful_map),
+    ok.py (a check target), results/ (a copy of the repo's), small/ (the site fixture's records),
+    resume files; Popen and urlopen raising WouldStart."""
+    here = tmp_path_factory.mktemp("fuzz")
+    root = here / "root"
+    for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
+        (root / sub).mkdir(parents=True)
+        shutil.copy(DATA / f"{source}.py", root / sub / "pyleak.py")
+        shutil.copy(REPO / sub / "stateful_map.py", root / sub / "stateful_map.py")
+    shutil.copy(DATA / "check_python.py", here / "ok.py")
+    shutil.copytree(REPO / "results", here / "results", ignore=shutil.ignore_patterns("flamegraphs"))
+    DIGESTS["results"] = digest(here / "results")
+    shutil.copytree(DATA / "site_results", here / "small")
+    (here / "inputs").mkdir()
+    os.mkfifo(here / "fifo")
+    (here / "dangling").symlink_to(here / "nowhere")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LEAKBENCH_ROOT", str(root))
+    mp.setenv("ASV_MACHINE", "vm")
+    mp.chdir(here)
+
+    def refuse(*args, **kwargs):
+        raise WouldStart(f"would start {args[0] if args else kwargs.get('args')!r}")
+
+    import matplotlib.font_manager  # its font list runs fc-list once: here, not in a case
+
+    matplotlib.font_manager.findfont("DejaVu Sans")
+    mp.setattr(subprocess, "Popen", refuse)
+    mp.setattr(urllib.request, "urlopen", refuse)
+    # bisect: the registry is test_bisect's saved sample (bisect asks it before it checks --out);
+    # making or using its virtualenv is starting a process
+    sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
+    mp.setattr(registry, "fetch_index", lambda dist: sample[dist])
+    mp.setattr(registry, "sys_tags", lambda: iter({Tag("cp311", "cp311", p) for p in (
+        "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")}))
+    for method in ("ensure", "install", "measure"):
+        mp.setattr(installer.Venv, method, refuse)
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    yield here
+    mp.undo()
+
+
+def snapshot(folder: Path) -> dict:
+    """path -> (kind, size, mtime_ns) of everything under folder: a changed, added or removed file shows."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            s = os.lstat(p)
+            found[p] = (s.st_mode >> 12, s.st_size if not os.path.isdir(p) else 0,
+                        s.st_mtime_ns if not os.path.isdir(p) else 0)
+    return found
+
+
+def changed(before: dict, after: dict) -> list[str]:
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def invoke(args: list[str]):
+    return CliRunner().invoke(cli.main, args, catch_exceptions=True)
+
+
+def one_line_refusal(result) -> str | None:
+    """None when result keeps the promise for bad input, else the cause in a few words."""
+    exc = result.exception
+    if isinstance(exc, WouldStart):
+        return "bad input not refused: got as far as starting a process"
+    if exc is not None and not isinstance(exc, SystemExit):
+        return f"traceback: {type(exc).__name__}"
+    if result.exit_code != 2:
+        return f"exit {result.exit_code}, not 2"
+    lines = result.stderr.splitlines()
+    if len(lines) != 1:
+        return f"{len(lines)} lines on stderr, not one"
+    if not lines[0].startswith("leakbench: error: "):
+        return "stderr is not 'leakbench: error: ...'"
+    if "Traceback" in result.stdout + result.stderr:
+        return "a traceback printed"
+    return None
+
+
+def record(kind: str, outcome: str, cause: str | None, reproducer) -> None:
+    COUNTS.setdefault(kind, Counter())[outcome] += 1
+    if cause:
+        FAILURES.setdefault(kind, []).append((cause, reproducer))
+
+
+def report(kind: str) -> None:
+    found = FAILURES.get(kind, [])
+    if found:
+        causes = Counter(c for c, _ in found)
+        first = {}
+        for cause, repro in found:
+            first.setdefault(cause, repro)
+        lines = [f"{n} x {cause}\n    e.g. {first[cause]!r}" for cause, n in causes.most_common()]
+        pytest.fail(f"{len(found)} of {sum(COUNTS[kind].values())} {kind} cases broke the promise:\n"
+                    + "\n".join(lines), pytrace=False)
+
+
+# --- 1. command-line arguments --------------------------------------------------------------------
+
+def junk(rng: random.Random) -> str:
+    """A value no option takes as a number, a size, a version, a pair or a file."""
+    return rng.choice(["", " ", "abc", "nan", "-nan", "inf", "-inf", "1e999", "-1", "0x10", "1_0_", "１",
+                       "9" * rng.choice([30, 400, 5000]), "--", "-", "\t", "a\nb", "é", "\x7f", "../../etc/passwd",
+                       "[red]x[/red]", "%s%n", "{}", "null", "'", '"', "x" * 300])
+
+
+BASES = {
+    "run": ["run", "pyleak", *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"],
+    "check": ["check", "ok.py:bounded", *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"],
+    "repeat": ["repeat", "pyleak", "--runs", "2", "--out", "inputs/rep.json", *SAFE, "--reps", "5", "--warmup", "0",
+               "--heap-reps", "0"],
+    "calibrate": ["calibrate", "--runs", "1", "--sizes", "65536", "--holders", "python", "--out", "inputs/cal.json",
+                  *SAFE],
+    "matrix": ["matrix", "--results", "results", "--machine", "vm"],
+    "compare": ["compare", "2.15.1", "2.16.2", "--results", "results", "--machine", "vm"],
+    "report-back": ["report-back", "--results", "results", "--machine", "vm"],
+    "site": ["site", "--results", "results", "--out", "inputs/site", "--no-asv"],
+    "bisect": ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2", *SAFE, "--out", "inputs/bisect.json",
+               "--venv", "inputs/venv"],
+    "list": ["list"],
+}
+# Options whose value is checked as a number, a size, a choice or a folder, per command.
+NUMERIC = {"--reps", "--warmup", "--heap-reps", "--runs", "--jobs", "--cpu-hog", "--timeout", "--teardown-timeout",
+           "--confirm", "--factor", "--peer-runs"}
+FLOATS = {"--timeout", "--teardown-timeout", "--factor"}
+SPECIAL_PATHS = ["fifo", "dangling", "/dev/null", "/dev/zero", "/proc/self/mem", "root", "no/such/dir/x.json"]
+
+
+def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
+    """(what is bad, a command line with it)."""
+    command = rng.choice(list(BASES))
+    args = list(BASES[command])
+    options = [i for i, a in enumerate(args) if a.startswith("--") and i + 1 < len(args)
+               and not args[i + 1].startswith("--")]
+    moves = ["unknown option", "extra argument", "missing value", "junk value", "unknown pair", "special path"]
+    if command in ("run", "repeat"):
+        moves += ["param", "scales"]
+    if command in ("run", "check", "repeat", "calibrate", "bisect"):
+        moves += ["cap", "timeout", "numeric"]
+    move = rng.choice(moves)
+    if move == "unknown option":
+        args.insert(rng.randrange(1, len(args) + 1), rng.choice(["--bogus", "--reps-", "-x", "--json=", "--Cap"]))
+    elif move == "extra argument":
+        if command in ("run", "repeat", "report-back"):  # these take any number of names: an unknown one
+            args.insert(1, rng.choice(["no_such_pair", "pyleak.py", "x" * 5000, "..", "a\nb"]))
+        else:
+            args.insert(rng.randrange(1, len(args) + 1), rng.choice(["extra", "1", "ok.py"]))
+    elif move == "missing value" and options:
+        i = rng.choice(options)
+        args = args[:i] + args[i + 2:] + [args[i]]  # the option last, without its value
+    elif move == "junk value" and options:
+        i = rng.choice(options)
+        if args[i] in ("--out", "--venv", "--json", "--markdown"):
+            # site's --out and bisect's --venv are folders made where missing: a file in the way is bad
+            made = command == "site" or args[i] == "--venv"
+            args[i + 1] = rng.choice(["fifo", "ok.py", "/dev/null"] if made else SPECIAL_PATHS)
+        else:
+            value = junk(rng)
+            if args[i] in ("--machine",):  # any word names a machine: one that is not there
+                value = rng.choice(["nosuchmachine", "../vm", "", "vm/../..", "a\0b"])
+            args[i + 1] = value
+    elif move == "unknown pair":
+        first = {"run": 1, "repeat": 1, "bisect": 1, "check": 1, "compare": 1}.get(command)
+        if first is None:
+            args.append(rng.choice(["no_such_pair", "x" * 5000]))
+        else:
+            args[first] = rng.choice(["no_such_pair", "nowhere.py", "x" * 5000, "a\0b", "ok.py:", ":x", "ok.py:1x",
+                                      "fifo", "/dev/zero", "root", "dangling", "results/records/vm/nope.jsonl",
+                                      "99.99.99", "", "-", "ok.py:no such"])
+    elif move == "special path":
+        target = {"run": "--json", "check": "--html", "repeat": "--out", "calibrate": "--out", "bisect": "--out",
+                  "site": "--results", "matrix": "--results", "compare": "--results",
+                  "report-back": "--out"}.get(command)
+        if target is None:
+            args.append("--bogus")
+        else:
+            choices = {"--results": ["fifo", "nowhere", "ok.py"],  # a folder made if missing: a file in its way
+                       "--out": ["fifo", "ok.py", "/dev/null", "dangling"] if command == "report-back" else None}
+            args += [target, rng.choice(choices.get(target) or SPECIAL_PATHS)]
+    elif move == "param":
+        args += ["--param", rng.choice(["noequals", "=1", "unknown=1", "bytes_per_rep=" + junk(rng),
+                                        "bytes_per_rep=0", "bytes_per_rep=-5", "bytes_per_rep=1e400",
+                                        "bytes_per_rep=" + "9" * 400])]
+    elif move == "scales":
+        args += ["--scales", rng.choice(["", "4,1", "1", "a,b", "1,nan", "1,1e400", "0,1", "1,,4", "-1,4", "1,1"])]
+    elif move == "cap":
+        args += ["--cap", rng.choice(["", "-1", "1XB", "0", "1e999GiB", "nan", "GiB", "1 GiB GiB", "0.0001"])]
+    elif move == "timeout":
+        args += ["--timeout", rng.choice(["nan", "inf", "-1", "0", "abc", "", "1e999", "-0"])]
+    elif move == "numeric":
+        option = rng.choice(sorted({a for a in args if a in NUMERIC}) or ["--reps"])
+        bad = ["nan", "abc", "", "-1", "inf", "1e999"] if option in FLOATS else ["-1", "abc", "1.5", "", "99999999999",
+                                                                                    "nan", "1e3"]
+        args += [option, rng.choice(bad)]
+    else:  # a move with nothing to act on: an unknown option instead
+        args.append("--bogus")
+        move = "unknown option"
+    return f"{command}: {move}", args
+
+
+# Failures in other engineers' areas, open: (test of cause and args, why). Each has a strict xfail
+# reproducer below; a case matching one is counted as "known open", not a failure.
+KNOWN = [
+    (lambda cause, args: "OSError" in cause and args[0] in ("compare", "matrix", "report-back", "site")
+     and any(len(a) > 255 for a in args),
+     "a path component over 255 bytes: pathlib's is_dir/is_file raise ENAMETOOLONG (history/store.py "
+     "pick_machine for --results, cli/history.py compare for OLD/NEW)"),
+    (lambda cause, args: "starting a process" in cause and "--cap" in args
+     and not args[args.index("--cap") + 1].isascii(),
+     "units.parse_size reads Unicode digits ('１' is a 1-byte cap, '٣MiB' 3 MiB): measured, not refused"),
+    (lambda cause, args: "OverflowError" in cause,
+     "an int past a float's range in a record's metric: metrics.value's float() raises OverflowError "
+     "(analysis/schema.py or metrics.py)"),
+]
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN[0][1])
+def test_known_open_a_results_name_too_long_is_one_line(world):
+    assert one_line_refusal(invoke(["report-back", "--results", "x" * 300, "--machine", "vm"])) is None
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN[0][1])
+def test_known_open_a_version_name_too_long_is_one_line(world):
+    assert one_line_refusal(invoke(["compare", "x" * 300, "2.16.2", "--results", "results", "--machine", "vm"])) is None
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN[1][1])
+def test_known_open_a_cap_in_unicode_digits_is_refused(world):
+    assert one_line_refusal(invoke(["run", "pyleak", "--timeout", "5", "--cap", "１", "--reps", "5"])) is None
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN[2][1])
+def test_known_open_a_metric_past_a_float_is_one_line(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(REPO))  # the pairs of the records
+    records = tmp_path / "records" / "vm"
+    shutil.copytree(world / "small" / "records" / "vm", records)
+    lines = (records / "tf-2.16.2.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["metrics"]["threads_growth"]["slope"] = 10 ** 400
+    (records / "tf-2.16.2.jsonl").write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    result = invoke(["compare", "2.15.1", "2.16.2", "--results", str(tmp_path), "--machine", "vm"])
+    assert isinstance(result.exception, (SystemExit, type(None))), repr(result.exception)
+    assert result.exit_code in (0, 1) or one_line_refusal(result) is None, result.stderr
+
+
+def test_command_lines_are_refused_in_one_line(world):
+    rng = random.Random(SEED)
+    n = max(10, int(CASES * SHARE["arguments"]))
+    started = time.monotonic()
+    for _ in range(n):
+        what, args = bad_arguments(rng)
+        before = snapshot(world)
+        result = invoke(args)
+        cause = one_line_refusal(result)
+        if cause is None:
+            moved = changed(before, snapshot(world))
+            if moved:
+                cause = f"changed {Path(moved[0]).relative_to(world)}"
+        known = cause and next((why for test, why in KNOWN if test(cause, args)), None)
+        if known:
+            record("arguments", f"known open: {known}", None, args)
+            continue
+        if cause:
+            cause = f"{what}: {cause}"
+        record("arguments", "refused" if cause is None else "failed", cause, args)
+        _clean(world, before)
+    SECONDS["arguments"] = time.monotonic() - started
+    report("arguments")
+
+
+def _clean(world: Path, before: dict) -> None:
+    """Remove what a failed case left, so the next case starts from the same folder."""
+    for p in set(snapshot(world)) - set(before):
+        path = Path(p)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists() or path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
+# --- 2. scenario files ------------------------------------------------------------------------------
+
+COMMITTED = sorted([*REPO.glob("scenarios/*.py"), *REPO.glob("fixes/*.py"), *DATA.glob("python_*.py"),
+                    *REPO.glob("leakbench/calibrate/designs/*.py")])
+FIELDS = [f.name for f in contract.FIELDS]
+BAD_LITERALS = ["None", "5", "-1", "0", "1.5", "True", "[]", "{}", "''", "'#'", "'\\n'", "'x\\x00y'", "'a\\nb'",
+                "b'x'", "1j", "{1}", "()", "('caching',)", "{[1]: 2}", "float('nan')", "1e999", "-1e999",
+                "9" * 4000, "[" * 100 + "]" * 100, "-" * 3000 + "1", "'   '", "'owner/repo#0'", "'#1'", "'a/b#'",
+                "{'': 1}", "{1: 2}", "{'n': -1}", "{'n': 0}", "{'n': True}", "{'n': '1'}", "{'n': None}",
+                "{'': 'x'}", "{'A': 1}", "{'A=B': 'x'}", "{'A\\x00': 'x'}", "{'A': 'x\\x00'}",
+                "{'LD_PRELOAD': '/etc/passwd'}", "{'LD_PRELOAD': '/dev/zero'}", "{'LD_PRELOAD': '/etc'}",
+                "{'LD_PRELOAD': 'FIFO'}", "{'issue': 'a/b#1', 'leaks_on': [], 'fixed_in': None}",
+                "{'issue': 'a/b#1', 'leaks_on': ['x y'], 'fixed_in': None}", "'GPU '", "'gpu'", "'growth '",
+                "'fragmentation\\n'", "3", "10**9", "x", "f'x'", "'x' + 'y'", "...", "[1, 2]"]
+
+
+def mutate_scenario(rng: random.Random, text: str, folder: Path) -> tuple[str, bytes]:
+    """(what, the mutated file's bytes) from a committed scenario's text."""
+    lines = text.splitlines(keepends=True)
+    move = rng.choice(["value", "value", "value", "remove", "twice", "function", "bytes", "params", "env"])
+    rng.last_move = move
+    field = rng.choice(FIELDS)
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(f"{field} =") or ln.startswith(f"{field}=")]
+    if move in ("value", "params", "env") or (move in ("remove", "twice") and not starts):
+        literal = rng.choice(BAD_LITERALS).replace("FIFO", str(folder / "fifo"))
+        if move == "params":
+            form = rng.choice(["{'bytes_per_rep': %s}", "{%s: 1}", "{'n': 1, 'bytes_per_rep': %s}"])
+            field, literal = "PARAMS", form % rng.choice(
+                ["0", "-1", "1e999", "float('inf')", "True", "'1'", "None", "[1]", "9" * 400, "-0.0", "'x'"])
+        elif move == "env":
+            field, literal = "ENV", rng.choice([
+                "{'': 'x'}", "{'A\\x00B': 'x'}", "{'A': 'x\\x00'}", "{'LD_PRELOAD': '/etc/passwd'}",
+                "{'LD_PRELOAD': '/etc'}", "{'LD_PRELOAD': '/dev/null'}", f"{{'LD_PRELOAD': '{folder / 'fifo'}'}}",
+                "{'LD_PRELOAD': '/etc/passwd:/lib/x86_64-linux-gnu/libc.so.6'}", "{'A=B': 'c'}", "{1: 'x'}",
+                "{'A': 1}", "['A', 'x']", "{'A': None}"])
+        if move != "value" or not starts:  # added at the end: assigned twice where the file has it
+            return f"{field} = {literal[:40]}", (text + f"\n{field} = {literal}\n").encode()
+        replaced = lines[:starts[0]] + [f"{field} = {literal}\n"] + _after_statement(lines, starts[0])
+        return f"{field} = {literal[:40]}", "".join(replaced).encode()
+    if move == "remove":
+        return f"no {field}", "".join(lines[:starts[0]] + _after_statement(lines, starts[0])).encode()
+    if move == "twice":
+        return f"{field} twice", (text + "\n" + "".join(lines[starts[0]:starts[0] + 1])).encode()
+    if move == "function":
+        change = rng.choice([("def setup(", "def set_up("), ("def repetition(", "def repeat("),
+                             ("def setup(", "async def setup("), ("def repetition(state", "def repetition(state, more"),
+                             ("def setup(", "def setup(unknown, "),
+                             ("def repetition(state", "def repetition(*, state")])
+        return f"function {change[1]}", text.replace(change[0], change[1], 1).encode()
+    data = text.encode()
+    how = rng.choice(["truncate", "latin-1", "nul", "bom+nul", "random bytes", "huge", "deep"])
+    if how == "truncate":
+        cut = rng.randrange(len(data))
+        return f"truncated at {cut}", data[:cut]
+    if how == "latin-1":
+        coded = b"# -*- coding: latin-1 -*-\n" + data.replace(b'TITLE = "', b'TITLE = "\xe9', 1)
+        return "latin-1 with a coding line", coded
+    if how == "nul":
+        at = rng.randrange(len(data))
+        return f"NUL at {at}", data[:at] + b"\0" + data[at:]
+    if how == "bom+nul":
+        return "BOM and NUL", b"\xef\xbb\xbf" + data + b"\0"
+    if how == "random bytes":
+        at = rng.randrange(len(data))
+        return f"bytes at {at}", data[:at] + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8))) + data[at:]
+    if how == "huge":
+        return "over MAX_BYTES", data + b"#" * (contract.MAX_BYTES + 1)
+    return "nested 100,000 deep", data + b"\nX = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
+
+
+def _after_statement(lines: list[str], start: int) -> list[str]:
+    """The lines after the statement that begins at `start` (a literal may span lines)."""
+    end = start + 1
+    while end < len(lines) and (lines[end].startswith((" ", "\t", "}", "]", ")")) or not lines[end].strip()):
+        end += 1
+    return lines[end:]
+
+
+def keeps_the_contract(s: contract.Scenario) -> str | None:
+    """None when accepted metadata follows the contract's rules, else which rule it breaks."""
+    def line(text):
+        return isinstance(text, str) and text.strip() and all(c.isprintable() for c in text)
+
+    if not line(s.title) or not line(s.repetition):
+        return "TITLE or REPETITION not one line of text"
+    if not (s.source in contract.SOURCES or contract.ISSUE.fullmatch(s.source or "")):
+        return f"SOURCE {s.source!r} accepted"
+    if s.kind not in contract.KINDS or s.requires not in (None, *contract.REQUIREMENTS):
+        return "KIND or REQUIRES accepted"
+    if not isinstance(s.params, dict) or s.size_param not in s.params:
+        return "SIZE_PARAM not in PARAMS accepted"
+    for k, v in s.params.items():
+        if type(v) not in (int, float) or not math.isfinite(v) or v < 0 or (k == s.size_param and v <= 0):
+            return f"PARAMS {k}={v!r} accepted"
+    for k, v in s.env.items():
+        if not k or "=" in k or "\0" in k + v:
+            return f"ENV {k!r}: {v!r} accepted"
+    if s.heap_reps is not None and (type(s.heap_reps) is not int or 0 < s.heap_reps < 5 or s.heap_reps < 0):
+        return f"HEAP_REPS {s.heap_reps!r} accepted"
+    preload = s.env.get("LD_PRELOAD", "")
+    for lib in preload.replace(":", " ").split():
+        if os.path.exists(lib) and (not os.path.isfile(lib) or open(lib, "rb").read(4) != b"\x7fELF"):
+            return f"LD_PRELOAD {lib} accepted"
+    return None
+
+
+def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_path):
+    rng = random.Random(SEED + 1)
+    n = max(10, int(CASES * SHARE["scenarios"]))
+    texts = [(p, p.read_text()) for p in COMMITTED]
+    os.mkfifo(tmp_path / "fifo")
+    started = time.monotonic()
+    for i in range(n):
+        source, text = rng.choice(texts)
+        path = tmp_path / f"case{i % 7}.py"
+        special = rng.random() < 0.02
+        if special:
+            what = rng.choice(["fifo", "directory", "dangling link", "loop"])
+            kind = {"fifo": lambda: os.mkfifo(path), "directory": lambda: path.mkdir(),
+                    "dangling link": lambda: path.symlink_to(tmp_path / "nowhere"),
+                    "loop": lambda: path.symlink_to(path)}[what]
+            kind()
+        else:
+            what, data = mutate_scenario(rng, text, tmp_path)
+            path.write_bytes(data)
+        repro = f"{source.relative_to(REPO)}: {what}"
+        cause, outcome = None, "refused"
+        try:
+            scenario = contract.read_metadata(path)
+        except contract.ContractError as e:
+            message = str(e)
+            if "\n" in message or "\r" in message:
+                cause = "ContractError of more than one line"
+            elif str(path) not in message:
+                cause = "ContractError not naming the file"
+        except Exception as e:  # noqa: BLE001: any other exception is the bug
+            cause = f"{type(e).__name__} from read_metadata"
+            repro += f" ({traceback.format_exception_only(e)[-1].strip()[:100]})"
+        else:
+            outcome = "accepted"
+            cause = keeps_the_contract(scenario)
+            if cause is None:
+                try:
+                    Console(file=io.StringIO(), width=200).print(table.listing([scenario]))
+                except Exception as e:  # noqa: BLE001
+                    cause = f"listing: {type(e).__name__}"
+        if cause is None and i % 10 == 0 and not special:
+            cause = _through_the_cli(world, path, outcome)
+        record("scenarios", outcome if cause is None else "failed", cause, repro)
+        move = "special file" if special else rng.last_move
+        COUNTS.setdefault(f"scenarios, mutation: {move}", Counter())[outcome if cause is None else "failed"] += 1
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink(missing_ok=True)
+    SECONDS["scenarios"] = time.monotonic() - started
+    report("scenarios")
+
+
+def _through_the_cli(world: Path, path: Path, outcome: str) -> str | None:
+    """`leakbench run FILE` and `leakbench list` with the file as scenarios/pyleak.py: refused in one
+    line where read_metadata refused it, never a traceback."""
+    leaky = world / "root" / "scenarios" / "pyleak.py"
+    kept = leaky.read_bytes()
+    try:
+        shutil.copy(path, leaky)
+        for args in (["list"], ["run", str(path), *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"]):
+            result = invoke(args)
+            if outcome == "refused":
+                cause = one_line_refusal(result)
+                if cause:
+                    return f"{args[0]}: {cause}"
+            elif result.exception is not None and not isinstance(result.exception, (SystemExit, WouldStart)):
+                return f"{args[0]} of an accepted file: {type(result.exception).__name__}"
+    finally:
+        leaky.write_bytes(kept)
+    return None
+
+
+# --- 3. records and resume files --------------------------------------------------------------------
+
+def _paths(value, prefix=()):
+    """Every (path, value) in a JSON value."""
+    yield prefix, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+def _set(value, path, new):
+    for key in path[:-1]:
+        value = value[key]
+    value[path[-1]] = new
+
+
+REPLACEMENTS = [None, True, 0, -1, 1.5, "", "x", [], {}, float("nan"), float("inf"), -float("inf"), 10 ** 400,
+                1e308, "leak?", "LEAK", "no_leak", "2.15.1", [None], {"": None}]
+
+
+def mutate_records(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    """(what, the mutated records file) from a committed one (JSON lines)."""
+    how = rng.choice(["value", "value", "value", "verdict", "drop key", "truncate", "not utf-8", "deep", "huge int",
+                      "empty", "not json", "not an object", "blank lines"])
+    rng.last_move = how
+    try:  # a resume file: one JSON document
+        lines, whole = [json.dumps(json.loads(data))], True
+    except ValueError:  # records: JSON lines
+        lines, whole = data.decode().splitlines(), False
+    if how in ("value", "verdict", "drop key"):
+        i = rng.randrange(len(lines))
+        rec = json.loads(lines[i])
+        if how == "verdict":
+            verdict = rng.choice(["leak?", "", None, 1, ["leak"], "LEAK", "unknown", "no-leak "])
+            holders = [r for p, r in _paths(rec) if isinstance(r, dict) and "verdict" in r] or [rec]
+            rng.choice(holders)["verdict"] = verdict
+            what = f"line {i + 1}: verdict {verdict!r}"
+        else:
+            paths = [p for p, _ in _paths(rec) if p]
+            path = rng.choice(paths)
+            if how == "drop key" and isinstance(path[-1], str):
+                parent = rec
+                for key in path[:-1]:
+                    parent = parent[key]
+                del parent[path[-1]]
+                what = f"line {i + 1}: no {'.'.join(map(str, path))}"
+            else:
+                new = rng.choice(REPLACEMENTS)
+                _set(rec, path, new)
+                what = f"line {i + 1}: {'.'.join(map(str, path))} = {str(new)[:20]}"
+        lines[i] = json.dumps(rec, indent=1 if whole else None)  # NaN and Infinity as Python writes them
+        return what, ("\n".join(lines) + "\n").encode()
+    if how == "truncate":
+        cut = rng.randrange(len(data))
+        return f"truncated at {cut}", data[:cut]
+    if how == "not utf-8":
+        at = rng.randrange(len(data))
+        return f"byte 0xff at {at}", data[:at] + b"\xff" + data[at:]
+    if how == "deep":
+        return "nested 100,000 deep", data + b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    if how == "huge int":
+        return "an int of 5,000 digits", data.replace(b'"reps": ', b'"reps": ' + b"9" * 5000, 1)
+    if how == "empty":
+        return "empty", b""
+    if how == "not json":
+        return "not JSON", data + b"{not json\n"
+    if how == "not an object":
+        return "a line that is a list", data + b"[1, 2]\n"
+    return "blank and whitespace lines", b"\n \n" + data + b"\n\t\n"
+
+
+def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_path):
+    rng = random.Random(SEED + 2)
+    n = max(10, int(CASES * SHARE["records"]))
+    small = world / "small"
+    machine = small / "records" / "vm"
+    originals = {p.name: p.read_bytes() for p in sorted(machine.glob("*.jsonl"))}
+    resumes = {command: found[0].read_bytes() for command, folder in (("repeat", "repeatability"),
+                                                                        ("calibrate", "calibration"))
+               if (found := sorted((world / "results" / folder).glob("*.json")))}  # the copy: committed ones
+    started = time.monotonic()
+    for i in range(n):
+        if resumes and rng.random() < 0.2:  # a resume file
+            command = rng.choice(list(resumes))
+            what, data = mutate_records(rng, resumes[command])
+            out = world / "inputs" / f"resume-{command}.json"
+            out.write_bytes(data)
+            args = (["repeat", "pyleak", "--runs", "2", "--resume", "--out", str(out), *SAFE, "--reps", "5"]
+                    if command == "repeat" else
+                    ["calibrate", "--runs", "1", "--sizes", "65536", "--holders", "python", "--resume", "--out",
+                     str(out),
+                     *SAFE])
+            kind = f"resume/{command}"
+        else:
+            name = rng.choice(list(originals))
+            what, data = mutate_records(rng, originals[name])
+            (machine / name).write_bytes(data)
+            command = rng.choices(["matrix", "compare", "compare files", "report-back", "site"], [4, 4, 2, 2, 1])[0]
+            args = {"matrix": ["matrix", "--results", str(small), "--machine", "vm", "--format", "json"],
+                    "compare": ["compare", "2.15.1", "2.16.2", "--results", str(small), "--machine", "vm"],
+                    "compare files": ["compare", str(machine / "tf-2.15.1.jsonl"), str(machine / "tf-2.16.2.jsonl")],
+                    "report-back": ["report-back", "--results", str(small), "--machine", "vm"],
+                    "site": ["site", "--results", str(small), "--out", str(tmp_path / "site"), "--no-asv"]}[command]
+            kind = f"records/{command}"
+        before = snapshot(world)
+        result = invoke(args)
+        exc = result.exception
+        if isinstance(exc, WouldStart):  # a good resume file: the runs left are measured next
+            outcome, cause = "accepted, then a process started", None
+            if not kind.startswith("resume/"):  # reading records starts nothing
+                where = "".join(traceback.format_tb(exc.__traceback__, -3)).splitlines()[0].strip()
+                cause = f"{kind}: {exc} ({where})"
+        elif exc is not None and not isinstance(exc, SystemExit):
+            first = str(exc).splitlines()[0][:80] if str(exc) else ""
+            outcome, cause = "failed", f"{kind}: traceback {type(exc).__name__}: {first}"
+        elif result.exit_code == 2:
+            outcome, cause = "refused", one_line_refusal(result)
+            cause = cause and f"{kind}: {cause}"
+        elif result.exit_code in (0, 1):
+            outcome, cause = "accepted", None
+        else:
+            outcome, cause = "failed", f"{kind}: exit {result.exit_code}"
+        known = cause and next((why for test, why in KNOWN if test(cause, args)), None)
+        if known:
+            outcome, cause = f"known open: {known}", None
+        moved = [p for p in changed(before, snapshot(world)) if "resume-" not in p or outcome == "refused"]
+        if cause is None and moved:
+            cause = f"{kind}: changed {Path(moved[0]).relative_to(world)}"
+        record("records", outcome if cause is None else "failed", cause, f"{kind}: {what}")
+        COUNTS.setdefault(f"records: {kind}", Counter())[outcome] += 1
+        COUNTS.setdefault(f"records, mutation: {rng.last_move}", Counter())[outcome] += 1
+        _clean(world, before)
+        for name, original in originals.items():
+            (machine / name).write_bytes(original)
+    SECONDS["records"] = time.monotonic() - started
+    report("records")
+
+
+# --- a few as subprocesses: the real exit code and stderr, no process left, FIFOs ---------------------
+
+SUBPROCESS_CASES = [
+    ["run", "no_such_pair", *SAFE],
+    ["run", "--bogus"],
+    ["check", "fifo", *SAFE],
+    ["matrix", "--results", "fifo"],
+    ["compare", "fifo", "small/records/vm/tf-2.15.1.jsonl"],
+    ["compare", "small/records/vm/tf-2.15.1.jsonl", "/dev/zero"],
+    ["run", "pyleak", *SAFE, "--param", "bytes_per_rep=nan"],
+    ["bisect", "pyleak", "--good", "x", "--bad", "y", *SAFE],
+    ["repeat", "pyleak", "--runs", "0", *SAFE],
+    ["list", "extra"],
+]
+
+
+@pytest.mark.parametrize("args", SUBPROCESS_CASES, ids=lambda a: " ".join(a[:3]))
+def test_a_subprocess_exits_2_with_one_line_and_leaves_no_process(world, args):
+    env = {k: v for k, v in os.environ.items()}
+    env.update(LEAKBENCH_ROOT=str(world / "root"), ASV_MACHINE="vm")
+    before = snapshot(world)
+    done = _real_run([sys.executable, "-m", "leakbench", *args], cwd=world, env=env)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert changed(before, snapshot(world)) == []
+    record("subprocess", "refused", None, args)
+
+
+def _real_run(argv, cwd, env) -> subprocess.CompletedProcess:
+    """subprocess.run with the real Popen (the fixture replaced it), in a session of its own, and
+    then nothing of that session left."""
+    child = REAL_POPEN(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                 start_new_session=True, stdin=subprocess.DEVNULL)
+    try:
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    try:
+        os.killpg(child.pid, 0)
+        left = True
+    except ProcessLookupError:
+        left = False
+    if left:
+        os.killpg(child.pid, signal.SIGKILL)
+    assert not left, f"a process of {argv} is left"
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
+
+
+def digest(folder: Path) -> dict:
+    """relative path -> sha256 of every regular file under folder."""
+    import hashlib
+
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def test_zy_the_results_copy_is_unchanged_byte_for_byte(world):
+    assert digest(world / "results") == DIGESTS["results"]  # hashed by the fixture, before any case
+
+
+# --- the summary ----------------------------------------------------------------------------------
+
+def test_zz_summary():
+    """Write the counts (LEAKBENCH_FUZZ_SUMMARY=FILE); always print them."""
+    lines = [f"# leakbench fuzz: {CASES:,} cases, seed {SEED}", "",
+             "Generated by tests/test_fuzz.py (see its docstring); the promise on bad input of issue 20.", "",
+             "| kind | cases | outcomes | seconds |", "|---|---|---|---|"]
+    for kind, counts in COUNTS.items():
+        outcomes = ", ".join(f"{k} {v:,}" for k, v in counts.most_common())
+        seconds = f"{SECONDS[kind]:.0f}" if kind in SECONDS else ""
+        lines.append(f"| {kind} | {sum(counts.values()):,} | {outcomes} | {seconds} |")
+    lines += ["", f"{time.monotonic() - STARTED:.0f} s in all, set-up and the subprocess cases included.",
+              "", "## Failures by cause", ""]
+    found = [(k, c, r) for k, items in FAILURES.items() for c, r in items]
+    known = [(kind, outcome, n) for kind, counts in COUNTS.items() if "," not in kind and ":" not in kind
+             for outcome, n in counts.items() if outcome.startswith("known open")]
+    if not found:
+        lines.append("None" + (" but the known open ones (strict xfails in tests/test_fuzz.py):" if known else "."))
+    for kind, outcome, n in known:
+        lines.append(f"- {kind}: {outcome} ({n:,})")
+    for (kind, cause), n in Counter((k, c) for k, c, _ in found).most_common():
+        example = next(r for k, c, r in found if (k, c) == (kind, cause))
+        lines.append(f"- {kind}: {cause} ({n:,}); e.g. `{str(example)[:160]}`")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if SUMMARY:
+        Path(SUMMARY).parent.mkdir(parents=True, exist_ok=True)
+        Path(SUMMARY).write_text(text)
