@@ -91,3 +91,19 @@ def tf_records():
     RECORDS_COPY.parent.mkdir(exist_ok=True)
     RECORDS_COPY.write_text("".join(json.dumps({"key": list(k), **r}) + "\n" for k, r in records.items()))
     return records
+
+
+def pure_python_checkout(where: Path) -> Path:
+    """A checkout under where/root with the pure-Python pair `pyleak` (tests/data's python_leak and
+    python_bounded) and stateful_map, and where/ok.py (check targets): the world of the bad-input
+    and fuzz tests, which never measure TensorFlow. Returns the root (for LEAKBENCH_ROOT)."""
+    import shutil
+
+    data, repo = Path(__file__).parent / "data", Path(__file__).parent.parent
+    root = where / "root"
+    for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
+        (root / sub).mkdir(parents=True)
+        shutil.copy(data / f"{source}.py", root / sub / "pyleak.py")
+        shutil.copy(repo / sub / "stateful_map.py", root / sub / "stateful_map.py")
+    shutil.copy(data / "check_python.py", where / "ok.py")
+    return root

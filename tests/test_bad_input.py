@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import pure_python_checkout
 from click.testing import CliRunner
 from packaging.tags import Tag
 
@@ -47,12 +48,7 @@ SECONDS = 60  # a refusal takes about one; a command waiting on a FIFO would tak
 def here(tmp_path, monkeypatch) -> Path:
     """cwd: a checkout root/ with the pure-Python pair `pyleak`, ok.py (check targets), results/
     (the site fixture's records, machine vm) and root/ as LEAKBENCH_ROOT."""
-    root = tmp_path / "root"
-    for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
-        (root / sub).mkdir(parents=True)
-        shutil.copy(DATA / f"{source}.py", root / sub / "pyleak.py")
-        shutil.copy(REPO / sub / "stateful_map.py", root / sub / "stateful_map.py")
-    shutil.copy(DATA / "check_python.py", tmp_path / "ok.py")
+    root = pure_python_checkout(tmp_path)
     shutil.copytree(DATA / "site_results", tmp_path / "results")
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.setenv("ASV_MACHINE", "vm")

@@ -57,6 +57,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import pure_python_checkout
 from click.testing import CliRunner
 from rich.console import Console
 
@@ -95,12 +96,7 @@ def world(tmp_path_factory):
     ok.py (a check target), results/ (a copy of the repo's), small/ (the site fixture's records),
     resume files; Popen and urlopen raising WouldStart."""
     here = tmp_path_factory.mktemp("fuzz")
-    root = here / "root"
-    for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
-        (root / sub).mkdir(parents=True)
-        shutil.copy(DATA / f"{source}.py", root / sub / "pyleak.py")
-        shutil.copy(REPO / sub / "stateful_map.py", root / sub / "stateful_map.py")
-    shutil.copy(DATA / "check_python.py", here / "ok.py")
+    root = pure_python_checkout(here)
     shutil.copytree(REPO / "results", here / "results", ignore=shutil.ignore_patterns("flamegraphs"))
     DIGESTS["results"] = digest(here / "results")
     shutil.copytree(DATA / "site_results", here / "small")

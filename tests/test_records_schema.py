@@ -243,34 +243,32 @@ CALIBRATE_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", REPEAT_CASES)
-def test_repeat_refuses_a_bad_resume_file_in_one_line_and_keeps_it(pairs, case):
-    args = ("repeat", "pyleak", "--runs", "1", *FAST, "--machine", "m", "--out", "r.json")
-    done = invoke(*args)
-    assert done.exit_code == 0, (done.stderr, done.exception)
-    found = json.loads((pairs / "r.json").read_text())
-    assert validate.problem("repeat", found) is None
-    change, why = REPEAT_CASES[case]
-    (pairs / "r.json").write_text(json.dumps(change(found)))
-    before = state(pairs)
-    refused(invoke(*args), "r.json is not a repeatability result of format 2: ", why,
-            "it is kept: use another --out, or --fresh")
-    assert state(pairs) == before
-    assert invoke(*args, "--fresh").exit_code == 0  # --fresh replaces it
+# kind -> (its command line, ending in its --out; the one-line refusal's start and end; its cases)
+RESUMED = {
+    "repeat": (("repeat", "pyleak", "--runs", "1", *FAST, "--machine", "m", "--out", "r.json"),
+               "r.json is not a repeatability result of format 2: ", "it is kept: use another --out, or --fresh",
+               REPEAT_CASES),
+    "calibrate": (("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--machine", "m",
+                   "--out", "c.json"), "c.json is not a calibration result of format 2: ", "it is kept",
+                  CALIBRATE_CASES),
+}
 
 
-@pytest.mark.parametrize("case", CALIBRATE_CASES)
-def test_calibrate_refuses_a_bad_resume_file_in_one_line_and_keeps_it(pairs, case):
-    args = ("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--machine", "m", "--out", "c.json")
+@pytest.mark.parametrize("kind, case", [(kind, case) for kind, spec in RESUMED.items() for case in spec[3]])
+def test_a_bad_resume_file_is_refused_in_one_line_and_kept(pairs, kind, case):
+    args, start, end, cases = RESUMED[kind]
+    out = pairs / args[-1]
     done = invoke(*args)
     assert done.exit_code == 0, (done.stderr, done.exception)
-    found = json.loads((pairs / "c.json").read_text())
-    assert validate.problem("calibrate", found) is None
-    change, why = CALIBRATE_CASES[case]
-    (pairs / "c.json").write_text(json.dumps(change(found)))
+    found = json.loads(out.read_text())
+    assert validate.problem(kind, found) is None
+    change, why = cases[case]
+    out.write_text(json.dumps(change(found)))
     before = state(pairs)
-    refused(invoke(*args), "c.json is not a calibration result of format 2: ", why, "it is kept")
+    refused(invoke(*args), start, why, end)
     assert state(pairs) == before
+    if kind == "repeat":
+        assert invoke(*args, "--fresh").exit_code == 0  # --fresh replaces it
 
 
 # --- calibrate's suite records ----------------------------------------------------------------------
