@@ -109,11 +109,19 @@ def read_text(path: Path, limit: int | None = None) -> str:
         raise Unreadable(path, f"is {e.msg.replace(': ', ' text (', 1)})") from None
 
 
+def _int(digits: str) -> int:
+    """An integer of the file; past a float's range (over 308 digits) it is refused: every reader
+    computes with floats, and float() of it raises OverflowError."""
+    if len(digits.lstrip("-")) > 308:
+        raise BadJSON(f"an integer of {len(digits.lstrip('-')):,} digits, past a float's range")
+    return int(digits)
+
+
 def parse(text: str) -> Any:
     """json.loads, every way it can fail on bad input as BadJSON (a ValueError) with a short `msg`:
     a syntax error, an integer past Python's 4,300 digits, nesting deeper than the recursion limit."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_int)
     except json.JSONDecodeError as e:
         raise BadJSON(e.msg) from None
     except ValueError as e:  # int(): "Exceeds the limit (4300 digits) for integer string conversion ..."

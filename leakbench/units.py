@@ -20,7 +20,8 @@ def parse_size(text: str) -> int:
     MAX_BYTES. Read exactly (as a fraction, not a float): 0.5 is not rounded down to 0
     (which would mean the default cap), and 309 digits do not overflow to infinity.
     """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
+    # ASCII digits only: \d would also take '１' or '٣', which int() reads as 1 and 3
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", text or "", flags=re.ASCII)
     if not match or match.group(2).lower() not in _UNITS:
         raise ValueError(f"{_shown(text)} is not a size such as 4GiB or 512MiB")
     number = match.group(1)

@@ -289,39 +289,25 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
     return f"{command}: {move}", args
 
 
-# Failures in other engineers' areas, open: (test of cause and args, why). Each has a strict xfail
-# reproducer below; a case matching one is counted as "known open", not a failure.
-KNOWN = [
-    (lambda cause, args: "OSError" in cause and args[0] in ("compare", "matrix", "report-back", "site")
-     and any(len(a) > 255 for a in args),
-     "a path component over 255 bytes: pathlib's is_dir/is_file raise ENAMETOOLONG (history/store.py "
-     "pick_machine for --results, cli/history.py compare for OLD/NEW)"),
-    (lambda cause, args: "starting a process" in cause and "--cap" in args
-     and not args[args.index("--cap") + 1].isascii(),
-     "units.parse_size reads Unicode digits ('１' is a 1-byte cap, '٣MiB' 3 MiB): measured, not refused"),
-    (lambda cause, args: "OverflowError" in cause,
-     "an int past a float's range in a record's metric: metrics.value's float() raises OverflowError "
-     "(analysis/schema.py or metrics.py)"),
-]
+# Failures found and not yet fixed: (test of cause and args, why), each with a strict xfail
+# reproducer; a case matching one is counted as "known open", not a failure. None today: the four
+# reproducers below (long names, Unicode digits, an int past a float) now pass.
+KNOWN: list = []
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN[0][1])
-def test_known_open_a_results_name_too_long_is_one_line(world):
+def test_a_results_name_too_long_is_one_line(world):
     assert one_line_refusal(invoke(["report-back", "--results", "x" * 300, "--machine", "vm"])) is None
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN[0][1])
-def test_known_open_a_version_name_too_long_is_one_line(world):
+def test_a_version_name_too_long_is_one_line(world):
     assert one_line_refusal(invoke(["compare", "x" * 300, "2.16.2", "--results", "results", "--machine", "vm"])) is None
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN[1][1])
-def test_known_open_a_cap_in_unicode_digits_is_refused(world):
+def test_a_cap_in_unicode_digits_is_refused(world):
     assert one_line_refusal(invoke(["run", "pyleak", "--timeout", "5", "--cap", "１", "--reps", "5"])) is None
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN[2][1])
-def test_known_open_a_metric_past_a_float_is_one_line(world, tmp_path, monkeypatch):
+def test_a_metric_past_a_float_is_one_line(world, tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(REPO))  # the pairs of the records
     records = tmp_path / "records" / "vm"
     shutil.copytree(world / "small" / "records" / "vm", records)

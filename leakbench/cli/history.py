@@ -31,7 +31,7 @@ def compare(old, new, factor, results, machine, fmt) -> None:
     """
     try:
         where = results_dir(results)
-        from_files = all(w.endswith(".jsonl") or Path(w).is_file() for w in (old, new))
+        from_files = all(w.endswith(".jsonl") or _is_file(w) for w in (old, new))
         if not from_files:
             machine = store.pick_machine(where, machine)
         old_label, old_recs = store.resolve(where, old, machine)
@@ -57,3 +57,11 @@ def matrix(results, machine, fmt) -> None:
     if fmt == "json":  # the table's data and the list of changes above it
         found = {**found, "changes": tabulating.changes(found)}
     click.echo(json.dumps(found, indent=2) if fmt == "json" else views.matrix_markdown(found))
+
+
+def _is_file(name: str) -> bool:
+    """Path(name).is_file(), False where the name cannot be a file (too long, a loop): a version then."""
+    try:
+        return Path(name).is_file()
+    except OSError:
+        return False

@@ -136,7 +136,11 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
     there, or when several are there and none was named.
     """
     results = Path(results)
-    if not results.is_dir():
+    try:
+        there = results.is_dir()
+    except OSError as e:  # a name too long for the filesystem (ENAMETOOLONG), a loop: not a folder to read
+        raise VersionError(f"no results directory at {str(results)[:80]}... ({e.strerror})") from None
+    if not there:
         raise VersionError(f"no results directory at {results}")
     found = machines(results)
     if not found:
@@ -175,8 +179,12 @@ def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, 
     newest dated nightly there), or a records file. The label names a nightly by its build date
     (builds.label). Raises VersionError for a version, nightly or file that is not there."""
     path = Path(what)
-    if what.endswith(".jsonl") or path.is_file():
-        if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # too long a name for the filesystem, a loop: a version to look up, not a file
+        is_file = False
+    if what.endswith(".jsonl") or is_file:
+        if not is_file:
             raise VersionError(f"no records file at {path}")
         recs = read_records(path)
         return builds.label(recs[0]["environment"].get("tensorflow") or path.stem[len("tf-"):]), recs
