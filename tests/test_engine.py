@@ -504,3 +504,40 @@ def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
                                timeout_seconds=TIMEOUT)
     assert (outcome.status, outcome.phase) == ("error", "import") and "could not start" in outcome.error
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+GARBLER = '''"""Writes on leakbench's message pipe (the child's config names its fd) what is no message."""
+import json
+import os
+import sys
+
+TITLE = "a scenario that writes garbage on the runner's pipe"
+SOURCE = "stateful functions"
+REPETITION = "write a line on the pipe"
+KIND = "growth"
+SIZE_PARAM = "size"
+PARAMS = {"size": 1, "kind": 0}
+LINES = [b"not json\\n", b"[1, 2]\\n", b"\\xff\\xfe\\n", b"1" * 5000 + b"\\n"]
+
+
+def setup(size, kind):
+    fd = json.loads(sys.argv[-1])["fd"]
+    return {"fd": fd, "line": LINES[int(kind)]}
+
+
+def repetition(state):
+    os.write(state["fd"], state["line"])
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", range(4))
+def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(spawned, tmp_path, kind):
+    before = own_children()
+    path = tmp_path / "garbler.py"
+    path.write_text(GARBLER)
+    rec = measure(Target(contract.read_metadata(path), "file"), {"size": 1, "kind": kind},
+                  settings(timeout_seconds=60, warmup=1, heap_reps=0))
+    assert rec["verdict"] == "error" and "is not a message of leakbench's child" in rec["error"], rec["error"]
+    assert "\n" not in rec["error"]
+    assert_no_process_left(spawned, before)

@@ -38,6 +38,7 @@ from typing import Callable
 from leakbench.engine import supervise
 
 STDERR_TAIL_LINES = 12
+MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
 _LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
 
 
@@ -136,8 +137,15 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                     open_pipe = False
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
+                if len(buffer) > MAX_MESSAGE_BYTES:
+                    lines.append(buffer[:80])  # no line end in sight: not a message of ours
                 for line in lines:
-                    message = json.loads(line)
+                    message = _message(line)
+                    if message is None:  # the child's pipe is the scenario's too: trust nothing on it
+                        outcome.status, outcome.error = "error", (
+                            f"the measured process wrote on leakbench's message pipe what is not a message "
+                            f"of leakbench's child: {line[:80]!r}")
+                        break
                     _take(outcome, message, on_message)
                     if last_word_at is None:
                         last_sign, last_at = _sign(message, counts), time.monotonic()
@@ -147,6 +155,10 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                     if _LAST_WORDS & message.keys() and last_word_at is None:
                         last_word_at = time.monotonic()
                         deadline = min(deadline, last_word_at + teardown_timeout_seconds)
+                if outcome.status == "error":
+                    break
+            if outcome.status == "error":
+                break
             stopped = child.over_limits(cap_bytes, deadline)
             if stopped == "hang" and (outcome.error is not None or outcome.skipped):
                 break  # its error (or skip) is reported: a stall on its way out does not change it
@@ -207,6 +219,15 @@ def _sign(message: dict, counts: dict) -> str:
     if "device" in message:
         return "the import done (its device message)"
     return f"its {next(iter(message), 'empty')} message"
+
+
+def _message(line: bytes) -> dict | None:
+    """One line of the pipe as the child's message (a JSON object), or None if it is none."""
+    try:
+        found = json.loads(line)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, a 4,300-digit int, deep nesting
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _take(outcome: Outcome, message: dict, on_message) -> None:
