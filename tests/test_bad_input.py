@@ -442,7 +442,7 @@ def test_a_file_over_max_bytes_is_refused_unread(here):
     assert state(here) == before
 
 
-BAD_JSON = {"a 5,000-digit integer": ("1" * 5000, "Exceeds the limit (4300 digits)"),
+BAD_JSON = {"a 5,000-digit integer": ("1" * 5000, "an integer of 5,000 digits, past a float's range"),
             "nesting 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
             "not UTF-8": (b'{"schema": \xff}', "byte 0xff at offset 11"),
             "broken": ("{", "Expecting property name")}
