@@ -508,3 +508,18 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize("command", [["calibrate", "--holders", "python", "--sizes", "0", "--runs", "1"],
+                                     ["repeat", "pyleak", "--runs", "1", *FAST]])
+@pytest.mark.parametrize("how", ["option", "ASV_MACHINE"])
+@pytest.mark.parametrize("name", ["a/b", ".."])
+def test_a_machine_name_that_is_no_folder_is_refused_before_anything_is_made(here, monkeypatch, command, how, name):
+    before = sorted(p.relative_to(here) for p in here.rglob("*"))
+    if how == "option":
+        done = invoke(*command, "--machine", name)
+    else:
+        monkeypatch.setenv("ASV_MACHINE", name)
+        done = invoke(*command)
+    refused(done, "--machine: ", repr(name), "is not an asv machine name usable as a folder")
+    assert sorted(p.relative_to(here) for p in here.rglob("*")) == before  # no folder made

@@ -250,3 +250,16 @@ MACHINE_OPTION = click.option(
     help="asv machine whose records to read. Default: the only one in the results.")
 FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["markdown", "json"]),
                              default="markdown", show_default=True)
+
+
+def machine_of(results: Path, machine: str | None) -> str:
+    """--machine, or asv's machine name (ASV_MACHINE, asv's config); refused in one line (exit 2)
+    where it cannot name a folder under results/ (a slash, "..", empty), before anything is made."""
+    from leakbench.history import store
+
+    name = machine or store.asv_machine(results)
+    try:
+        store.records_path(results, name, "none")
+    except store.VersionError as e:
+        fail(f"--machine: {e}")
+    return name

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
-from leakbench.cli.base import apart, fail, main, results_dir, say, writable
+from leakbench.cli.base import apart, fail, machine_of, main, results_dir, say, writable
 from leakbench.cli.types import FINITE_SECONDS
-from leakbench.history.store import asv_machine, records_path
+from leakbench.history.store import records_path
 from leakbench.reporters import calibration as calibration_view
 from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
 from leakbench.units import format_bytes, parse_size
@@ -79,7 +79,7 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     if any(h.startswith("tensorflow") for h in holder_list) and importlib.util.find_spec("tensorflow") is None:
         fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
     results = results_dir(None)
-    machine = machine or asv_machine(results)
+    machine = machine_of(results, machine)
     default = out is None
     out = out or calibrate.default_out(results, machine)
     if out.suffix != ".json" or out.is_dir():

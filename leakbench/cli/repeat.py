@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
-from leakbench.cli.base import (SCALES_OPTION, apart, fail, main, measurement_options, results_dir, say, scales_of,
+from leakbench.cli.base import (SCALES_OPTION, apart, fail, machine_of, main, measurement_options, results_dir, say, scales_of,
                                 settings_of, sizes_fit, targets_of, writable)
-from leakbench.history.store import asv_machine
 
 
 @main.command("repeat")
@@ -45,7 +44,7 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
     targets = targets_of(names, variant)
     sizes_fit([(t, t.scenario.params) for t in targets], settings.scales)
     results = results_dir(None)
-    machine = machine or asv_machine(results)
+    machine = machine_of(results, machine)
     default = out is None
     out = out or repeat.default_out(results, machine, jobs, cpu_hog)
     if out.suffix != ".json" or out.is_dir():
