@@ -523,3 +523,12 @@ def test_a_machine_name_that_is_no_folder_is_refused_before_anything_is_made(her
         done = invoke(*command)
     refused(done, "--machine: ", repr(name), "is not an asv machine name usable as a folder")
     assert sorted(p.relative_to(here) for p in here.rglob("*")) == before  # no folder made
+
+
+@pytest.mark.parametrize("args", [["repeat", "pyleak", "--runs", "1", *FAST, "--out", "y" * 300 + ".json"],
+                                  ["calibrate", "--holders", "python", "--sizes", "0", "--out", "y" * 300 + ".json"],
+                                  ["check", "y" * 300 + ".py:make"]])
+def test_a_name_no_filesystem_takes_is_one_line(here, args):
+    before = sorted(p.relative_to(here) for p in here.rglob("*"))
+    refused(invoke(*args), "File name too long")
+    assert sorted(p.relative_to(here) for p in here.rglob("*")) == before

@@ -7,6 +7,7 @@ run, nothing already recorded touched).
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import math
 import os
@@ -59,6 +60,15 @@ class _OneLineErrors(click.Group):
             fail(e.format_message().replace("\n", " "))
         except click.Abort:
             sys.exit(130)
+        except OSError as e:
+            if e.errno not in _BAD_NAMES:
+                raise
+            # a name given on the command line that no filesystem takes: bad input, told in one line
+            fail(f"{str(e.filename)[:80]}{'...' if len(str(e.filename)) > 80 else ''}: {e.strerror}")
+
+
+# The errors of a path that cannot name a file (too long, a loop of links): the caller's input.
+_BAD_NAMES = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 @click.group(cls=_OneLineErrors)
