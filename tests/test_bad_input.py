@@ -532,3 +532,29 @@ def test_a_name_no_filesystem_takes_is_one_line(here, args):
     before = sorted(p.relative_to(here) for p in here.rglob("*"))
     refused(invoke(*args), "File name too long")
     assert sorted(p.relative_to(here) for p in here.rglob("*")) == before
+
+
+TWO_LINES = '''"""A repetition that raises a message of two lines."""
+TITLE = "an error of two lines in a repetition"
+SOURCE = "stateful functions"
+REPETITION = "raise"
+KIND = "growth"
+SIZE_PARAM = "size"
+PARAMS = {"size": 1}
+
+
+def setup(size):
+    return {}
+
+
+def repetition(state):
+    raise ValueError("first line of the reason\\nsecond line")
+'''
+
+
+def test_an_error_in_the_repetitions_is_told_whole_on_one_line(here):
+    (here / "two_lines.py").write_text(TWO_LINES)
+    done = leakbench("run", "two_lines.py", "--timeout", "30", "--reps", "5", "--cap", "1GiB")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    told = [line for line in done.stderr.splitlines() if line.startswith("two_lines (file): error in warm-up: ")]
+    assert told == ["two_lines (file): error in warm-up: ValueError: first line of the reason\\nsecond line"]

@@ -41,6 +41,12 @@ def say(message: str) -> None:
 _LINE_BREAKS = {c: repr(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
 
 
+def one_line(text: str) -> str:
+    """A message of several lines (an exception's, a crashed child's log tail) whole on one line,
+    its line breaks shown escaped."""
+    return text.strip().translate(_LINE_BREAKS)
+
+
 def fail(message: str) -> None:
     """Bad input: one line on stderr (line breaks in it escaped), exit 2."""
     say(f"leakbench: error: {message.translate(_LINE_BREAKS)}")

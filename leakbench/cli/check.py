@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from leakbench import expectation
-from leakbench.cli.base import (apart, err, fail, flamegraph_note, main, measurement_options, out, progress, say,
+from leakbench.cli.base import (apart, err, fail, flamegraph_note, main, measurement_options, one_line, out, progress, say,
                                 settings_of, writable)
 from leakbench.contract import ContractError
 from leakbench.reporters import check as view
@@ -88,7 +88,7 @@ def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeou
         say(f"leakbench: skipped: {rec['skip_reason']}")
     if rec["verdict"] in ("error", "hang"):
         where = f" in {rec['phase']}" if rec.get("phase") else ""
-        reason = (rec.get("error") or "").strip().splitlines()
-        why = reason[-1] if reason else f"no progress within {timeout:g} s (--timeout)"
+        reason = (rec.get("error") or "").strip()
+        why = one_line(reason) if reason else f"no progress within {timeout:g} s (--timeout)"
         say(f"leakbench: {rec['verdict']}{where}: {why}")
     sys.exit(check_exit_code(rec))

@@ -14,7 +14,7 @@ import click
 
 from leakbench import catalog, expectation, jsonfile
 from leakbench.calibrate import committed
-from leakbench.cli.base import (SCALES_OPTION, apart, err, fail, flamegraph_note, main, measurement_options, out,
+from leakbench.cli.base import (SCALES_OPTION, apart, err, fail, flamegraph_note, main, measurement_options, one_line, out,
                                 progress, results_dir, say, scales_of, settings_of, sizes_fit, targets_of, writable)
 from leakbench.contract import ContractError
 from leakbench.engine.measure import measure
@@ -96,8 +96,7 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
         jsonfile.write_text_atomic(markdown_path, table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"))
     for rec in records:
         if rec["error"]:
-            first = rec["error"].strip().splitlines()[-1]
-            say(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {first}")
+            say(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {one_line(rec['error'])}")
         elif rec.get("skip_reason"):  # REQUIRES a GPU TensorFlow does not see: not a failure
             say(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}")
     sys.exit(0 if all(expectation.accepts(r) for r in records) else 1)
