@@ -151,11 +151,17 @@ def test_shuffle_on_glibc_reads_fragmentation_not_leak(tf_records):
     assert rec["verdict"] == "fragmentation", (rec["verdict"], rec["signals"], rec["error"])
     # RSS sits far above the process before setup (it grew: 420-730 MiB here) ...
     assert m["rss_held_bytes"] >= 128 * MIB
-    # ... while held memory does not grow at a sustained rate (it steps by ~1 MiB now and
-    # then: one CI run read a slope of 88 KiB with halves of 184 and 0.03), and the trim
-    # gives most of RSS back
-    assert verdict.rate(m["held_growth"]) < verdict.HELD_SLOPE_MIN
-    assert m["trim_returned_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"]
+    # ... while held memory does not grow at a sustained rate: it steps by ~1 MiB now and then
+    # (one CI run read halves of 60 and 181 KiB/rep), which a 13 KiB bar sends to a confirmation
+    # run, whose later half must show it levelled off ...
+    confirmation = rec.get("confirmation")
+    if confirmation:
+        assert confirmation["status"] == "ok" and "held" not in confirmation["signals"], confirmation["signals"]
+    else:
+        assert verdict.rate(m["held_growth"]) < verdict.HELD_SLOPE_MIN
+    # ... and the trim gives most of RSS back, or malloc keeps it as free bytes
+    assert (m["trim_returned_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"]
+            or m["malloc_free_held_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"])
 
 
 @pytest.mark.tf
