@@ -281,6 +281,14 @@ def test_command_refuses_an_unwritable_out_and_a_foreign_venv(offline, tmp_path)
     assert (mine / "keep.txt").exists() and offline == []
 
 
+def test_an_unwritable_out_is_refused_before_the_registry_is_asked(offline, tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(registry, "fetch_index", lambda *a, **k: asked.append(a) or fetch(*a, **k))
+    one_line(invoke("py_function_map", "--good", "2.21.0", "--bad", "nightly", "--out",
+                    tmp_path / "missing" / "r.json"), "does not exist")
+    assert asked == [] and offline == []
+
+
 def test_command_bad_nightly_is_the_newest_nightly_served(offline, tmp_path, monkeypatch):
     """--bad nightly: the newest tf-nightly in the registry's index (the saved sample's)."""
     newest = max((b.version for b in registry.served(fetch=fetch) if b.nightly), key=Version)

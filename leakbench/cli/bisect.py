@@ -116,6 +116,9 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
     budget = _size("--disk-budget", disk_budget)
     venv_path = (venv_dir or installer.default_venv()).absolute()
     _check_venv(venv_path)
+    where = results_dir(results)
+    if out is not None:  # before the network: a --out that cannot be written costs no registry query
+        md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
     try:
         if bad != builds.NIGHTLY:
             bisecting.ends(good, bad)  # before the network
@@ -130,9 +133,9 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
                                budget, "leakbench's dependencies and the largest candidate")
     except installer.BudgetError as e:
         fail(str(e))
-    where = results_dir(results)
-    out = out or default_out(where, pair, variant, good, bad)
-    md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
+    if out is None:  # named after the builds, `nightly` resolved
+        out = default_out(where, pair, variant, good, bad)
+        md = _check_out(out, force, default=True)
     apart([("--out", out), ("--out's table", md)],
           [("the pair's scenario file", root / folder / f"{pair}.py") for folder in catalog.VARIANT_DIRS.values()])
     if not keep_venv and Path(os.path.realpath(venv_path)) in Path(os.path.realpath(out)).parents:
