@@ -44,6 +44,15 @@ def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "--heap-reps 0 skips it" in result.stderr
 
 
+def test_a_folder_that_takes_no_file_is_bad_input_before_measuring(tmp_path, monkeypatch):
+    root = make_root(tmp_path)
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
+    result = CliRunner().invoke(cli.main, ["run", "pyleak", *FAST[:-2], "--flamegraph-dir", "/proc/self"])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr.startswith("leakbench: error: --flamegraph-dir: cannot write in /proc/self")
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_render_failure_is_one_line(tmp_path):
     bogus = tmp_path / "not-a-capture.bin"
     bogus.write_bytes(b"nothing memray wrote")

@@ -12,6 +12,7 @@ import importlib.util
 import math
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -151,8 +152,10 @@ def settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegr
             fail("--flamegraph-dir: the flame graph is drawn from the heap pass; --heap-reps 0 skips it")
         try:
             flamegraph_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=flamegraph_dir, prefix=".leakbench-probe-"):
+                pass  # a folder that exists but takes no file would fail only after the measurement
         except OSError as e:
-            fail(f"--flamegraph-dir: {e}")
+            fail(f"--flamegraph-dir: cannot write in {flamegraph_dir}: {e.strerror or e}")
     return Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes, timeout_seconds=timeout,
                     teardown_timeout_seconds=teardown_timeout,
                     flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None, **more)
@@ -164,8 +167,6 @@ def writable(option: str, path: Path, create_folder: bool = False) -> None:
     or nothing (not a folder, FIFO, device or socket, nor a symbolic link to one, a dangling link
     or a loop: jsonfile.special), and a file can be made beside it. Nothing is left behind by the
     probe, and nothing at `path` is opened."""
-    import tempfile
-
     kind = jsonfile.special(path)
     if kind is not None:
         fail(f"{option}: {path} is {kind}, not a regular file")
