@@ -198,25 +198,6 @@ def test_hang_without_warmup_is_in_repetitions():
 # phase with repetitions, and the run, last longer than the timeout.
 STEP, PER_STEP = 1.0, 4.0
 
-SLOW_THEN_STUCK = '''"""Each repetition sleeps `seconds`, until the `stuck_at`-th call, which sleeps an hour."""
-import time
-
-TITLE = "steady slow repetitions, then a stuck one"
-SOURCE = "stateful functions"
-REPETITION = "sleep"
-KIND = "growth"
-SIZE_PARAM = "seconds"
-PARAMS = {"seconds": 1.0, "stuck_at": 1000}
-
-
-def setup(seconds, stuck_at):
-    return {"seconds": seconds, "stuck_at": stuck_at, "calls": 0}
-
-
-def repetition(state):
-    state["calls"] += 1
-    time.sleep(3600 if state["calls"] >= state["stuck_at"] else state["seconds"])
-'''
 
 
 def timed_messages():
@@ -249,17 +230,14 @@ def test_steady_slow_progress_outlasts_the_timeout_and_ends_ok(spawned):
 
 
 @pytest.mark.timeout(90)
-def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_progress(spawned, tmp_path):
+def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_progress(spawned):
     """Steady progress for longer than the timeout, then a repetition that never ends
     (the 7th call: measured repetition 5 after 2 warm-up ones): killed about
     timeout_seconds after the last sign of progress, `hang` in repetitions."""
     before = own_children()
-    path = tmp_path / "slow_then_stuck.py"
-    path.write_text(SLOW_THEN_STUCK)
-    t = Target(contract.read_metadata(path), "file")
     on_message, seen = timed_messages()
-    rec = measure(t, {"seconds": STEP, "stuck_at": 7}, settings(timeout_seconds=PER_STEP, warmup=2, heap_reps=0),
-                  on_message=on_message)
+    rec = run("python_slow_then_stuck", {"seconds": STEP, "stuck_at": 7}, on_message=on_message,
+              timeout_seconds=PER_STEP, warmup=2, heap_reps=0)
     ended = time.monotonic()
     assert (rec["verdict"], rec["phase"]) == ("hang", "repetitions")
     last_at, last = seen[-1]
@@ -506,38 +484,13 @@ def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
     assert len(os.listdir("/proc/self/fd")) == before
 
 
-GARBLER = '''"""Writes on leakbench's message pipe (the child's config names its fd) what is no message."""
-import json
-import os
-import sys
-
-TITLE = "a scenario that writes garbage on the runner's pipe"
-SOURCE = "stateful functions"
-REPETITION = "write a line on the pipe"
-KIND = "growth"
-SIZE_PARAM = "size"
-PARAMS = {"size": 1, "kind": 0}
-LINES = [b"not json\\n", b"[1, 2]\\n", b"\\xff\\xfe\\n", b"1" * 5000 + b"\\n"]
-
-
-def setup(size, kind):
-    fd = json.loads(sys.argv[-1])["fd"]
-    return {"fd": fd, "line": LINES[int(kind)]}
-
-
-def repetition(state):
-    os.write(state["fd"], state["line"])
-'''
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", range(4))
-def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(spawned, tmp_path, kind):
+def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(spawned, kind):
     before = own_children()
-    path = tmp_path / "garbler.py"
-    path.write_text(GARBLER)
-    rec = measure(Target(contract.read_metadata(path), "file"), {"size": 1, "kind": kind},
-                  settings(timeout_seconds=60, warmup=1, heap_reps=0))
+    rec = run("python_garbler", {"kind": kind}, timeout_seconds=60, warmup=1, heap_reps=0)
     assert rec["verdict"] == "error" and "is not a message of leakbench's child" in rec["error"], rec["error"]
     assert "\n" not in rec["error"]
     assert_no_process_left(spawned, before)
