@@ -10,6 +10,7 @@ Every run is capped and timed.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -256,5 +257,6 @@ def test_an_error_then_a_stall_on_the_way_out_reads_error(tmp_path, mark, where)
     rec = measure(Target(contract.read_metadata(path), "file"), {"seconds": 0.2}, settings, env={MARK: m})
     assert (rec["verdict"], rec["phase"]) == ("error", phase), rec["error"]
     assert "RuntimeError: failed on purpose, then stalls" in rec["error"]
+    assert re.search(r"; then it did not exit within [0-9.]+ s and was killed$", rec["error"]), rec["error"]
     assert rec["runs"][0]["wall_seconds"] < TIMEOUT / 2  # the allowance, not the timeout
     assert left_running(m) == []

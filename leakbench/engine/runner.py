@@ -18,7 +18,7 @@ in which phase and after which step. Once the child has said its last word
 (its result, its error, or that it is skipped), the teardown limit alone
 applies: a child that reported an error and then stalls on its way out
 (dropping its state, exiting) is killed teardown_timeout_seconds after the
-report and reads `error` with its message, not `hang`. No separate bound on the whole run is kept: the protocol
+report and reads `error` with its message (and that it was killed stalling), not `hang`. No separate bound on the whole run is kept: the protocol
 sends a fixed number of messages before its result (one per repetition, plus
 nine: five phases, the device, two evidence readings begun, the result), so a
 run is already bounded by (warm-up + measured + heap repetitions + 9) ×
@@ -175,6 +175,9 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                 grace = min(grace, deadline)
             while not child.reap() and time.monotonic() < grace:
                 time.sleep(supervise.POLL_SECONDS)
+        if outcome.error is not None and last_word_at is not None and not child.reap():
+            # its error stands (a kill after its report is ours); the stall is told beside it
+            outcome.error += f"; then it did not exit within {_s(time.monotonic() - last_word_at)} and was killed"
         child.kill()
         outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
         outcome.wall_seconds = child.seconds()
