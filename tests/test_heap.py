@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import memray
 import pytest
 
-from leakbench.check import frames
+from leakbench.engine import frames
 from leakbench.engine import heap
 
 MIB = 1 << 20

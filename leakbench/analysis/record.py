@@ -101,7 +101,7 @@ def run_entry(outcome) -> dict:
         "stages": result.get("stages"),  # evidence.stages: bytes per tf.data stage per reading, autotune's values
         "reference_chain": result.get("reference_chain"),  # chain.reference_chain: what keeps the top type alive
         "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
-        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.check.evidence)
+        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.engine.evidence)
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
     }

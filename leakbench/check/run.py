@@ -2,7 +2,7 @@
 
 The measurement is the engine's own (measure -> runner -> child -> record ->
 verdict): a check target is adapted to the scenario contract in the child
-(leakbench.check.target), which also gathers extra evidence (leakbench.check.evidence).
+(leakbench.engine.target), which also gathers extra evidence (leakbench.engine.evidence).
 This module turns that evidence into data the views render: Python types that
 grew, bytes buffered per transformation, the largest live allocation stacks,
 and hints at the seed source. Hints are read from the evidence and say so;
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from leakbench.check import target as check_target
+from leakbench.engine import target as check_target
 from leakbench.analysis.schema import first_run
 from leakbench.catalog import Target
 from leakbench.contract import Scenario, read_metadata

@@ -20,10 +20,10 @@ text and hints, leakbench.check.run):
 - `heap_stacks(records)`: the largest allocations still live at the end of
   the memray heap pass, by Python stack; `stack_frames` and `user_frame`
   name a stack's frames and the first of them in the user's own code
-  (leakbench.check.frames, re-exported here).
+  (leakbench.engine.frames, re-exported here).
 - `reference_chain(type_growth, state, candidates)`: what keeps an instance of
   the type that grew most alive (objgraph), as text (`describe_chain`;
-  leakbench.check.chain, re-exported here).
+  leakbench.engine.chain, re-exported here).
 """
 from __future__ import annotations
 
