@@ -252,7 +252,7 @@ def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
 
 
 def test_the_measured_child_imports_no_scipy():
-    """The child imports evidence, which takes verdict.rate: scipy (~80 MiB) must stay out of it."""
+    """The child imports evidence, which takes verdict's rule (metrics.rate): scipy (~80 MiB) must stay out of it."""
     import subprocess
     import sys
 

@@ -32,9 +32,10 @@ import gc
 import sys
 import time
 
-# verdict.rate is the rule; leakbench.analysis.verdict imports no scipy (the measured child imports
-# this module: test_evidence checks that scipy stays out of it).
-from leakbench.analysis.verdict import rate
+# The verdict's rule (verdict.rate is metrics.rate), from the base registry: the measured child
+# imports this module and nothing of the analysis (docs/layout.md; test_evidence checks that scipy
+# stays out of the child).
+from leakbench.metrics import rate
 
 FIRST_ELEMENTS = 4     # elements consumed before the first model reading
 MORE_ELEMENTS = 60     # and before the second
