@@ -21,7 +21,7 @@ from leakbench.reporters import check as report
 from leakbench.catalog import Target
 from leakbench.cli import check_exit_code
 from leakbench.contract import read_metadata
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
 
 from conftest import TF_SETTINGS

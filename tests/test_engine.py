@@ -24,7 +24,7 @@ from leakbench.analysis import record, verdict
 from leakbench import expectation
 from leakbench.engine import runner, supervise
 from leakbench.catalog import Target
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30

@@ -18,7 +18,7 @@ from leakbench.engine import evidence
 from leakbench.engine.chain import REFERENCE_SECONDS, describe_chain, new_instances, object_ids, reference_chain
 from leakbench.engine.frames import is_user_file, resolve_frames, user_frame
 from leakbench.check import run as check
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.pytest_plugin import LeakError, assert_no_leak
 from leakbench.reporters import check as report
 

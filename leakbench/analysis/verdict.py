@@ -140,7 +140,7 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
 
     A count signal (exact), a peak that scales, or two byte signals (held memory
     and memray's heap) that moved, one of them past twice its bar, are evidence
-    enough; anything less is measured again (leakbench.engine.measure). One byte signal
+    enough; anything less is measured again (leakbench.measure). One byte signal
     alone, however far past its bar, is not: oversized_prefetch's fix, whose prefetch(AUTOTUNE) buffer
     widens by a batch now and then, read held memory +381 KiB/repetition in both
     halves in 1 of 6 runs with three TF processes on the 2 cores (TF 2.21; heap

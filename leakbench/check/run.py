@@ -17,7 +17,7 @@ from leakbench.engine import target as check_target
 from leakbench.analysis.schema import first_run
 from leakbench.catalog import Target
 from leakbench.contract import Scenario, read_metadata
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 from leakbench.check.diagnosis import attribution, hints
 
 

@@ -20,6 +20,10 @@ DIR/<pair>-<variant>.html.
 A leak that rests on one byte signal alone, or on marginal ones, is measured
 once more, longer, in a fresh process before it is called
 (verdict.needs_confirmation, verdict.confirm).
+
+This module joins the two halves below it (docs/layout.md): the engine, whose
+child runs come back as Outcomes, and the analysis, which turns them into a
+record and its verdict. Neither of them imports it.
 """
 from __future__ import annotations
 
