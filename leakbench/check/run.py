@@ -27,11 +27,12 @@ def plan(spec: str) -> tuple[Target, dict, dict]:
     parsed = check_target.parse(spec)
     if parsed.name is None:  # a scenario file: measured as `run` measures it, with the extra evidence
         scenario = read_metadata(parsed.path)
-        return Target(scenario, "check"), dict(scenario.params), {"diagnose": True}
+        return Target(scenario, "check", spec), dict(scenario.params), {"diagnose": True}
     where = parsed.path if parsed.path is not None else Path(parsed.module)
     scenario = Scenario(path=where, title=f"check {parsed.spec}", source="unknown",
                         repetition=f"one repetition of {parsed.name}", kind="growth", size_param="", params={})
-    return Target(scenario, "check"), {}, {"diagnose": True, "target": parsed.as_config()}
+    # Its repetition is told once the child has set it up (a dataset or a function: engine.target.REPETITIONS).
+    return Target(scenario, "check", spec), {}, {"diagnose": True, "target": parsed.as_config()}
 
 
 def check(spec: str, settings: Settings, env: dict | None = None,
@@ -43,14 +44,7 @@ def check(spec: str, settings: Settings, env: dict | None = None,
     """
     target, params, options = plan(spec)
     rec = measure(target, params, settings, env=env, on_message=on_message, child_options=options)
-    rec["pair"] = spec
-    rec["variant"] = "check"
-    rec["diagnosis"] = diagnosis(rec)
-    kind = rec["diagnosis"]["target_kind"]
-    if kind == "dataset":
-        rec["repetition"] = "one pass over the dataset"
-    elif kind == "function":
-        rec["repetition"] = "one call of the function"
+    rec["diagnosis"] = diagnosis(rec)  # check's reading of the record, beside it: the record itself is whole
     return rec
 
 

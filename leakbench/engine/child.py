@@ -181,6 +181,9 @@ def main(config: dict) -> int:
             "seconds": seconds,
             "versions": _versions(),
             "diagnostics": extra,
+            # a check target learns in setup what one repetition of it is (target.Adapted.repetition_text);
+            # a scenario module has none here: its REPETITION is read from the file (contract.read_metadata)
+            "repetition": getattr(module, "repetition_text", None),
         })
 
         start = enter("teardown")
