@@ -1,6 +1,6 @@
 """asv glue: every scenario pair × variant, measured once per environment.
 
-`setup_cache` runs the engine (leakbench.engine.measure) on each pair and variant —
+`setup_cache` runs the engine (leakbench.measure) on each pair and variant —
 one capped, timed child process per size, exactly as `leakbench run` — and
 the `track_` benchmarks only read numbers out of those records: asv pays one
 measurement per variant per environment, not one TensorFlow import per metric.
@@ -73,7 +73,7 @@ class Pairs:
 
     def setup_cache(self):
         from leakbench.history import sweep
-        from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
+        from leakbench.measure import FIXED_CAP_BYTES, Settings
 
         settings = Settings(cap_bytes=FIXED_CAP_BYTES)  # 4 GiB per child process tree; run's timeout per step
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:

@@ -16,7 +16,13 @@ class Target:
     """One scenario file to measure, and the verdict its variant should give (None: unknown)."""
 
     scenario: Scenario
-    variant: str  # "leaky", "fixed", or "file" for a user's own file
+    variant: str  # "leaky", "fixed", "file" for a user's own file, or "check" (leakbench check)
+    name: str | None = None  # what its record calls it ("pair"): check's TARGET string; None: the file's name
+
+    @property
+    def pair(self) -> str:
+        """The record's "pair": `name`, else the scenario file's name."""
+        return self.name if self.name is not None else self.scenario.name
 
     @property
     def expected(self) -> expectation.Expectation:

@@ -60,6 +60,18 @@ PEAK_RISE_MIN = 32 * MIB      # the peak must rise this much between the smalles
 TRIM_FLOOR = 8 * MIB          # malloc_trim gives back 0-16 MiB in every pair but shuffle_fragmentation
 
 
+def rate(trend: dict) -> float:
+    """A trend's sustained rate of growth, in its unit per repetition: the least of the
+    slope of the whole series and of each half (a step lifts one half only).
+
+    Every bar above is compared with this number (leakbench.analysis.verdict.moved, which
+    re-exports it as verdict.rate). It lives in this base module so that the measured child
+    counts Python types by the same rule (leakbench.engine.evidence.type_rate) without
+    importing the analysis above it (docs/layout.md).
+    """
+    return min(trend["slope"], trend["first_half"], trend["second_half"])
+
+
 @dataclass(frozen=True)
 class Metric:
     """One number of record["metrics"], and how every view shows it.

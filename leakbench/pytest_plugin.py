@@ -30,7 +30,7 @@ from pathlib import Path
 
 from leakbench import expectation
 from leakbench.check import run as check
-from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
+from leakbench.measure import FIXED_CAP_BYTES, Settings
 from leakbench.reporters import check as report
 from leakbench.units import parse_size
 

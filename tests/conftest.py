@@ -61,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 from leakbench import catalog  # noqa: E402
 from leakbench.check import run as check
-from leakbench.engine.measure import Settings  # noqa: E402
+from leakbench.measure import Settings  # noqa: E402
 
 # The timeout is per step (the most a child may go without progress: runner.run_child), not
 # for the whole child. 240 s: the longest step in results/records/vm/ is an import of 40.5 s

@@ -13,7 +13,7 @@ from leakbench.analysis import verdict
 from leakbench.analysis.schema import SCHEMA
 from leakbench.calibrate import committed, stats
 from leakbench.calibrate import run as calibrate
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.reporters.calibration import markdown
 
 KIB = 1 << 10

@@ -21,7 +21,7 @@ from leakbench.reporters import check as report
 from leakbench.catalog import Target
 from leakbench.cli import check_exit_code
 from leakbench.contract import read_metadata
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
 
 from conftest import TF_SETTINGS
@@ -63,6 +63,8 @@ def test_bad_target_is_one_line_and_exit_2_before_running(spec, message):
 def test_leaky_function_is_a_leak_with_its_stack():
     rec = check.check(f"{PY}:leaky", SETTINGS)
     assert rec["verdict"] == "leak" and rec["variant"] == "check"
+    # built whole (issue 21): what the child learned the target to be, and the TARGET string as its name
+    assert (rec["pair"], rec["repetition"]) == (f"{PY}:leaky", "one call of the function")
     assert {"held", "heap"} <= set(rec["signals"])
     d = rec["diagnosis"]
     assert d["target_kind"] == "function"
@@ -87,6 +89,7 @@ def test_bounded_function_is_no_leak():
 def test_target_that_fails_in_the_child_is_an_error_in_one_line(name, phase, message):
     rec = check.check(f"{PY}:{name}", SETTINGS)
     assert (rec["verdict"], rec["phase"]) == ("error", phase)
+    assert rec["repetition"] == f"one repetition of {name}"  # the child never learned what it is
     assert message in rec["error"] and "\n" not in rec["error"].strip()
     assert check_exit_code(rec) == 2
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from leakbench import cli
 from leakbench.check import run as check
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.site import report
 
 from test_site import _chromium, _console, _Quiet

@@ -328,7 +328,7 @@ BISECT = ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2"]  # refused 
     ([*BISECT, "--timeout", "inf"], "--timeout"),
     (["compare", "2.13.1", "2.21.0", "--factor", "nan"], "--factor"),
     (["compare", "2.13.1", "2.21.0", "--factor", "inf"], "--factor"),
-    (["run", "pyleak", *SAFE, "--scales", "1,inf"], "--scales"),  # crashed in engine/measure.py
+    (["run", "pyleak", *SAFE, "--scales", "1,inf"], "--scales"),  # crashed in leakbench/measure.py
     (["run", "pyleak", *SAFE, "--scales", "1,nan"], "--scales"),
     (["repeat", "pyleak", *SAFE, "--scales", "nan,4"], "--scales"),
     (["run", "pyleak", "--cap", "0.5", "--timeout", "60"], "--cap"),  # truncated to 0: the default cap
@@ -349,7 +349,7 @@ def test_numbers_must_be_finite_and_sizes_whole_bytes(root, args, option):
 @pytest.mark.parametrize("param", ["rep_seconds=nan", "rep_seconds=inf", "rep_seconds=-inf",
                                    f"size_bytes={BIG}", f"size_bytes={'1' * 400}"])
 def test_param_must_be_finite_even_times_a_scale(tmp_path, monkeypatch, param):
-    """nan and inf reached the scenario; 309 digits times the scale 4 crashed in engine/measure.py."""
+    """nan and inf reached the scenario; 309 digits times the scale 4 crashed in leakbench/measure.py."""
     monkeypatch.setenv("LEAKBENCH_ROOT", str(make_root(tmp_path, "python_peak", "python_peak_bounded", "pypeak")))
     monkeypatch.chdir(tmp_path)
     assert_bad_input(invoke(["run", "pypeak", *SAFE, "--param", param]), "pypeak")
@@ -372,7 +372,7 @@ def test_a_size_is_a_whole_number_of_bytes_from_1_to_8_eib(text):
 
 @pytest.mark.parametrize("scales", [(1, float("nan")), (1, float("inf")), (float("nan"), 4)])
 def test_settings_refuse_scales_that_are_not_finite(scales):
-    from leakbench.engine.measure import Settings
+    from leakbench.measure import Settings
     with pytest.raises(ValueError, match="finite"):
         Settings(scales=scales)
 

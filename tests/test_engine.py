@@ -24,7 +24,7 @@ from leakbench.analysis import record, verdict
 from leakbench import expectation
 from leakbench.engine import runner, supervise
 from leakbench.catalog import Target
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -440,6 +440,29 @@ def test_failed_record_is_json_too():
     back = json.loads(json.dumps(rec, allow_nan=False))
     assert back["verdict"] == "error" and back["metrics"] == {} and back["signals"] == []
     assert back["environment"]["python"] == platform.python_version()
+
+
+def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
+    """Issue 21: nothing rewrites a record after record.build. build takes what the record calls
+    its target (catalog.Target.pair), the repetition the child learned (a check target's) and the
+    flame graph (after build's own keys); record.confirmed returns a new record with the verdict
+    the confirmation gives, "confirmation" after every key the first record had."""
+    t = Target(contract.read_metadata(DATA / "python_leak.py"), "check", "python_leak.py:leaky")
+    told = runner.Outcome("ok", None, {}, 1.0, result={"samples": [], "versions": {},
+                                                      "repetition": "one call of the function"})
+    rec = record.build(t.scenario, t.variant, {}, {"reps": 6}, [told], pair=t.pair, flamegraph={"error": "none"})
+    assert (rec["pair"], rec["variant"], rec["repetition"]) == ("python_leak.py:leaky", "check",
+                                                                "one call of the function")
+    assert list(rec)[-2:] == ["seconds", "flamegraph"]
+    plain = record.build(t.scenario, "file", {}, {"reps": 6}, [runner.Outcome("error", "import", {}, 1.0)])
+    assert (plain["pair"], plain["repetition"]) == ("python_leak", t.scenario.repetition)
+    assert "flamegraph" not in plain
+
+    first = {**rec, "verdict": "leak", "signals": ["held"]}
+    again = record.confirmed(first, t.scenario, 18, runner.Outcome("over-cap", "repetitions", {}, 2.0))
+    assert list(again) == [*first, "confirmation"] and first["verdict"] == "leak" and "confirmation" not in first
+    assert (again["verdict"], again["signals"], again["seconds"]) == ("leak", ["held"], first["seconds"] + 2.0)
+    assert again["confirmation"]["reps"] == 18 and again["confirmation"]["status"] == "over-cap"
 
 
 def test_killing_the_runner_kills_the_child(tmp_path):

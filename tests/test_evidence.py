@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from leakbench import catalog
-from leakbench.check import evidence
-from leakbench.check.chain import REFERENCE_SECONDS, describe_chain, new_instances, object_ids, reference_chain
-from leakbench.check.frames import is_user_file, resolve_frames, user_frame
+from leakbench.engine import evidence
+from leakbench.engine.chain import REFERENCE_SECONDS, describe_chain, new_instances, object_ids, reference_chain
+from leakbench.engine.frames import is_user_file, resolve_frames, user_frame
 from leakbench.check import run as check
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.pytest_plugin import LeakError, assert_no_leak
 from leakbench.reporters import check as report
 
@@ -252,7 +252,7 @@ def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
 
 
 def test_the_measured_child_imports_no_scipy():
-    """The child imports evidence, which takes verdict.rate: scipy (~80 MiB) must stay out of it."""
+    """The child imports evidence, which takes verdict's rule (metrics.rate): scipy (~80 MiB) must stay out of it."""
     import subprocess
     import sys
 

@@ -12,7 +12,7 @@ import pytest
 from leakbench import contract
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import memray
 import pytest
 
-from leakbench.check import frames
+from leakbench.engine import frames
 from leakbench.engine import heap
 
 MIB = 1 << 20
@@ -125,7 +125,7 @@ def repetition(n):
 def test_a_scenario_can_skip_the_heap_pass(tmp_path):
     from leakbench import contract
     from leakbench.catalog import Target
-    from leakbench.engine.measure import Settings, measure
+    from leakbench.measure import Settings, measure
 
     path = tmp_path / "no_heap.py"
     path.write_text(SCENARIO % 0)

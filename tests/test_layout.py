@@ -1,14 +1,34 @@
-"""The layout's one rule (docs/layout.md): faces import inward only.
+"""The layout's rules (docs/layout.md): every import goes down a rank, and no module is long.
 
-The faces (cli, site, reporters, pytest_plugin) may import anything; nothing
-inward (the engine, the analysis, the record store, check, calibrate, repeat,
-the registries) imports a face. Read from the source with ast: nothing is
-imported or run.
+Each package, and each module directly under leakbench/, has a rank (RANKS). A module may
+import its own package and anything of a lower rank, never anything of its own rank or above:
+the child side of the engine imports no analysis, the analysis no orchestration, and nothing
+inward imports a face. The base modules (rank 0) are one layer: they import one another, but
+never in a circle. Imports inside functions count too. Read from the source with ast: nothing
+is imported or run.
 """
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
+
+BASE = ("leakbench", "leakbench.units", "leakbench.metrics", "leakbench.contract", "leakbench.contract_rules",
+        "leakbench.catalog", "leakbench.expectation", "leakbench.jsonfile")
+RANKS = {
+    **dict.fromkeys(BASE, 0),           # the registries and rules every layer reads
+    "leakbench.engine": 1,              # the child side: one child run, and what runs in the child
+    "leakbench.analysis": 2,            # series into slopes, a verdict, a record
+    "leakbench.measure": 3,             # one variant: child runs (engine) into its record (analysis)
+    "leakbench.history": 4,             # the record store, and sweeps and bisect over releases
+    "leakbench.check": 5,               # the commands' own work, on measure and the store
+    "leakbench.calibrate": 5,
+    "leakbench.repeat": 5,
+    "leakbench.reporters": 6,           # views: text and markdown
+    "leakbench.site": 7,                # the site, which reuses the reporters' tables
+    "leakbench.cli": 8,                 # the faces
+    "leakbench.pytest_plugin": 8,
+    "leakbench.__main__": 9,            # python -m leakbench: the CLI
+}
 FACES = ("leakbench.cli", "leakbench.__main__", "leakbench.site", "leakbench.reporters", "leakbench.pytest_plugin")
 
 
@@ -24,12 +44,60 @@ def imports(path: Path) -> set[str]:
 
 
 def module(path: Path) -> str:
-    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def unit(name: str) -> str | None:
+    """The entry of RANKS a module or imported name belongs to (None: not leakbench's, or unranked).
+    `from leakbench import catalog` names both leakbench and leakbench.catalog: each is checked."""
+    if name == "leakbench":
+        return name
+    return next((key for key in RANKS if key != "leakbench" and (name == key or name.startswith(key + "."))), None)
+
+
+def modules() -> dict[str, set[str]]:
+    """Every module of the package, with the leakbench names it imports."""
+    return {module(p): {i for i in imports(p) if i == "leakbench" or i.startswith("leakbench.")}
+            for p in PACKAGE.rglob("*.py")}
+
+
+def test_every_module_has_a_rank():
+    assert sorted(m for m in modules() if unit(m) is None) == []
+
+
+def test_every_import_goes_down_a_rank():
+    wrong = {}
+    for name, found in modules().items():
+        own = unit(name)
+        up = sorted(i for i in found if unit(i) != own and not (RANKS[unit(i)] < RANKS[own]
+                                                                 or RANKS[unit(i)] == RANKS[own] == 0))
+        if up:
+            wrong[name] = up
+    assert wrong == {}
+
+
+def test_the_base_modules_import_one_another_in_no_circle():
+    graph = {m: {unit(i) for i in found if unit(i) in BASE and unit(i) not in ("leakbench", m)}
+             for m, found in modules().items() if unit(m) in BASE}
+    done, path = set(), []
+
+    def visit(m):
+        assert m not in path, f"import circle: {' -> '.join(path[path.index(m):] + [m])}"
+        if m not in done:
+            path.append(m)
+            for n in sorted(graph.get(m, ())):
+                visit(n)
+            path.pop()
+            done.add(m)
+
+    for m in sorted(graph):
+        visit(m)
 
 
 def test_nothing_inward_imports_a_face():
-    inward = [p for p in PACKAGE.rglob("*.py") if not module(p).startswith(FACES)]
-    wrong = {module(p): sorted(i for i in imports(p) if i.startswith(FACES)) for p in inward}
+    inward = {m: found for m, found in modules().items() if not m.startswith(FACES)}
+    wrong = {m: sorted(i for i in found if i.startswith(FACES)) for m, found in inward.items()}
     assert {m: i for m, i in wrong.items() if i} == {}
 
 

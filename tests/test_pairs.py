@@ -14,7 +14,7 @@ import pytest
 from leakbench import catalog
 from leakbench import expectation
 from leakbench.analysis import verdict
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 
 pytestmark = [pytest.mark.tf]
 

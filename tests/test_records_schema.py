@@ -191,7 +191,7 @@ def test_every_committed_file_reads():
 # --- resume files -----------------------------------------------------------------------------------
 
 def stub_record(target, params, settings) -> dict:
-    """A record as leakbench.engine.measure returns one, measured in no time."""
+    """A record as leakbench.measure returns one, measured in no time."""
     return {"schema": 2, "pair": target.scenario.name, "variant": target.variant, "verdict": "no-leak",
             "signals": [], "metrics": {}, "environment": {"tensorflow": None}, "settings": settings.stored(),
             "runs": [], "error": None, "phase": None, "seconds": 0.5}

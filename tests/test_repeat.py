@@ -27,7 +27,7 @@ from leakbench.reporters import repeatability as repeat_report
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.units import KIB, MIB
 
 DATA = Path(__file__).parent / "data"

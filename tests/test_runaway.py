@@ -24,7 +24,7 @@ import pytest
 from leakbench import contract
 from leakbench.catalog import Target
 from leakbench.engine import runner, supervise
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 
 MARK = "LEAKBENCH_TEST_RUNAWAY"  # the environment variable holding the mark
 SLEEPING = "import time; time.sleep(600)"  # the code of the processes the scenarios leave behind

@@ -694,7 +694,7 @@ def test_committed_results(real_site):
                               ('is reachable through', stages.CHAIN_ABSENT)):
             # a pair whose repetition is no dataset (Keras, eager calls) has no pipeline to read: n/a, with why
             said_na = drawn == '<table class="stages">' and "n/a: the target is not a dataset" in lesson
-            # a run where no Python type grew in both halves follows no chain, and says so (check.chain)
+            # a run where no Python type grew in both halves follows no chain, and says so (engine.chain)
             said_na = said_na or (drawn == 'is reachable through' and "no Python type grew" in lesson)
             assert drawn in lesson or str(escape(absent)) in lesson or said_na, (name, drawn)
         assert '<table class="strip">' in lesson, name

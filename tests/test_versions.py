@@ -357,7 +357,7 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
     import math
 
     from benchmarks import benchmark_pairs as glue
-    from leakbench.engine import measure as measure_module
+    from leakbench import measure as measure_module
 
     def fake_measure(target, params, settings):
         if target.scenario.requires == "GPU":  # as the child reports it on this CPU-only machine
@@ -391,8 +391,8 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
 
 
 def _stub_engine(monkeypatch, seen_tf="2.21.0"):
-    """leakbench.engine.measure.measure replaced by one that returns a record at once (what it was asked in `calls`)."""
-    from leakbench.engine import measure as measure_module
+    """leakbench.measure.measure replaced by one that returns a record at once (what it was asked in `calls`)."""
+    from leakbench import measure as measure_module
 
     calls = []
 
@@ -408,7 +408,7 @@ def _stub_engine(monkeypatch, seen_tf="2.21.0"):
 
 
 def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
-    from leakbench.engine.measure import Settings
+    from leakbench.measure import Settings
 
     calls = _stub_engine(monkeypatch)
     root = Path(__file__).resolve().parents[1]
@@ -422,7 +422,7 @@ def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
 
 
 def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp_path, monkeypatch):
-    from leakbench.engine.measure import Settings
+    from leakbench.measure import Settings
 
     calls = _stub_engine(monkeypatch, seen_tf="2.20.0")
     root = Path(__file__).resolve().parents[1]
@@ -473,7 +473,7 @@ def test_record_pairs_checks_the_records_file_before_measuring(tmp_path, monkeyp
     path = store.records_path(tmp_path, "box", "2.21.0")
     path.parent.mkdir(parents=True)
     path.write_text("{not json\n")
-    from leakbench.engine.measure import Settings
+    from leakbench.measure import Settings
     with pytest.raises(store.VersionError, match="corrupt JSON"):
         sweep.record_pairs(Path(__file__).resolve().parents[1], ["stateful_map"], Settings(), tmp_path, "box")
     assert calls == [] and path.read_text() == "{not json\n"  # nothing measured, nothing lost

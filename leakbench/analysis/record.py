@@ -101,7 +101,7 @@ def run_entry(outcome) -> dict:
         "stages": result.get("stages"),  # evidence.stages: bytes per tf.data stage per reading, autotune's values
         "reference_chain": result.get("reference_chain"),  # chain.reference_chain: what keeps the top type alive
         "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
-        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.check.evidence)
+        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.engine.evidence)
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
     }
@@ -176,8 +176,15 @@ def stalled_in_teardown(outcome) -> bool:
     return outcome.status == "hang" and outcome.phase == "teardown" and outcome.result is not None
 
 
-def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) -> Record:
-    """The record of one scenario variant from its child runs (Outcome objects, default size first)."""
+def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, pair: str | None = None,
+          flamegraph: dict | None = None) -> Record:
+    """The record of one scenario variant from its child runs (Outcome objects, default size first).
+
+    pair: what the record calls it (catalog.Target.pair); None: the scenario file's name.
+    flamegraph: where memray's flame graph of the first run went, or why it did not ({"file": name}
+    or {"error": why}); the key is there only when a graph was asked for.
+    Built whole here: no caller rewrites a field after (a confirmation makes a new record: confirmed).
+    """
     runs = [run_entry(o) for o in outcomes]
     # Metrics from every run whose measurement finished (its result arrived),
     # even if it then hung in teardown or a larger size went over the cap.
@@ -196,9 +203,12 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
     versions = next((o.result["versions"] for o in outcomes if o.result),
                     next((o.versions for o in outcomes if o.versions), None))
     device = next((o.device for o in outcomes if o.device), None)
-    return {
+    # What one repetition was: the scenario's REPETITION, unless the first run's child learned it
+    # (a check target is a dataset or a function only once set up: engine.target.Adapted).
+    learned = (outcomes[0].result or {}).get("repetition")
+    rec = {
         "schema": SCHEMA,
-        "pair": scenario.name,
+        "pair": pair if pair is not None else scenario.name,
         "variant": variant,
         "path": str(scenario.path),
         "title": scenario.title,
@@ -207,7 +217,7 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "expects": scenario.expects,
         "requires": scenario.requires,
         "kind": scenario.kind,
-        "repetition": scenario.repetition,
+        "repetition": learned or scenario.repetition,
         "size_param": scenario.size_param,
         "params": params,
         "settings": settings,
@@ -224,3 +234,22 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list) 
         "skip_reason": next((o.skipped for o in outcomes if o.status == "skipped"), None),
         "seconds": sum(r["wall_seconds"] for r in runs),
     }
+    if flamegraph:
+        rec["flamegraph"] = flamegraph
+    return rec
+
+
+def confirmed(rec: Record, scenario, reps: int, outcome) -> Record:
+    """A new record: `rec` (a leak that needed it, verdict.needs_confirmation) with the verdict
+    its confirmation run gives (verdict.confirm, from the later half of that run).
+
+    reps: the confirmation run's measured repetitions; outcome: its Outcome. Adds "confirmation":
+    reps, status, the signals that moved in its later half, the run (as in rec["runs"]) and its
+    wall seconds, which also count in "seconds".
+    """
+    run = run_entry(outcome)
+    later = confirmation_metrics(run, scenario) if outcome.result else None
+    word, signals, again = verdict.confirm(rec["signals"], outcome.status, later, rec["metrics"])
+    return {**rec, "verdict": word, "signals": signals, "seconds": rec["seconds"] + outcome.wall_seconds,
+            "confirmation": {"reps": reps, "status": outcome.status, "signals": again, "run": run,
+                             "seconds": outcome.wall_seconds}}

@@ -42,7 +42,7 @@ class Record(TypedDict, total=False):
     repetition: str
     size_param: str
     params: dict
-    settings: dict              # leakbench.engine.measure.Settings, flamegraph_dir left out
+    settings: dict              # leakbench.measure.Settings, flamegraph_dir left out
     environment: dict           # versions, CPU, cores, RAM, device
     runs: list[dict]            # one per size (record.run_entry)
     metrics: dict               # leakbench.metrics.METRICS keys, and the fragmentation inputs
@@ -53,7 +53,7 @@ class Record(TypedDict, total=False):
     error: str | None
     skip_reason: str | None
     seconds: float
-    confirmation: dict          # only on a leak measured again (leakbench.engine.measure)
+    confirmation: dict          # only on a leak measured again (leakbench.measure)
     flamegraph: dict            # only where memray drew one
     diagnosis: dict             # only from leakbench check
 

@@ -3,7 +3,7 @@
 The rules, with the measurements behind every number, are written out once
 in docs/verdicts.md; the thresholds of the growth signals are the registry's
 (leakbench.metrics). In short:
-- a growth signal moves when its rate (`rate`: the least of the Theil–Sen
+- a growth signal moves when its rate (`rate`, the registry's: the least of the Theil–Sen
   slope of the whole series and of each half, so that a single step does not
   count) reaches its threshold and the one-sided Mann–Kendall test gives
   p < TREND_P_MAX; held memory decides, RSS only where held memory is n/a;
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from leakbench import metrics as registry
 from leakbench.metrics import (COUNT_SLOPE_MIN, GPU_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN,  # noqa: F401
-                               OBJECT_SLOPE_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN)
+                               OBJECT_SLOPE_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN, rate)
 from leakbench.units import MIB
 
 # The closed set of verdicts, each with what it means: the one text every view shows.
@@ -77,12 +77,6 @@ def growth_basis(metrics: dict) -> str:
     if metrics.get("malloc_heap_unavailable"):
         return f"rss (held memory n/a: {metrics['malloc_heap_unavailable']})"
     return "held"
-
-
-def rate(trend: dict) -> float:
-    """A trend's sustained rate of growth, in its unit per repetition: the least of the
-    slope of the whole series and of each half (a step lifts one half only)."""
-    return min(trend["slope"], trend["first_half"], trend["second_half"])
 
 
 def moved(trend: dict | None, threshold: float) -> bool:
@@ -146,7 +140,7 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
 
     A count signal (exact), a peak that scales, or two byte signals (held memory
     and memray's heap) that moved, one of them past twice its bar, are evidence
-    enough; anything less is measured again (leakbench.engine.measure). One byte signal
+    enough; anything less is measured again (leakbench.measure). One byte signal
     alone, however far past its bar, is not: oversized_prefetch's fix, whose prefetch(AUTOTUNE) buffer
     widens by a batch now and then, read held memory +381 KiB/repetition in both
     halves in 1 of 6 runs with three TF processes on the 2 cores (TF 2.21; heap

@@ -5,7 +5,7 @@ of `bytes_per_rep` bytes per repetition, `tensorflow_held.py` keeps the tensor a
 one-element tf.data pipeline yields; `bytes_per_rep = 0` is the control (same
 work, nothing kept; it should read expectation.NO_LEAK). Each case is measured
 `runs` times, each time in a fresh, capped, timed child at the engine's
-settings (leakbench.engine.measure), one child at a time. Runs go round-robin
+settings (leakbench.measure), one child at a time. Runs go round-robin
 (run 1 of every case, then run 2, ...) so that a spell of load on the machine
 spreads over all cases instead of one. Peers (leakbench.calibrate.peers) run
 on the same cases after the engine, each in its own capped, timed process.
@@ -43,7 +43,7 @@ from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 from leakbench.history import pin
 from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic

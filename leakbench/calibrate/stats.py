@@ -19,7 +19,7 @@ from scipy import stats
 from leakbench import expectation
 from leakbench import metrics as registry
 from leakbench.analysis import verdict
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.units import KIB, format_bytes
 
 # The signals calibration reads, by their record["signals"] name, each with its threshold from the

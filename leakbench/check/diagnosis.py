@@ -71,7 +71,7 @@ def hints(rec: dict, found: dict) -> list[str]:
 
     found: check.run.diagnosis's evidence (types, attribution, top_stacks, stack_growth,
     reference_chain). An allocation hint names the user's own frame (stack_growth's user_frame,
-    leakbench.check.frames.user_frame) and TensorFlow's innermost frame only as context.
+    leakbench.engine.frames.user_frame) and TensorFlow's innermost frame only as context.
     """
     out = []
     metrics, signals = rec.get("metrics") or {}, rec.get("signals") or []

@@ -2,7 +2,7 @@
 
 The measurement is the engine's own (measure -> runner -> child -> record ->
 verdict): a check target is adapted to the scenario contract in the child
-(leakbench.check.target), which also gathers extra evidence (leakbench.check.evidence).
+(leakbench.engine.target), which also gathers extra evidence (leakbench.engine.evidence).
 This module turns that evidence into data the views render: Python types that
 grew, bytes buffered per transformation, the largest live allocation stacks,
 and hints at the seed source. Hints are read from the evidence and say so;
@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from leakbench.check import target as check_target
+from leakbench.engine import target as check_target
 from leakbench.analysis.schema import first_run
 from leakbench.catalog import Target
 from leakbench.contract import Scenario, read_metadata
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 from leakbench.check.diagnosis import attribution, hints
 
 
@@ -27,11 +27,12 @@ def plan(spec: str) -> tuple[Target, dict, dict]:
     parsed = check_target.parse(spec)
     if parsed.name is None:  # a scenario file: measured as `run` measures it, with the extra evidence
         scenario = read_metadata(parsed.path)
-        return Target(scenario, "check"), dict(scenario.params), {"diagnose": True}
+        return Target(scenario, "check", spec), dict(scenario.params), {"diagnose": True}
     where = parsed.path if parsed.path is not None else Path(parsed.module)
     scenario = Scenario(path=where, title=f"check {parsed.spec}", source="unknown",
                         repetition=f"one repetition of {parsed.name}", kind="growth", size_param="", params={})
-    return Target(scenario, "check"), {}, {"diagnose": True, "target": parsed.as_config()}
+    # Its repetition is told once the child has set it up (a dataset or a function: engine.target.REPETITIONS).
+    return Target(scenario, "check", spec), {}, {"diagnose": True, "target": parsed.as_config()}
 
 
 def check(spec: str, settings: Settings, env: dict | None = None,
@@ -43,14 +44,7 @@ def check(spec: str, settings: Settings, env: dict | None = None,
     """
     target, params, options = plan(spec)
     rec = measure(target, params, settings, env=env, on_message=on_message, child_options=options)
-    rec["pair"] = spec
-    rec["variant"] = "check"
-    rec["diagnosis"] = diagnosis(rec)
-    kind = rec["diagnosis"]["target_kind"]
-    if kind == "dataset":
-        rec["repetition"] = "one pass over the dataset"
-    elif kind == "function":
-        rec["repetition"] = "one call of the function"
+    rec["diagnosis"] = diagnosis(rec)  # check's reading of the record, beside it: the record itself is whole
     return rec
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from leakbench import catalog, contract, jsonfile
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.units import parse_size
 
 # Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
@@ -130,7 +130,7 @@ def scales_of(text: str) -> tuple:
 def sizes_fit(plans, scales) -> None:
     """End here (one line, exit 2) when a peak pair's size times a scale is past what a float
     holds (each finite, their product not): plans are (target, parameters) pairs."""
-    from leakbench.engine.measure import sizes
+    from leakbench.measure import sizes
 
     for target, params in plans:
         try:

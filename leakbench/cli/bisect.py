@@ -24,7 +24,7 @@ from leakbench.cli.base import RESULTS_OPTION, apart, fail, main, results_dir, s
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
 from leakbench.engine import memlimit
-from leakbench.engine.measure import Settings
+from leakbench.measure import Settings
 from leakbench.history import bisect as bisecting
 from leakbench.history import builds, installer, registry, store
 from leakbench.reporters import bisect as views

@@ -12,7 +12,7 @@ from leakbench.cli.base import apart, fail, machine_of, main, results_dir, say, 
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.history.store import records_path
 from leakbench.reporters import calibration as calibration_view
-from leakbench.engine.measure import FIXED_CAP_BYTES, Settings
+from leakbench.measure import FIXED_CAP_BYTES, Settings
 from leakbench.units import format_bytes, parse_size
 
 

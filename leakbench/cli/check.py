@@ -31,7 +31,7 @@ def _target_file(spec: str) -> Path | None:
     import its parents); None when there is none to name."""
     import importlib.util
 
-    from leakbench.check import target as check_target
+    from leakbench.engine import target as check_target
 
     parsed = check_target.parse(spec)
     if parsed.path is not None or "." in parsed.module:

@@ -17,7 +17,7 @@ from leakbench.calibrate import committed
 from leakbench.cli.base import (SCALES_OPTION, apart, err, fail, flamegraph_note, main, measurement_options, one_line, out,
                                 progress, results_dir, say, scales_of, settings_of, sizes_fit, targets_of, writable)
 from leakbench.contract import ContractError
-from leakbench.engine.measure import measure
+from leakbench.measure import measure
 from leakbench.history.store import asv_machine
 from leakbench.reporters import table
 

@@ -36,7 +36,7 @@ and see how much RSS that gives back (fragmentation, not a leak); then, if
 outside every sampled series, the memory per tf.data stage (a fresh
 iterator's autotune model at 4, 32 and 64 elements: result "stages") and the
 reference chain to the Python type that grew most (result "reference_chain";
-leakbench.check.evidence); then drop the state (teardown), which can be slow:
+leakbench.engine.evidence); then drop the state (teardown), which can be slow:
 destroying live tf.data iterators waits for their thread pools.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import contract
-from leakbench.check import chain as references, evidence, target as check_target
+from leakbench.engine import chain as references, evidence, target as check_target
 from leakbench.engine import gpu as gpu_module, probes, supervise
 from leakbench.engine.heap import heap_pass
 
@@ -84,7 +84,7 @@ def main(config: dict) -> int:
         start = enter("import")
         target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
         module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
-        extra = {} if config.get("diagnose") else None  # check's extra readings (leakbench.check.evidence)
+        extra = {} if config.get("diagnose") else None  # check's extra readings (leakbench.engine.evidence)
         _first_tf_data_use()
         seconds["import"] = time.perf_counter() - start
         # What the import made lives as long as the process: freezing it (out of
@@ -181,6 +181,9 @@ def main(config: dict) -> int:
             "seconds": seconds,
             "versions": _versions(),
             "diagnostics": extra,
+            # a check target learns in setup what one repetition of it is (target.Adapted.repetition_text);
+            # a scenario module has none here: its REPETITION is read from the file (contract.read_metadata)
+            "repetition": getattr(module, "repetition_text", None),
         })
 
         start = enter("teardown")

@@ -21,7 +21,7 @@ millions of small allocations per repetition can cap or skip the pass
 The same replay sums the live bytes of every Python stack (memray's stack
 id) at each marker: the stacks that grew most are the heap's `stack_growth`,
 growth by allocation site, each with the frame of the user's own code it
-comes from (leakbench.check.frames.user_frame). Its live allocations at the
+comes from (leakbench.engine.frames.user_frame). Its live allocations at the
 end are the heap's retained_bytes and top_stacks: the capture is read once.
 Starting and stopping the tracker is the pass's other fixed cost, 0.25 s with
 TensorFlow loaded (memray rewrites, then restores, the malloc entries of every
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from leakbench.check import frames
+from leakbench.engine import frames
 
 MARKER_BYTES = 1_000_003  # bytearray(n) allocates n + 1 bytes; an odd size no pipeline asks for
 _MARKER_FUNCTION = "_heap_marker"
@@ -58,7 +58,7 @@ def heap_pass(module, state, reps: int, path: Path, on_repetition=None, seconds:
     Returns heap_bytes (shape (reps,), bytes live at each repetition's end,
     after a garbage collection), heap_high_water_mark_bytes and
     retained_bytes (memray's peak and bytes still live when tracking
-    stopped), allocations (count), top_stacks (leakbench.check.evidence:
+    stopped), allocations (count), top_stacks (leakbench.engine.evidence:
     the largest live at the end) and stack_growth (`growing_stacks`: the
     stacks whose live bytes grew most from the first marker to the last).
     The capture is read once: the replay's live allocations at its end are what

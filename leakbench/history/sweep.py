@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from leakbench import catalog
-from leakbench.engine import measure as engine
+from leakbench import measure as measuring
 from leakbench.history import pin, store
 
 
@@ -15,7 +15,7 @@ def record_pairs(root: Path, names: list[str], settings, results: Path | None = 
     """Measure each pair's leaky and fixed variant with the engine, check the pin, file the records.
 
     root: the checkout holding scenarios/ and fixes/; names: pair names (all
-    pairs when empty, as catalog.targets). settings: a leakbench.engine.measure.Settings
+    pairs when empty, as catalog.targets). settings: a leakbench.measure.Settings
     (cap in bytes, timeout in seconds, per child run); each variant is measured
     at its scenario's parameters. flamegraph_dir: where memray draws the leaky
     variants' flame graphs (the fixed ones get none); None draws none.
@@ -42,8 +42,8 @@ def record_pairs(root: Path, names: list[str], settings, results: Path | None = 
     records = []
     for target in catalog.targets(Path(root), list(names), "both"):
         drawn = flamegraph_dir if target.variant == "leaky" else None
-        rec = engine.measure(target, dict(target.scenario.params),
-                             replace(settings, flamegraph_dir=drawn) if drawn else settings)
+        rec = measuring.measure(target, dict(target.scenario.params),
+                                replace(settings, flamegraph_dir=drawn) if drawn else settings)
         pin.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
         records.append(rec)
     if results is None:

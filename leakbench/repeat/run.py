@@ -1,6 +1,6 @@
 """Repeatability: every pair × variant measured RUNS times, each run a fresh child.
 
-A run is one call of leakbench.engine.measure.measure (a fresh, capped, timed child
+A run is one call of leakbench.measure.measure (a fresh, capped, timed child
 per size) at the scenario's parameters and the caller's Settings (the
 engine's defaults unless told otherwise). Runs go round-robin (run 1 of every
 variant, then run 2, ...) so that a spell of load on the machine spreads over
@@ -52,7 +52,7 @@ from leakbench.analysis import record, validate, verdict
 from leakbench import expectation
 from leakbench.history import pin
 from leakbench.catalog import VARIANT_DIRS, Target
-from leakbench.engine.measure import Settings, measure
+from leakbench.measure import Settings, measure
 from leakbench.repeat import hog
 
 FORMAT = 2  # 2: each decisive metric keeps its rate (verdict.rate) beside its slope
@@ -78,7 +78,7 @@ def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
 
 
 def _seconds(confirmation: dict | None) -> float | None:
-    """Seconds of a confirmation re-run (rec["confirmation"], leakbench.engine.measure), or None."""
+    """Seconds of a confirmation re-run (rec["confirmation"], leakbench.measure), or None."""
     return confirmation["seconds"] if confirmation else None
 
 

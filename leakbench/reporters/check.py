@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from leakbench import metrics
-from leakbench.check.evidence import TYPE_GROWTH_MIN
+from leakbench.engine.evidence import TYPE_GROWTH_MIN
 from leakbench.units import KIB, MIB, format_bytes
 
 CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows

@@ -79,7 +79,7 @@ def about(result: dict) -> str:
     s, caps, jobs = result["settings"], result["summary"]["cap_bytes"], result["jobs"]
     cap = format_bytes(s["cap_bytes"], whole=True) if s["cap_bytes"] else "default" + (
         f" ({', '.join(format_bytes(c, whole=True) for c in caps)})" if caps else "")
-    return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.engine.measure), "
+    return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
             f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
             f"{_beside(result)}; "
             f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "

@@ -14,8 +14,8 @@ import time
 import types
 from array import array
 
-from leakbench.check.evidence import TYPE_GROWTH_MIN
-from leakbench.check.frames import _short
+from leakbench.engine.evidence import TYPE_GROWTH_MIN
+from leakbench.engine.frames import _short
 
 REFERENCE_DEPTH = 12        # links searched back from the instance
 REFERENCE_SECONDS = 4.0     # and no longer than this

@@ -106,10 +106,16 @@ def is_dataset(obj) -> bool:
     return tf is not None and isinstance(obj, tf.data.Dataset)
 
 
+# What one repetition is, in the record's words ("repetition"), for each kind of target.
+REPETITIONS = {"dataset": "one pass over the dataset", "function": "one call of the function"}
+
+
 class Adapted:
     """A dataset factory, a dataset or a repetition function, behind setup/repetition.
 
-    kind: "dataset" or "function", known after setup.
+    kind: "dataset" or "function", known after setup; repetition_text says what one repetition
+    then is (REPETITIONS). The child reports it (result "repetition"), and the record takes it in
+    place of the "one repetition of NAME" check wrote before the target ran (analysis.record.build).
     """
 
     def __init__(self, obj, label: str):
@@ -138,6 +144,11 @@ class Adapted:
             return result
         self.kind = "function"
         return None
+
+    @property
+    def repetition_text(self) -> str | None:
+        """What one repetition is (REPETITIONS), None before setup has learned the kind."""
+        return REPETITIONS.get(self.kind)
 
     def repetition(self, state) -> None:
         if self.kind == "dataset":

@@ -20,10 +20,10 @@ text and hints, leakbench.check.run):
 - `heap_stacks(records)`: the largest allocations still live at the end of
   the memray heap pass, by Python stack; `stack_frames` and `user_frame`
   name a stack's frames and the first of them in the user's own code
-  (leakbench.check.frames, re-exported here).
+  (leakbench.engine.frames, re-exported here).
 - `reference_chain(type_growth, state, candidates)`: what keeps an instance of
   the type that grew most alive (objgraph), as text (`describe_chain`;
-  leakbench.check.chain, re-exported here).
+  leakbench.engine.chain, re-exported here).
 """
 from __future__ import annotations
 
@@ -32,9 +32,10 @@ import gc
 import sys
 import time
 
-# verdict.rate is the rule; leakbench.analysis.verdict imports no scipy (the measured child imports
-# this module: test_evidence checks that scipy stays out of it).
-from leakbench.analysis.verdict import rate
+# The verdict's rule (verdict.rate is metrics.rate), from the base registry: the measured child
+# imports this module and nothing of the analysis (docs/layout.md; test_evidence checks that scipy
+# stays out of the child).
+from leakbench.metrics import rate
 
 FIRST_ELEMENTS = 4     # elements consumed before the first model reading
 MORE_ELEMENTS = 60     # and before the second

@@ -20,6 +20,10 @@ DIR/<pair>-<variant>.html.
 A leak that rests on one byte signal alone, or on marginal ones, is measured
 once more, longer, in a fresh process before it is called
 (verdict.needs_confirmation, verdict.confirm).
+
+This module joins the two halves below it (docs/layout.md): the engine, whose
+child runs come back as Outcomes, and the analysis, which turns them into a
+record and its verdict. Neither of them imports it.
 """
 from __future__ import annotations
 
@@ -111,7 +115,8 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
         problem = runner.Outcome("error", "import", params, 0.0, error=(
             f"LD_PRELOAD names {', '.join(missing)}, which is not installed "
             "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"))
-        return record.build(target.scenario, target.variant, params, settings.stored(), [problem])
+        return record.build(target.scenario, target.variant, params, settings.stored(), [problem],
+                            pair=target.pair)
     outcomes = []
     flamegraph = None
     with tempfile.TemporaryDirectory(prefix="leakbench-capture-") as keep:
@@ -128,22 +133,18 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
                 flamegraph = _flamegraph(capture, outcome, Path(settings.flamegraph_dir), target)
             if outcome.status != "ok" and not record.stalled_in_teardown(outcome):
                 break
-    rec = record.build(target.scenario, target.variant, params, settings.stored(), outcomes)
-    if flamegraph:
-        rec["flamegraph"] = flamegraph
+    rec = record.build(target.scenario, target.variant, params, settings.stored(), outcomes, pair=target.pair,
+                       flamegraph=flamegraph)
     if rec["verdict"] == "leak" and verdict.needs_confirmation(rec["metrics"], rec["signals"]):
-        _confirm(rec, target, params, settings, env, on_message, child_options)
+        rec = _confirm(rec, target, params, settings, env, on_message, child_options)
     return rec
 
 
 def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: dict,
-             on_message, child_options: dict | None) -> None:
+             on_message, child_options: dict | None) -> dict:
     """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
-    longer (verdict.confirmation_reps), and let verdict.confirm decide from the later half of
-    that run.
-
-    Adds rec["confirmation"]: reps, status, the signals that moved in its later half, the run
-    (as in rec["runs"]) and its wall seconds, which also count in rec["seconds"].
+    longer (verdict.confirmation_reps), and return the record verdict.confirm makes of it
+    from the later half of that run (record.confirmed).
     """
     reps = verdict.confirmation_reps(settings.reps)
     outcome = runner.run_child(
@@ -151,12 +152,7 @@ def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: d
         heap_reps=settings.heap_reps if "heap" in rec["signals"] else 0, cap_bytes=settings.cap_bytes,
         timeout_seconds=settings.timeout_seconds, teardown_timeout_seconds=settings.teardown_timeout_seconds,
         env=env, on_message=on_message, child_options=child_options)
-    run = record.run_entry(outcome)
-    later = record.confirmation_metrics(run, target.scenario) if outcome.result else None
-    rec["verdict"], rec["signals"], again = verdict.confirm(rec["signals"], outcome.status, later, rec["metrics"])
-    rec["confirmation"] = {"reps": reps, "status": outcome.status, "signals": again, "run": run,
-                           "seconds": outcome.wall_seconds}
-    rec["seconds"] += outcome.wall_seconds
+    return record.confirmed(rec, target.scenario, reps, outcome)
 
 
 def _flamegraph(capture: Path, outcome, folder: Path, target: Target) -> dict:
