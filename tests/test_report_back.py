@@ -4,6 +4,7 @@ records (tests/data/results/); no TensorFlow needed.
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -34,7 +35,9 @@ def invoke(args):
     return CliRunner().invoke(cli.main, args)
 
 
+@functools.lru_cache(maxsize=None)  # the committed records do not change during a test session
 def block_of(pair: str, *more: str) -> str:
+    """`leakbench report-back PAIR` on the committed results, run from the checkout fixture's setting."""
     result = invoke(["report-back", pair, "--results", str(RESULTS), *more])
     assert result.exit_code == 0, (result.output, result.exception)
     return result.stdout
