@@ -12,7 +12,7 @@ import re
 
 from leakbench.reporters import markdown_table
 from leakbench.history import builds
-from leakbench.analysis.verdict import VERDICTS
+from leakbench.analysis.verdict import MEMORY_METRICS, VERDICTS
 from leakbench.contract import Scenario
 from leakbench.history.matrix import verdict_runs
 from leakbench.reporters.history import matrix_cell
@@ -21,7 +21,7 @@ ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _ISSUE = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")
 # The clone line's address: this checkout names no remote, so the block says what to put there.
 CLONE = "git clone <leakbench repository URL> leakbench"
-MEMORY_SIGNALS = ("held", "rss")  # the signals a growth cell's number is the rate of (matrix.memory_rate)
+MEMORY_SIGNALS = tuple(m.signal for m in MEMORY_METRICS)  # a growth cell's number is one's rate (verdict.memory_rate)
 LAST_LINE = "Measured with leakbench; the verdict rules are in docs/verdicts.md."
 
 

@@ -16,7 +16,6 @@ from rich.table import Table
 from leakbench.reporters import markdown_table
 from leakbench import expectation, metrics
 from leakbench.analysis import verdict
-from leakbench.history.matrix import memory_rate
 
 LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
 # Metrics the wide table adds, in this order (registry keys).
@@ -42,8 +41,8 @@ def decided_by(rec: dict) -> str:
         metric = metrics.BY_SIGNAL[moved[0]]
         found = verdict.rate(m[metric.key])
     else:
-        found = memory_rate(rec) if m else None
-        metric = metrics.BY_KEY[verdict.memory_metric(m)]
+        found = verdict.memory_rate(m) if m else None
+        metric = verdict.memory_basis(m).metric
     if found is None:
         return "—"
     unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
