@@ -3,8 +3,9 @@
 Each cell keeps the verdict, whether it is what the variant should read
 (leakbench.expectation), the rate the verdict compared with its bar for the
 memory signal it rests on (verdict.memory_rate: held memory, or RSS where held
-is n/a), the peak's exponent for peak pairs, and the fragmentation evidence.
-Rendering is leakbench.reporters.history's.
+is n/a), the peak's exponent for peak pairs, and the fragmentation evidence
+(the registry's MATRIX metrics, under their keys). Rendering is
+leakbench.reporters.history's.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
 
 
 def cell(rec: dict) -> dict:
-    """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition."""
+    """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition
+    (a trend's as metrics.value reads it)."""
     scaling = (rec["metrics"] or {}).get("peak_scaling") or {}
     return {
         "verdict": rec["verdict"],
@@ -41,10 +43,8 @@ def cell(rec: dict) -> dict:
         "expectation": expectation.for_record(rec).label,
         "kind": rec.get("kind"),
         "memory_rate_bytes_per_rep": verdict.memory_rate(rec["metrics"] or {}),
-        "peak_above_baseline_bytes": metrics.value(rec, "peak_above_baseline_bytes"),
         "peak_exponent": scaling.get("exponent"),
-        "malloc_heap_growth_bytes_per_rep": metrics.value(rec, "malloc_heap_growth"),
-        "trim_returned_bytes": metrics.value(rec, "trim_returned_bytes"),
+        **{m.key: metrics.value(rec, m.key) for m in metrics.metrics_in(metrics.MATRIX)},
         "signals": rec.get("signals", []),
         "skip_reason": rec.get("skip_reason"),
     }

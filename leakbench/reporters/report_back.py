@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from leakbench import metrics
 from leakbench.reporters import markdown_table
 from leakbench.history import builds
 from leakbench.analysis.verdict import MEMORY_METRICS, VERDICTS
@@ -144,7 +145,7 @@ def _legend(cells: list) -> list[str]:
         found.append("(by …): the signals the leak rests on; held memory did not rise past its bar.")
     if any(c and not c["expected"] for c in cells):
         found.append("**Bold**: not what the variant should read (docs/verdicts.md).")
-    if any(c and (c["verdict"] == "fragmentation" or not c["expected"]) and c["trim_returned_bytes"] is not None
+    if any(c and (c["verdict"] == "fragmentation" or not c["expected"]) and c.get(metrics.TRIM.key) is not None
            for c in cells):
         found.append("malloc: glibc's malloc in use, KiB/repetition; trim: what malloc_trim gave back, MiB.")
     if any(c and c["verdict"] == "fragmentation" for c in cells):
