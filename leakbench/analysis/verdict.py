@@ -53,6 +53,7 @@ CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first ru
 # These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
 GROWTH_SIGNALS = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback}
 RSS_FALLBACK = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.fallback}
+_MALLINFO2 = {m.key for m in registry.METRICS if m.mallinfo2}  # n/a where held memory does not decide
 # Signals counted in objects (exact): a move of theirs is never marginal.
 COUNT_SIGNALS = tuple(m.signal for m in registry.METRICS if m.signal and m.counts)
 
@@ -96,7 +97,7 @@ def deciding_signals(metrics: dict) -> dict:
     (RSS_FALLBACK) in place of held memory where it does not decide (memory_basis)."""
     if memory_basis(metrics).metric is registry.HELD:
         return GROWTH_SIGNALS
-    return {**RSS_FALLBACK, **{k: v for k, v in GROWTH_SIGNALS.items() if not registry.BY_KEY[k].mallinfo2}}
+    return {**RSS_FALLBACK, **{k: v for k, v in GROWTH_SIGNALS.items() if k not in _MALLINFO2}}
 
 
 def rate(trend: dict) -> float:
