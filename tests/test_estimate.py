@@ -254,10 +254,27 @@ def test_rss_decides_where_malloc_counters_are_na():
     metrics = {**flat_metrics(), "held_growth": None, "malloc_heap_unavailable": "libjemalloc is loaded",
                "rss_growth": trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9))}
     assert verdict.decide(["ok"], metrics) == ("leak", ["rss"])
-    assert verdict.growth_basis(metrics).startswith("rss (held memory n/a: libjemalloc")
-    assert verdict.growth_basis(flat_metrics()) == "held"
+    assert verdict.memory_basis(metrics).words.startswith("rss (held memory n/a: libjemalloc")
+    assert verdict.memory_basis(flat_metrics()).words == "held"
     quiet = {**metrics, "rss_growth": trend_dict(line(0.5 * RSS_SLOPE_MIN))}
     assert verdict.decide(["ok"], quiet) == ("no-leak", [])
+
+
+def test_a_record_without_held_memory_has_one_memory_basis():
+    """glibc's counters are there but held memory has no trend (glibc before mallinfo2, a record
+    made before held memory): RSS is the one answer, for the verdict's rules, the record's words,
+    and the rate every view shows. (verdict.memory_metric said RSS here and growth_basis "held",
+    while the rules let neither decide.)"""
+    rss = trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9))
+    metrics = {**flat_metrics(), "rss_growth": rss}
+    del metrics["held_growth"]
+    basis = verdict.memory_basis(metrics)
+    assert basis.metric.key == "rss_growth" and basis.words == "rss (held memory not measured)"
+    assert verdict.memory_basis({**metrics, "held_growth": None}) == basis
+    assert verdict.memory_rate(metrics) == verdict.rate(rss)
+    assert "rss_growth" in verdict.deciding_signals(metrics) and "held_growth" not in verdict.deciding_signals(metrics)
+    assert verdict.decide(["ok"], metrics) == ("leak", ["rss"])
+    assert verdict.memory_basis(flat_metrics()).metric.key == "held_growth"
 
 
 def test_decide_leak_via_heap():

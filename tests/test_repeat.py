@@ -53,7 +53,7 @@ def test_runs_round_robin_writes_json_and_resumes(tmp_path):
     assert leak["verdicts"] == {"leak": 2} and leak["expected"] == "leak" and leak["agrees"] and leak["as_expected"]
     assert bounded["verdicts"] == {"no-leak": 2} and bounded["agrees"] and bounded["as_expected"]
     # a slope per run for every decisive metric the engine named, 1 MiB/rep in one of its byte signals
-    decisive = set(repeat.decisive({}))
+    decisive = set(verdict.GROWTH_SIGNALS)  # held memory is measured here (glibc): it decides, not RSS
     for o in result["observations"]:
         assert set(o["slopes"]) == decisive and o["cap_bytes"] == 1 << 30 and o["wall_seconds"] > 0
     bytes_ = [s for s in leak["slopes"].values() if s["unit"] and s["unit"].startswith("bytes")]
@@ -213,7 +213,9 @@ def test_decisive_metrics_come_from_the_engine(monkeypatch):
     monkeypatch.setattr(verdict, "GROWTH_SIGNALS", {"new_growth": ("new", 5.0)})
     trend = {"slope": 12.0, "p_increasing": 0.0001, "first_half": 10.0, "second_half": 11.0, "unit": "things/repetition"}
     rec = {"pair": "p", "variant": "leaky", "verdict": "leak", "signals": ["new"], "phase": None, "error": None,
-           "metrics": {"new_growth": trend, "malloc_heap_unavailable": None}, "environment": {"tensorflow": None},
+           # held memory measured: it decides, so the engine's GROWTH_SIGNALS are the decisive ones
+           "metrics": {"new_growth": trend, "held_growth": trend, "malloc_heap_unavailable": None},
+           "environment": {"tensorflow": None},
            "settings": {"cap_bytes": 1}, "seconds": 3.0, "confirmation": {"seconds": 1.5}}
     seen = repeat.observe(rec, expectation.LEAK, 1)
     assert seen["slopes"] == {"new_growth": {"signal": "new", "slope": 12.0, "rate": 10.0, "unit": "things/repetition",

@@ -191,7 +191,7 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, 
     measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
     found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
     if found:
-        found["growth_basis"] = verdict.growth_basis(found)
+        found["growth_basis"] = verdict.memory_basis(found).words  # which memory series decided, in words
     # A run that hung in teardown after its result came is measured whole: the
     # verdict is the measurement's, and the stall is reported beside it
     # (teardown_stalled). kept_iterators' leaky side read leak in 2 runs and

@@ -38,7 +38,7 @@ from leakbench.contract import KINDS
 VARIANTS = (*VARIANT_DIRS, "file", "check")
 KINDS_OF_FILE = ("record", "repeat", "calibrate", "bisect")
 # leakbench.calibrate.stats.SIGNALS' names, derived the same way (that module is not imported: numpy, scipy)
-CALIBRATION_SIGNALS = tuple(registry.BY_KEY[k].signal for k in ("held_growth", "rss_growth", "retained_heap"))
+CALIBRATION_SIGNALS = tuple(m.signal for m in registry.metrics_in(registry.CALIBRATION))
 _SHORT = 40  # characters of a bad value shown in a message
 
 

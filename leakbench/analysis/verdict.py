@@ -21,6 +21,8 @@ What each variant should read is leakbench.expectation's.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from leakbench import metrics as registry
 from leakbench.metrics import (COUNT_SLOPE_MIN, GPU_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN,  # noqa: F401
                                OBJECT_SLOPE_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN, rate)
@@ -51,32 +53,51 @@ CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first ru
 # These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
 GROWTH_SIGNALS = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback}
 RSS_FALLBACK = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.fallback}
+_MALLINFO2 = {m.key for m in registry.METRICS if m.mallinfo2}  # n/a where held memory does not decide
 # Signals counted in objects (exact): a move of theirs is never marginal.
 COUNT_SIGNALS = tuple(m.signal for m in registry.METRICS if m.signal and m.counts)
 
 
+# The memory metrics a verdict may rest on (memory_basis): held memory, else RSS.
+MEMORY_METRICS = (registry.HELD, registry.RSS)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """The memory metric a verdict rests on, and why held memory does not decide (None: it does)."""
+
+    metric: registry.Metric
+    why: str | None = None
+
+    @property
+    def words(self) -> str:
+        """The record's growth_basis: "held", or e.g. "rss (held memory n/a: libjemalloc is loaded: ...)"."""
+        return self.metric.signal if self.why is None else f"{self.metric.signal} ({registry.HELD.label} {self.why})"
+
+
+def memory_basis(metrics: dict) -> Basis:
+    """The one answer to which memory series decided: held memory, or RSS where glibc's counters
+    are n/a (another allocator) or held memory has no trend (glibc without mallinfo2, records made
+    before it). The verdict's rules, the record's growth_basis and every view read it."""
+    if metrics.get("malloc_heap_unavailable"):
+        return Basis(registry.RSS, f"n/a: {metrics['malloc_heap_unavailable']}")
+    if not metrics.get(registry.HELD.key):
+        return Basis(registry.RSS, "not measured")
+    return Basis(registry.HELD)
+
+
+def memory_rate(metrics: dict) -> float | None:
+    """The rate (bytes/repetition, `rate`) of the memory metric the verdict rests on, None without one."""
+    trend = metrics.get(memory_basis(metrics).metric.key)
+    return rate(trend) if trend else None
+
+
 def deciding_signals(metrics: dict) -> dict:
     """The growth signals that decide for these metrics: GROWTH_SIGNALS, with RSS
-    (RSS_FALLBACK) in place of held memory where glibc's counters are n/a."""
-    if not metrics.get("malloc_heap_unavailable"):
+    (RSS_FALLBACK) in place of held memory where it does not decide (memory_basis)."""
+    if memory_basis(metrics).metric is registry.HELD:
         return GROWTH_SIGNALS
-    return {**RSS_FALLBACK, **{k: v for k, v in GROWTH_SIGNALS.items() if k != "held_growth"}}
-
-
-def memory_metric(metrics: dict) -> str:
-    """The key of the memory metric the verdict rests on: held memory, or RSS where glibc's counters
-    are n/a or held memory was not measured (records made before it)."""
-    held = next(k for k in GROWTH_SIGNALS if registry.BY_KEY[k].series == "held_bytes")
-    if metrics.get("malloc_heap_unavailable") or not metrics.get(held):
-        return next(iter(RSS_FALLBACK))
-    return held
-
-
-def growth_basis(metrics: dict) -> str:
-    """Which memory series the verdict rests on, in words, for the record and reports."""
-    if metrics.get("malloc_heap_unavailable"):
-        return f"rss (held memory n/a: {metrics['malloc_heap_unavailable']})"
-    return "held"
+    return {**RSS_FALLBACK, **{k: v for k, v in GROWTH_SIGNALS.items() if k not in _MALLINFO2}}
 
 
 def moved(trend: dict | None, threshold: float) -> bool:
@@ -95,12 +116,12 @@ def peak_scales(exponent: float | None, peaks: list) -> bool:
 
 
 def moved_signals(metrics: dict) -> list[str]:
-    """Names of the deciding signals that moved, and "peak" if the peak scaled."""
+    """Names of the deciding signals that moved, and the peak's (PEAK_SIGNAL) if the peak scaled."""
     signals = [name for key, (name, threshold) in deciding_signals(metrics).items()
                if moved(metrics.get(key), threshold)]
     scaling = metrics.get("peak_scaling")
     if scaling and peak_scales(scaling["exponent"], scaling["peaks_bytes"]):
-        signals.append("peak")
+        signals.append(registry.PEAK_SIGNAL)
     return signals
 
 
@@ -128,9 +149,10 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
 
 def _unmoved(metrics: dict) -> tuple[str, list[str]]:
     """The verdict where no deciding signal moved: fragmentation by its rule, else no-leak."""
-    rss_grew = "held_growth" in deciding_signals(metrics) and moved(metrics.get("rss_growth"), RSS_SLOPE_MIN)
+    rss = registry.RSS
+    rss_grew = memory_basis(metrics).metric is not rss and moved(metrics.get(rss.key), rss.threshold)
     if fragmented(metrics, grew=rss_grew):
-        return "fragmentation", ["rss"] if rss_grew else []
+        return "fragmentation", [rss.signal] if rss_grew else []
     return "no-leak", []
 
 
@@ -146,7 +168,7 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
     halves in 1 of 6 runs with three TF processes on the 2 cores (TF 2.21; heap
     +2.0), against 1.7-19.5 in the other five.
     """
-    if not signals or "peak" in signals or any(s in COUNT_SIGNALS for s in signals):
+    if not signals or registry.PEAK_SIGNAL in signals or any(s in COUNT_SIGNALS for s in signals):
         return False
     if len(signals) == 1:
         return True
@@ -204,7 +226,7 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
     FREE_HELD_MIN: freed chunks stranded between chunks in use, which no trim can give back
     (docs/verdicts.md, "Fragmentation", says why each bound has its value).
     """
-    returned = metrics.get("trim_returned_bytes")
+    returned = metrics.get(registry.TRIM.key)
     if metrics.get("malloc_heap_unavailable") or returned is None:
         return False
     grown, held = metrics.get("rss_growth_bytes"), metrics.get("rss_held_bytes")

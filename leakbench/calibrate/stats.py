@@ -22,9 +22,10 @@ from leakbench.analysis import verdict
 from leakbench.measure import Settings
 from leakbench.units import KIB, format_bytes
 
-# The signals calibration reads, by their record["signals"] name, each with its threshold from the
-# registry: held memory and memray's heap decide, RSS is read beside them at its fallback threshold.
-SIGNALS = {m.signal: m for m in (registry.BY_KEY[k] for k in ("held_growth", "rss_growth", "retained_heap"))}
+# The signals calibration reads (the registry's CALIBRATION view), by their record["signals"] name, each
+# with its threshold: held memory and memray's heap decide, RSS is read beside them at its fallback threshold.
+SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION)}
+HELD, HEAP = registry.HELD.signal, registry.HEAP.signal  # the signals the targets name
 CONTROL = expectation.NO_LEAK  # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
 ASV_FACTOR = 1.1  # asv continuous / compare: a change past 10 % is reported
 TIMED = ("import", "setup", "warm-up", "repetitions")  # the child's phases (seconds) a cost's floor is made of
@@ -196,23 +197,23 @@ def targets(rows: list[dict], costs: dict, suite: dict | None) -> list[dict]:
     out = []
     for holder in sorted({r["holder"] for r in rows}):
         r = row(holder, 64 * KIB)
-        out.append(_target(f"{holder}: 64 KiB/rep caught 10/10 by held memory", r and r["held"]["detected"],
+        out.append(_target(f"{holder}: 64 KiB/rep caught 10/10 by {registry.HELD.label}", r and r[HELD]["detected"],
                            _every_run))
         r = row(holder, 16 * KIB)
-        out.append(_target(f"{holder}: 16 KiB/rep caught 10/10 by held memory (aim)", r and r["held"]["detected"],
-                           _every_run))
+        out.append(_target(f"{holder}: 16 KiB/rep caught 10/10 by {registry.HELD.label} (aim)",
+                           r and r[HELD]["detected"], _every_run))
         r = row(holder, KIB)
-        out.append(_target(f"{holder}: 1 KiB/rep caught 10/10 by heap", r and r["heap"]["detected"], _every_run))
+        out.append(_target(f"{holder}: 1 KiB/rep caught 10/10 by {HEAP}", r and r[HEAP]["detected"], _every_run))
         r = row(holder, 0)
         alarms = r and r["false_alarms"]
         found = _target(f"{holder}: no false alarm on the control", alarms, lambda d: d["k"] == 0)
         if found["measured"]:
             found["measured"] += f" runs read other than {CONTROL.label}"
         out.append(found)
-        cvs = [(r["bytes_per_rep"], r["held"]["slope"]["cv"]) for r in rows
-               if r["holder"] == holder and r["bytes_per_rep"] and r["held"]["detected"]["k"]]
+        cvs = [(r["bytes_per_rep"], r[HELD]["slope"]["cv"]) for r in rows
+               if r["holder"] == holder and r["bytes_per_rep"] and r[HELD]["detected"]["k"]]
         worst = max((cv for _, cv in cvs if cv is not None), default=None)
-        out.append({"target": f"{holder}: held slope CV <= 10 % where it detects", "measured":
+        out.append({"target": f"{holder}: {HELD} slope CV <= 10 % where it detects", "measured":
                     worst is not None and ", ".join(f"{format_bytes(s, whole=True)} {cv:.0%}" for s, cv in cvs if cv is not None),
                     "met": None if worst is None else worst <= 0.10})
         c = costs.get(holder) or {}

@@ -3,6 +3,8 @@ buffered bytes, and hints at the seed source. Hints are read from the evidence
 and say so; they are never a certainty."""
 from __future__ import annotations
 
+from leakbench import metrics as registry
+from leakbench.analysis.verdict import MEMORY_METRICS
 from leakbench.units import MIB, format_bytes
 
 HOLDER_SHARE = 0.5               # the holder's subtree holds at least this share of buffered bytes
@@ -80,21 +82,21 @@ def hints(rec: dict, found: dict) -> list[str]:
         out.append("RSS grew but malloc_trim gave most of it back: allocator fragmentation, not memory held "
                    "(often per-epoch iterators under glibc malloc); jemalloc or tcmalloc (LD_PRELOAD) avoid it.")
         return out
-    if "threads" in signals:
-        per = metrics["threads_growth"]["slope"]
+    if registry.THREADS.signal in signals:
+        per = metrics[registry.THREADS.key]["slope"]
         out.append(f"threads grew {per:.1f}/repetition: likely live iterators kept alive (dangling references: "
                    "an iterator held by a list, a closure or a stored exception's traceback); each live tf.data "
                    "iterator holds a few threads.")
-    if "gpu" in signals:
-        per = metrics["gpu_memory_growth"]["slope"]
+    if registry.GPU.signal in signals:
+        per = metrics[registry.GPU.key]["slope"]
         out.append(f"the GPU allocator's bytes in use grew {format_bytes(per)}/repetition: likely device tensors kept "
                    "across repetitions (dangling references: batches or losses kept as tensors in a list); keep "
                    "host numbers (float(loss)) or only the current batch.")
-    if "open files" in signals:
+    if registry.OPEN_FILES.signal in signals:
         out.append("open file descriptors grew: likely files or iterators opened every repetition and never "
                    "closed (dangling references).")
     types = found["types"]
-    if types and leaking and "python objects" in signals:
+    if types and leaking and registry.OBJECTS.signal in signals:
         names = ", ".join(f"{t['type']} (+{t['per_repetition']:.0f}/rep)" for t in types[:3])
         if any("Dataset" in t["type"] for t in types[:5]):
             out.append(f"Python objects grew: {names}. Datasets among them: likely a dataset built every "
@@ -115,31 +117,32 @@ def hints(rec: dict, found: dict) -> list[str]:
                        "element size for the life of the dataset: check it fits your budget, or cache to a file.")
         elif stage.startswith(BUFFER_STAGES):
             scaled = (f"; the peak scales with the size parameter (k = {scaling['exponent']:.2f})"
-                      if "peak" in signals and scaling.get("exponent") is not None else "")
+                      if registry.PEAK_SIGNAL in signals and scaling.get("exponent") is not None else "")
             out.append(f"{stage} holds {held}{growing}{scaled}: likely chaining/parallelism; buffers sized by "
                        "buffer_size, cycle_length or num_parallel_calls (per input, under interleave) "
                        "multiply element size: batch before prefetch, bound cycle_length, set "
                        "Options().autotune.ram_budget.")
-    elif "peak" in signals:
+    elif registry.PEAK_SIGNAL in signals:
         out.append(f"the peak scales with the size parameter (k = {scaling.get('exponent', 0):.2f}) but no "
                    "transformation reports buffered bytes: look for buffers outside tf.data.")
-    if leaking and not out and {"held", "rss"} & set(signals) and "heap" not in signals:
+    memory = {m.signal for m in MEMORY_METRICS}  # held memory, or RSS in its place
+    if leaking and not out and memory & set(signals) and registry.HEAP.signal not in signals:
         out.append("held memory grows while memray's heap and Python objects stay flat: memory held where "
                    "memray does not look (TensorFlow allocations it misses, thread stacks).")
     stacks, growing = found["top_stacks"], found.get("stack_growth") or []
     site = next((g for g in growing if g.get("user_frame")), None)
-    if "heap" in signals and site:  # the user's line first; TensorFlow's frames only as context
+    if registry.HEAP.signal in signals and site:  # the user's line first; TensorFlow's frames only as context
         inner = site["frames"][0] if site["frames"] else None
         context = f" (allocated in {inner})" if inner and inner != site["user_frame"] else ""
         out.append(f"the allocation site of your code growing most ({format_bytes(site['bytes_per_rep'])}/repetition in memray's heap "
                    f"pass) comes from {site['user_frame']}{context}: likely what keeps the memory.")
-    elif "heap" in signals and stacks and stacks[0]["frames"]:
+    elif registry.HEAP.signal in signals and stacks and stacks[0]["frames"]:
         top = stacks[0]
         where = top.get("user_frame") or top["frames"][0]
         out.append(f"the largest live allocation ({format_bytes(top['bytes'], unit=MIB)} in {top['allocations']:,} "
                    f"allocations) comes from {where}: likely what keeps the memory.")
     chain = found.get("reference_chain") or {}
-    if leaking and "python objects" in signals and chain.get("chain"):
+    if leaking and registry.OBJECTS.signal in signals and chain.get("chain"):
         out.append(f"a {chain['type']} that grew is kept alive by: {' → '.join(chain['chain'])}.")
     if leaking and not out:
         out.append("memory grew but no single piece of evidence points to a source: see the allocation stacks.")

@@ -75,14 +75,14 @@ def between(builds: list[Build], good: str, bad: str) -> list[Build]:
 
 def rate_of(record: dict) -> tuple[str | None, float | None, str | None]:
     """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k for a
-    peak), else the memory metric the verdict compares with its bar (verdict.memory_metric); Nones without metrics."""
+    peak), else the memory metric the verdict compares with its bar (verdict.memory_basis); Nones without metrics."""
     found = record.get("metrics") or {}
     signals = record.get("signals") or []
     scaling = found.get("peak_scaling") or {}
-    if "peak" in signals and scaling.get("exponent") is not None:
+    if metrics.PEAK_SIGNAL in signals and scaling.get("exponent") is not None:
         return "peak exponent", scaling["exponent"], "k"
-    by_signal = {m.signal: m for m in metrics.METRICS if m.signal}
-    keys = [by_signal[s].key for s in signals if s in by_signal] + ([verdicts.memory_metric(found)] if found else [])
+    keys = ([metrics.BY_SIGNAL[s].key for s in signals if s in metrics.BY_SIGNAL]
+            + ([verdicts.memory_basis(found).metric.key] if found else []))
     for key in keys:
         if found.get(key):
             return metrics.BY_KEY[key].label, verdicts.rate(found[key]), metrics.BY_KEY[key].unit

@@ -92,7 +92,7 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
             ratio = y / x if x is not None and y is not None and x > 0 and y >= 0 else None
             rows.append({**base, "metric": m.label, "key": m.key, "unit": m.shown, "old": x, "new": y,
                          "ratio": ratio, "marker": marker})
-            if marker == REGRESSED and variant == "fixed" and m.key == "peak_above_baseline_bytes":
+            if marker == REGRESSED and variant == "fixed" and m is metrics.PEAK:
                 failures.append(f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} → {format_bytes(y, unit=MIB)}, "
                                 f"past {factor:g}×")
     return Comparison(old_label, new_label, factor, rows, failures, machine)

@@ -2,9 +2,10 @@
 
 Each cell keeps the verdict, whether it is what the variant should read
 (leakbench.expectation), the rate the verdict compared with its bar for the
-memory signal it rests on (verdict.rate: held memory, or RSS where held is
-n/a), the peak's exponent for peak pairs, and the fragmentation evidence.
-Rendering is leakbench.reporters.history's.
+memory signal it rests on (verdict.memory_rate: held memory, or RSS where held
+is n/a), the peak's exponent for peak pairs, and the fragmentation evidence
+(the registry's MATRIX metrics, under their keys). Rendering is
+leakbench.reporters.history's.
 """
 from __future__ import annotations
 
@@ -14,13 +15,6 @@ from leakbench import expectation, jsonfile, metrics
 from leakbench.analysis import verdict
 from leakbench.history import builds, store
 from leakbench.history.compare import order
-
-
-def memory_rate(rec: dict) -> float | None:
-    """The rate (bytes/repetition, verdict.rate) of the memory signal the record's verdict rests on."""
-    m = rec["metrics"] or {}
-    trend = m.get(verdict.memory_metric(m))
-    return verdict.rate(trend) if trend else None
 
 
 def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
@@ -40,18 +34,17 @@ def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
 
 
 def cell(rec: dict) -> dict:
-    """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition."""
+    """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition
+    (a trend's as metrics.value reads it)."""
     scaling = (rec["metrics"] or {}).get("peak_scaling") or {}
     return {
         "verdict": rec["verdict"],
         "expected": expectation.accepts(rec),
         "expectation": expectation.for_record(rec).label,
         "kind": rec.get("kind"),
-        "memory_rate_bytes_per_rep": memory_rate(rec),
-        "peak_above_baseline_bytes": metrics.value(rec, "peak_above_baseline_bytes"),
+        "memory_rate_bytes_per_rep": verdict.memory_rate(rec["metrics"] or {}),
         "peak_exponent": scaling.get("exponent"),
-        "malloc_heap_growth_bytes_per_rep": metrics.value(rec, "malloc_heap_growth"),
-        "trim_returned_bytes": metrics.value(rec, "trim_returned_bytes"),
+        **{m.key: metrics.value(rec, m.key) for m in metrics.metrics_in(metrics.MATRIX)},
         "signals": rec.get("signals", []),
         "skip_reason": rec.get("skip_reason"),
     }

@@ -23,7 +23,7 @@ def check_view(rec: dict) -> list:
     kind = d.get("target_kind")
     about = f"{rec['repetition']}" + (f" ({kind} target)" if kind else "")
     m = rec["metrics"] or {}
-    peak = m.get("peak_above_baseline_bytes")
+    peak = m.get(metrics.PEAK.key)
     facts = [about, f"signals: {', '.join(rec['signals']) or 'none'}",
              f"memory signal: {m.get('growth_basis') or '—'}",
              f"peak above baseline: {format_bytes(peak, unit=MIB)}",

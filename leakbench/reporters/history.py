@@ -7,8 +7,7 @@ from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
 from leakbench.history.matrix import changes
-from leakbench.units import KIB, MIB
-
+MEMORY = metrics.HELD  # how a memory rate shows (RSS, which stands in for it, shows the same)
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
 
 
@@ -61,12 +60,12 @@ def matrix_cell(cell: dict | None) -> str:
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
         word += f" k={cell['peak_exponent']:.2f}"
     elif cell["memory_rate_bytes_per_rep"] is not None:
-        word += f" {cell['memory_rate_bytes_per_rep'] / KIB:+,.0f}"
+        word += f" {MEMORY.display(cell['memory_rate_bytes_per_rep'], sign=True)}"
     if cell["verdict"] == "fragmentation" or not cell["expected"]:  # the evidence for leak vs fragmentation
-        if cell["malloc_heap_growth_bytes_per_rep"] is not None:
-            word += f" · malloc {cell['malloc_heap_growth_bytes_per_rep'] / KIB:+,.0f}"
-        if cell["trim_returned_bytes"] is not None:
-            word += f" · trim {cell['trim_returned_bytes'] / MIB:,.1f} MiB"
+        for m in metrics.metrics_in(metrics.MATRIX):
+            if cell.get(m.key) is not None:  # a rate signed (its unit in the table's words), a level with its unit
+                word += f" · {m.short} {m.display(cell[m.key], sign=m.per_repetition)}"
+                word += "" if m.per_repetition else f" {m.shown}"
     return word
 
 

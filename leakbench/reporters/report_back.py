@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
+from leakbench import metrics
 from leakbench.reporters import markdown_table
 from leakbench.history import builds
-from leakbench.analysis.verdict import VERDICTS
+from leakbench.analysis.verdict import MEMORY_METRICS, VERDICTS
 from leakbench.contract import Scenario
 from leakbench.history.matrix import verdict_runs
 from leakbench.reporters.history import matrix_cell
@@ -21,7 +22,7 @@ ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _ISSUE = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")
 # The clone line's address: this checkout names no remote, so the block says what to put there.
 CLONE = "git clone <leakbench repository URL> leakbench"
-MEMORY_SIGNALS = ("held", "rss")  # the signals a growth cell's number is the rate of (matrix.memory_rate)
+MEMORY_SIGNALS = tuple(m.signal for m in MEMORY_METRICS)  # a growth cell's number is one's rate (verdict.memory_rate)
 LAST_LINE = "Measured with leakbench; the verdict rules are in docs/verdicts.md."
 
 
@@ -144,7 +145,7 @@ def _legend(cells: list) -> list[str]:
         found.append("(by …): the signals the leak rests on; held memory did not rise past its bar.")
     if any(c and not c["expected"] for c in cells):
         found.append("**Bold**: not what the variant should read (docs/verdicts.md).")
-    if any(c and (c["verdict"] == "fragmentation" or not c["expected"]) and c["trim_returned_bytes"] is not None
+    if any(c and (c["verdict"] == "fragmentation" or not c["expected"]) and c.get(metrics.TRIM.key) is not None
            for c in cells):
         found.append("malloc: glibc's malloc in use, KiB/repetition; trim: what malloc_trim gave back, MiB.")
     if any(c and c["verdict"] == "fragmentation" for c in cells):

@@ -3,9 +3,10 @@
 By default the few columns a person decides on, within 120 characters: pair,
 variant, verdict, what the variant should read (leakbench.expectation), the
 signal and number the verdict rests on (its rate per repetition, verdict.rate;
-k of peak ∝ size^k for a peak pair), peak above baseline (MiB) and seconds. `wide=True` adds every metric (leakbench.metrics) and is
-what the markdown table written with `leakbench run --markdown` holds.
-Records themselves stay data.
+k of peak ∝ size^k for a peak pair), the registry's TABLE metrics (peak above
+baseline, MiB) and seconds. `wide=True` adds the signals and the registry's
+WIDE metrics (leakbench.metrics), and is what the markdown table written with
+`leakbench run --markdown` holds. Records themselves stay data.
 """
 from __future__ import annotations
 
@@ -16,12 +17,10 @@ from rich.table import Table
 from leakbench.reporters import markdown_table
 from leakbench import expectation, metrics
 from leakbench.analysis import verdict
-from leakbench.history.matrix import memory_rate
 
 LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
-# Metrics the wide table adds, in this order (registry keys).
-WIDE = ("held_growth", "rss_growth", "malloc_heap_growth", "trim_returned_bytes", "retained_heap",
-        "threads_growth", "python_objects_growth")
+SHORT = metrics.metrics_in(metrics.TABLE)  # in every table, headed by their short names
+WIDE = metrics.metrics_in(metrics.WIDE)    # what the wide table adds
 
 
 def _word(rec: dict) -> str:
@@ -42,37 +41,33 @@ def decided_by(rec: dict) -> str:
         metric = metrics.BY_SIGNAL[moved[0]]
         found = verdict.rate(m[metric.key])
     else:
-        found = memory_rate(rec) if m else None
-        metric = metrics.BY_KEY[verdict.memory_metric(m)]
+        found = verdict.memory_rate(m) if m else None
+        metric = verdict.memory_basis(m).metric
     if found is None:
         return "—"
     unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
     return f"{metric.signal} {metric.display(found, sign=True)}{unit}"
 
 
-def _metric(rec: dict, key: str) -> str:
-    m = rec["metrics"] or {}
-    if key in ("held_growth", "malloc_heap_growth") and m.get("malloc_heap_unavailable"):
-        return "n/a"
-    return metrics.BY_KEY[key].display(metrics.value(rec, key))
+def _metric(rec: dict, metric: metrics.Metric) -> str:
+    if metric.mallinfo2 and (rec["metrics"] or {}).get("malloc_heap_unavailable"):
+        return "n/a"  # glibc's counters do not describe another allocator's heap
+    return metric.display(metrics.value(rec, metric.key))
 
 
 def columns(wide: bool = False) -> list[str]:
     """Column headers of the run table (see the module docstring)."""
-    if not wide:
-        return ["pair", "variant", "verdict", "should read", "decided by", "peak MiB", "seconds"]
-    return (["pair", "variant", "verdict", "should read", "signals", "decided by", "peak MiB"]
-            + [f"{metrics.BY_KEY[k].label} {metrics.BY_KEY[k].shown}" for k in WIDE] + ["seconds"])
+    head = ["pair", "variant", "verdict", "should read"] + (["signals"] if wide else []) + ["decided by"]
+    return (head + [f"{m.short} {m.shown}" for m in SHORT]
+            + [f"{m.label} {m.shown}" for m in (WIDE if wide else ())] + ["seconds"])
 
 
 def row(rec: dict, wide: bool = False) -> list[str]:
     """Cells of one record, in the order of columns(wide)."""
-    peak = metrics.BY_KEY["peak_above_baseline_bytes"].display(metrics.value(rec, "peak_above_baseline_bytes"))
     head = [rec["pair"], rec["variant"], _word(rec), expectation.for_record(rec).label]
-    if not wide:
-        return head + [decided_by(rec), peak, f"{rec['seconds']:.1f}"]
-    return (head + [", ".join(rec["signals"]) or "—", decided_by(rec), peak]
-            + [_metric(rec, k) for k in WIDE] + [f"{rec['seconds']:.1f}"])
+    head += ([", ".join(rec["signals"]) or "—"] if wide else []) + [decided_by(rec)]
+    return (head + [_metric(rec, m) for m in SHORT]
+            + [_metric(rec, m) for m in (WIDE if wide else ())] + [f"{rec['seconds']:.1f}"])
 
 
 def table(records: list[dict], wide: bool = False) -> Table:

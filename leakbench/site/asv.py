@@ -7,18 +7,35 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from leakbench.site import vendor
-
-if TYPE_CHECKING:
-    from leakbench.site.build import Built
 
 FOLDER = "asv"
 INDEX = f"{FOLDER}/index.html"
 TIMEOUT_SECONDS = 300
 _BACK = ('<body><div style="padding:4px 12px;font:14px sans-serif">'
          '<a href="../index.html">&larr; leakbench: leak matrix and lessons</a></div>')
+
+
+class Published(NamedTuple):
+    """What publish made, for leakbench.site.build to add to what the build wrote."""
+
+    index: str      # INDEX when asv publish ran, else ""
+    offline: bool   # asv's pages load their libraries from vendor/, not from CDNs
+    vendored: list  # the libraries copied (leakbench.site.vendor)
+    notes: list     # one line each
+
+
+def publish(results: Path, root: Path, out: Path) -> Published:
+    """asv's pages of `results` in out/asv (publish_asv), their libraries pointed at local copies
+    (vendor_asv). Only root/results can be published: asv reads its own configuration."""
+    if Path(results).resolve() != (root / "results").resolve():
+        return Published("", False, [], ["asv site skipped: asv publishes root/results only"])
+    problem = publish_asv(root, out)
+    if problem:
+        return Published("", False, [], [problem])
+    return Published(INDEX, *vendor_asv(root, out))
 
 
 def publish_asv(root: Path, out: Path) -> str | None:
@@ -44,16 +61,15 @@ def publish_asv(root: Path, out: Path) -> str | None:
     return None
 
 
-def vendor_asv(root: Path, out: Path, built: Built) -> None:
+def vendor_asv(root: Path, out: Path) -> tuple[bool, list, list]:
     """Point out/asv/index.html's CDN libraries at copies in out/vendor/ from root/vendor's npm
-    modules (`npm ci` there if needed). Sets built.asv_offline when nothing is left on a CDN,
-    extends built.vendored, and notes what stays on a CDN and why."""
+    modules (`npm ci` there if needed). Returns (offline: nothing is left on a CDN, the files
+    copied, notes on what stays on a CDN and why)."""
     modules, problem = vendor.npm_modules(root / "vendor")
     if modules is None:
-        built.notes.append(f"asv's pages load their libraries from CDNs: {problem}")
-        return
+        return False, [], [f"asv's pages load their libraries from CDNs: {problem}"]
     left, copied = vendor.vendor_asv(out / INDEX, modules, out)
-    built.vendored.extend(copied)
-    built.asv_offline = not left
     if left:
-        built.notes.append(f"asv's pages still load {', '.join(left)} from CDNs (not in leakbench.site.vendor.ASV_CDN)")
+        return False, copied, [f"asv's pages still load {', '.join(left)} from CDNs "
+                               "(not in leakbench.site.vendor.ASV_CDN)"]
+    return True, copied, []

@@ -141,11 +141,17 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
     try:
         with _writing(out, work):
             (work / "lessons").mkdir()
-            for pair in pairs:
-                pair["flamegraph"] = copy_flamegraph(results, work, pair["name"],
-                                                     [default, *reversed(tf_versions)], built)
+            for pair in pairs:  # each part of the build returns what it made; it is assembled here
+                copied = copy_flamegraph(results, work, pair["name"], [default, *reversed(tf_versions)])
+                pair["flamegraph"] = copied.shown
+                built.pages += copied.pages
+                built.vendored += copied.vendored
+                built.notes += copied.notes
             if asv:
-                _publish_asv(results, root, work, built)
+                published = asv_pages.publish(results, root, work)
+                built.asv, built.asv_offline = published.index, published.offline
+                built.vendored += published.vendored
+                built.notes += published.notes
             if built.vendored:
                 vendor.write_notice(work, built.vendored)
             _render(work, built, pairs, tables, tf_versions, default, matrix.changes(found))
@@ -232,18 +238,6 @@ def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
                            f"{e.strerror or e}")
         return
     shutil.rmtree(old, ignore_errors=True)
-
-
-def _publish_asv(results: Path, root: Path, out: Path, built: Built) -> None:
-    if results.resolve() != (root / "results").resolve():
-        built.notes.append("asv site skipped: asv publishes root/results only")
-        return
-    problem = asv_pages.publish_asv(root, out)
-    if problem:
-        built.notes.append(problem)
-        return
-    built.asv = asv_pages.INDEX
-    asv_pages.vendor_asv(root, out, built)
 
 
 def _render(out: Path, built: Built, pairs: list, tables: list, tf_versions: list, default: str,

@@ -1,6 +1,7 @@
 """A lesson's count charts: small inline SVGs (matplotlib) of the counted sample
-series (threads, open files, Python objects) of both variants over the
-measured repetitions. The memory series are leakbench.site.memory's.
+series (the registry's COUNTS view: threads, open files, Python objects) of
+both variants over the measured repetitions. The memory series are
+leakbench.site.memory's.
 
 Panel titles and the caption's help texts come from leakbench.metrics (the
 series' labels); the variants' colours from leakbench.site.colours.
@@ -14,7 +15,6 @@ from markupsafe import Markup
 from leakbench import metrics
 from leakbench.site import colours, svg
 
-_SERIES = {s.name: s for s in metrics.SERIES}
 COLOURS = colours.VARIANTS
 
 
@@ -34,8 +34,7 @@ class Panel:
 
 
 # In the order drawn, side by side.
-PANELS = tuple(Panel(name, _SERIES[name].label, _SERIES[name].help, _SERIES[name].unit)
-               for name in ("threads", "open_files", "python_objects"))
+PANELS = tuple(Panel(s.name, s.label, s.help, s.unit) for s in metrics.series_in(metrics.COUNTS))
 
 
 def series_of(rec: dict | None) -> dict:

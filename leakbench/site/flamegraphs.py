@@ -9,30 +9,36 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from leakbench import jsonfile
 from leakbench.site import vendor
 from leakbench.units import KIB, MIB
 
-if TYPE_CHECKING:
-    from leakbench.site.build import Built
-
 FLAMEGRAPHS = "flamegraphs"   # results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
 _PACKED = re.compile(r"const packed_data = (\{.*?\});\n", re.S)
 
 
-def copy_flamegraph(results: Path, out: Path, name: str, order: list[str], built: Built) -> dict | None:
+class Copied(NamedTuple):
+    """What copy_flamegraph made, for leakbench.site.build to add to what the build wrote."""
+
+    shown: dict | None  # what a lesson shows of it; None when no version has one
+    pages: list         # (path relative to out, bytes)
+    vendored: list      # the libraries copied (leakbench.site.vendor)
+    notes: list         # one line each
+
+
+def copy_flamegraph(results: Path, out: Path, name: str, order: list[str]) -> Copied:
     """Copy pair `name`'s leaky flame graph of the first TF version in `order` that has one into
     out/flamegraphs/tf-<version>/, pointing its CDN libraries at out/vendor/.
 
-    Appends the page to built.pages, the copied libraries to built.vendored, and a note for an
-    address left on a CDN or a library of another memray release. Returns what a lesson shows:
-    {"href": relative to lessons/, "version", "kib": the copy's size in KiB, "offline": bool,
-    and flamegraph_totals' keys}, or None when no version has one. A page that is not UTF-8 text
-    (or over jsonfile.MAX_BYTES) is passed over with a note. Raises OSError when the copy cannot
-    be written (build turns it into SiteError).
+    Returns Copied: what a lesson shows ({"href": relative to lessons/, "version", "kib": the
+    copy's size in KiB, "offline": bool, and flamegraph_totals' keys}, or None when no version has
+    one), the page, the copied libraries, and a note for an address left on a CDN or a library of
+    another memray release. A page that is not UTF-8 text (or over jsonfile.MAX_BYTES) is passed
+    over with a note. Raises OSError when the copy cannot be written (build turns it into SiteError).
     """
+    notes = []
     for version in dict.fromkeys(order):
         source = Path(results) / FLAMEGRAPHS / f"tf-{version}" / f"{name}-leaky.html"
         if not source.is_file():
@@ -41,22 +47,21 @@ def copy_flamegraph(results: Path, out: Path, name: str, order: list[str], built
         try:  # memray writes UTF-8; another page (damaged, a device behind a link) is left out, said so
             html = jsonfile.read_text(source)
         except jsonfile.Unreadable as e:
-            built.notes.append(f"{source} skipped: {e.reason}")
+            notes.append(f"{source} skipped: {e.reason}")
             continue
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, out / rel)
         left, copied, stand_ins = vendor.vendor_flamegraph(out / rel, out)
-        built.vendored.extend(copied)
         if left:
-            built.notes.append(f"{rel} still loads {len(left)} file(s) from CDNs: {', '.join(left)}")
+            notes.append(f"{rel} still loads {len(left)} file(s) from CDNs: {', '.join(left)}")
         if stand_ins:
-            built.notes.append(f"{rel} was drawn by another memray release: the installed memray's copies "
-                               f"stand in for {', '.join(stand_ins)}")
+            notes.append(f"{rel} was drawn by another memray release: the installed memray's copies "
+                         f"stand in for {', '.join(stand_ins)}")
         size = (out / rel).stat().st_size
-        built.pages.append((rel, size))
-        return {"href": f"../{rel}", "version": version, "kib": size / KIB,
-                "offline": not left, **flamegraph_totals(html)}
-    return None
+        shown = {"href": f"../{rel}", "version": version, "kib": size / KIB,
+                 "offline": not left, **flamegraph_totals(html)}
+        return Copied(shown, [(rel, size)], copied, notes)
+    return Copied(None, [], [], notes)
 
 
 def flamegraph_totals(html: str) -> dict:

@@ -23,11 +23,9 @@ from leakbench.site import charts, memory, stacks, stages
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
-# The lesson's table per TF version: these metrics, then the peak exponent k.
-HISTORY = tuple(metrics.BY_KEY[key] for key in ("peak_above_baseline_bytes", "held_growth", "rss_growth",
-                                                "malloc_heap_growth", "retained_heap", "threads_growth"))
-MALLOC_KEY = "malloc_heap_growth"  # n/a where glibc's counters are (memory.malloc_unavailable)
-MEMORY_RATE_KEY = "held_growth"    # how a matrix cell's memory rate shows (RSS's display is the same)
+# The lesson's table per TF version: the registry's LESSON metrics, then the peak exponent k.
+HISTORY = metrics.metrics_in(metrics.LESSON)
+MEMORY_RATE = metrics.HELD  # how a matrix cell's memory rate shows (RSS's display is the same)
 
 
 def source_link(source: str) -> str | None:
@@ -95,10 +93,9 @@ def verdict_css(word: str) -> str:
     return f"v-{word}" if word in verdict.VERDICTS else "v-unknown"
 
 
-def _growth(key: str, value) -> str:
+def _growth(metric: metrics.Metric, value) -> str:
     """A metric's value as its table shows it: display unit, a sign on a trend, "—" for None."""
-    found = metrics.BY_KEY[key]
-    return found.display(value, sign=found.unit.endswith("/repetition"))
+    return metric.display(value, sign=metric.per_repetition)
 
 
 def cell_view(cell: dict | None) -> dict | None:
@@ -113,7 +110,7 @@ def cell_view(cell: dict | None) -> dict | None:
     if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
         number = f"k={cell['peak_exponent']:.2f}"
     elif cell["memory_rate_bytes_per_rep"] is not None:
-        number = _growth(MEMORY_RATE_KEY, cell["memory_rate_bytes_per_rep"])
+        number = _growth(MEMORY_RATE, cell["memory_rate_bytes_per_rep"])
     else:
         number = ""
     return {"verdict": word, "css": verdict_css(word), "expected": cell["expected"],
@@ -139,8 +136,8 @@ def version_row(version: str, recs: dict) -> dict:
     """A lesson's table row for one TF version. recs: variant -> record, or None (not measured).
 
     Returns {"version", "leaky": ..., "fixed": ...}, each None or verdict_view's keys plus
-    "values": [(text, hover title or None)] in HISTORY's order ("n/a" for malloc in use where
-    glibc's counters are n/a, with the reason), "k": the peak exponent ("—" if none) and
+    "values": [(text, hover title or None)] in HISTORY's order ("n/a" for a metric of glibc's counters
+    where they are n/a, with the reason), "k": the peak exponent ("—" if none) and
     "signals": comma-joined, "—" if none.
     """
     row = {"version": version}
@@ -153,8 +150,8 @@ def version_row(version: str, recs: dict) -> dict:
         why = memory.malloc_unavailable(rec)
         row[variant] = {
             **verdict_view(rec),
-            "values": [("n/a", f"n/a: {why}") if m.key == MALLOC_KEY and why else
-                       (_growth(m.key, metrics.value(rec, m.key)), None) for m in HISTORY],
+            "values": [("n/a", f"n/a: {why}") if m.mallinfo2 and why else
+                       (_growth(m, metrics.value(rec, m.key)), None) for m in HISTORY],
             "k": "—" if scaling.get("exponent") is None else f"{scaling['exponent']:.2f}",
             "signals": ", ".join(rec.get("signals") or []) or "—",
         }
@@ -202,7 +199,7 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
                     (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
         "memory": memory.charts(decomposed),
-        "memory_keys": [(k, (memory.LABELS[k], memory.HELP[k])) for k in (*(k for k, _ in memory.LINES), "heap")],
+        "memory_keys": memory.legend(),
         "counts": charts.count_svg({v: charts.series_of(charted[v]) for v in catalog.VARIANT_DIRS}),
         "count_panels": charts.PANELS,
         "stacks": stack_views,
@@ -211,8 +208,8 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "chains": stages.reference_chains(charted),
         "chart_versions": {v: newest[v][0] for v in catalog.VARIANT_DIRS},
         "chart_verdicts": {v: verdict_view(newest[v][1]) for v in catalog.VARIANT_DIRS},
-        "malloc_label": metrics.BY_KEY[MALLOC_KEY].label,
-        "na_label": f"{memory.LABELS['held']}, {memory.LABELS['malloc']} and {memory.LABELS['free']}",
+        "mallinfo2_label": " and ".join(m.label for m in HISTORY if m.mallinfo2),  # n/a under another allocator
+        "na_label": memory.NA_LABEL,
         "malloc_na": [(v, decomposed[v]["na"]) for v in catalog.VARIANT_DIRS if decomposed[v].get("na")],
         "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
                       for variant in catalog.VARIANT_DIRS} for v in found["versions"]},

@@ -3,13 +3,14 @@ and fixed side by side on the same axes.
 
 From a record's default-size run (rec["runs"][0]) it draws, over the measured
 repetitions, in MiB above the process before setup (run["import_baseline"]):
-RSS, held memory (RssAnon less malloc's free bytes), malloc in use and malloc's
-free bytes (the sample series, leakbench.metrics.SERIES), memray's heap over
-its own heap-pass repetitions (run["heap"]["heap_bytes"], from 0 at the pass's
-start), and the malloc_trim drop (run["trim"]) after the last repetition. A
-leak rises in "held"; fragmentation rises in "free" and malloc_trim takes it
-back. Where glibc's counters are n/a (jemalloc, tcmalloc: those series are
-None) the chart says so. Colours: leakbench.site.colours.
+the registry's MEMORY series (leakbench.metrics: RSS, malloc in use, malloc's
+free bytes and held memory, RssAnon less those free bytes), memray's heap
+(its MEMORY metric) over its own heap-pass repetitions (run["heap"]["heap_bytes"],
+from 0 at the pass's start), and the malloc_trim drop (run["trim"]) after the
+last repetition. A leak rises in held memory; fragmentation rises in the free
+bytes and malloc_trim takes it back. Where glibc's counters are n/a (jemalloc,
+tcmalloc: the mallinfo2 series are None) the chart says so. Lines go by the
+registry's short names; colours: leakbench.site.colours.
 """
 from __future__ import annotations
 
@@ -21,14 +22,18 @@ from leakbench.analysis.schema import first_run
 from leakbench.site import colours, svg
 from leakbench.units import MIB, format_bytes
 
-_SERIES = {s.name: s for s in metrics.SERIES}
-# (key in decomposition()["lines"], sample series), in the order drawn
-LINES = (("rss", "rss_bytes"), ("malloc", "malloc_used_bytes"), ("free", "heap_free_bytes"), ("held", "held_bytes"))
-# held last: drawn on top (it often lies on malloc in use)
-GLIBC = ("held", "malloc", "free")  # n/a under another allocator
-LABELS = {key: _SERIES[name].label for key, name in LINES} | {"heap": metrics.BY_KEY["retained_heap"].label}
+_SERIES = metrics.SERIES_BY_NAME
+# (key in decomposition()["lines"]: the series' short name, sample series), in the order drawn
+LINES = tuple((s.short, s.name) for s in metrics.series_in(metrics.MEMORY))
+GLIBC = tuple(s.short for s in metrics.SERIES if s.mallinfo2 and s.short in dict(LINES))  # n/a under another allocator
+HELD = _SERIES[metrics.HELD.series].short  # the line the verdict rests on: drawn thicker
+RSS = metrics.RSS.series                   # its sample series gives the repetitions and the trim's origin
+(_HEAP,) = metrics.metrics_in(metrics.MEMORY)  # memray's heap, from its own pass
+HEAP = _HEAP.short
+LABELS = {key: _SERIES[name].label for key, name in LINES} | {HEAP: _HEAP.label}
 HELP = {key: _SERIES[name].help for key, name in LINES} | {
-    "heap": "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"}
+    HEAP: "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"}
+NA_LABEL = ", ".join(LABELS[k] for k in GLIBC[:-1]) + f" and {LABELS[GLIBC[-1]]}"  # what is n/a, in words
 FLAT = metrics.HELD_SLOPE_MIN  # bytes/repetition: a slower line "stays flat" in the words
 SWING = metrics.TRIM_FLOOR     # bytes: a line that moves this much, and twice its trend, "swings between" two values
 NO_MALLOC_VALUES = "the record has no malloc heap values"
@@ -43,11 +48,17 @@ def malloc_unavailable(rec: dict | None) -> str | None:
     return first_run(rec).get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get("malloc_heap_unavailable")
 
 
+def legend() -> list[tuple]:
+    """The chart's keys as its legend lists them: [(short name, (label, help), dashed)], the heap last."""
+    return [(k, (LABELS[k], HELP[k]), k == HEAP) for k in (*(k for k, _ in LINES), HEAP)]
+
+
 def _origin(run: dict, name: str) -> float | None:
     base = run.get("import_baseline") or run.get("baseline") or {}
-    if name == "malloc_used_bytes" and base.get(name) is None:
-        used, mapped = base.get("heap_used_bytes"), base.get("mmap_used_bytes")
-        return None if used is None or mapped is None else used + mapped
+    parts = _SERIES[name].sum_of  # a sum older records' baselines lack: add up its parts
+    if parts and base.get(name) is None:
+        found = [base.get(p) for p in parts]
+        return None if None in found else sum(found)
     return base.get(name)
 
 
@@ -72,11 +83,11 @@ def decomposition(rec: dict | None) -> dict:
     why = malloc_unavailable(rec)
     if not why and not any(v is not None for key in GLIBC for v in lines[key]):
         why = NO_MALLOC_VALUES
-    trim, rss0 = run.get("trim") or {}, _origin(run, "rss_bytes")
+    trim, rss0 = run.get("trim") or {}, _origin(run, RSS)
     before, after = trim.get("rss_before_trim_bytes"), trim.get("rss_after_trim_bytes")
     return {"lines": lines, "heap": list((run.get("heap") or {}).get("heap_bytes") or []),
             "trim": None if None in (before, after, rss0) else (before - rss0, after - rss0),
-            "reps": len(series.get("rss_bytes") or []), "na": why}
+            "reps": len(series.get(RSS) or []), "na": why}
 
 
 def rate(values: list) -> float | None:
@@ -104,9 +115,10 @@ def describe(variant: str, found: dict) -> str:
     held memory rises 4.0 MiB per repetition to 54 MiB; ...; malloc_trim gives back 2.5 MiB"."""
     if not found:
         return f"{variant} variant: not measured"
-    parts = [w for key in ("held", "free", "malloc", "rss") if (w := _words(key, found["lines"][key]))]
+    # from the top line down: the reverse of the order drawn (held memory first)
+    parts = [w for key, _ in reversed(LINES) if (w := _words(key, found["lines"][key]))]
     if found["na"]:
-        parts.insert(0, "held memory, malloc in use and malloc free bytes are n/a")
+        parts.insert(0, f"{NA_LABEL} are n/a")
     heap = rate(found["heap"])
     if heap is not None:
         parts.append("memray heap stays flat" if abs(heap) < FLAT else
@@ -146,10 +158,10 @@ def charts(found: dict) -> dict[str, Markup] | None:
                 values = (f or {}).get("lines", {}).get(key) or []
                 points = [(i + 1, v / MIB) for i, v in enumerate(values) if v is not None]
                 ax.plot(*(zip(*points) if points else ([], [])), marker="o", markersize=2.5,
-                        linewidth=2.6 if key == "held" else 1.4, color=colours.SERIES[key], label=LABELS[key])
+                        linewidth=2.6 if key == HELD else 1.4, color=colours.SERIES[key], label=LABELS[key])
             heap = [(i + 1, v / MIB) for i, v in enumerate((f or {}).get("heap") or []) if v is not None]
             ax.plot(*(zip(*heap) if heap else ([], [])), linestyle="--", marker="s", markersize=2.5, linewidth=1.2,
-                    color=colours.SERIES["heap"], label=f"{LABELS['heap']} (own pass)")
+                    color=colours.SERIES[HEAP], label=f"{LABELS[HEAP]} (own pass)")
             if f and f["trim"]:
                 x, (before, after) = reps + 0.7, f["trim"]
                 ax.annotate("", xy=(x, after / MIB), xytext=(x, before / MIB),

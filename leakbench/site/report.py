@@ -46,9 +46,9 @@ def page_data(rec: dict) -> dict:
     return {
         "variants": VARIANTS,
         "memory": memory.charts(decomposed),
-        "memory_keys": [(k, (memory.LABELS[k], memory.HELP[k])) for k in (*(k for k, _ in memory.LINES), "heap")],
+        "memory_keys": memory.legend(),
         "malloc_na": [(NAME, decomposed[NAME]["na"])] if decomposed[NAME].get("na") else [],
-        "na_label": f"{memory.LABELS['held']}, {memory.LABELS['malloc']} and {memory.LABELS['free']}",
+        "na_label": memory.NA_LABEL,
         "chart_versions": {NAME: rec["environment"].get("tensorflow")},
         "chart_verdicts": {NAME: verdict_view(rec)},
         "counts": charts.count_svg({NAME: charts.series_of(rec)}),
