@@ -60,7 +60,8 @@ import json  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 from leakbench import catalog  # noqa: E402
-from leakbench.check import run as check
+from leakbench.check import run as check  # noqa: E402
+from leakbench.history import pin, store  # noqa: E402
 from leakbench.measure import Settings  # noqa: E402
 
 # The timeout is per step (the most a child may go without progress: runner.run_child), not
@@ -74,20 +75,50 @@ TF_FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")
 RECORDS_COPY = Path(__file__).parent.parent / ".pytest_cache" / "leakbench-tf-records.jsonl"
 
 
-@pytest.fixture(scope="session")
-def tf_records():
-    """{(pair, variant): record} for every scenario and fix file, measured once by
-    `leakbench check` (the engine plus its evidence), and {(name, "factory"): record}
-    for the targets in tests/data/check_tf.py. A copy goes to .pytest_cache for reading."""
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow is not installed")
+_TF_POOL: ThreadPoolExecutor | None = None
+_TF_FUTURES: dict = {}
+
+
+def _tf_jobs() -> dict:
+    """{(pair, variant): scenario or fix file, (name, "factory"): check target}, the costliest
+    first: two children at a time, a long pair started last would run alone at the end."""
     root = catalog.find_root()
     jobs = {(name, variant): str(root / catalog.VARIANT_DIRS[variant] / f"{name}.py")
             for name in catalog.pair_names(root) for variant in ("leaky", "fixed")}
     jobs.update({(name, "factory"): f"{TF_CHECK_FILE}:{name}" for name in TF_FACTORIES})
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {key: pool.submit(check.check, spec, TF_SETTINGS) for key, spec in jobs.items()}
-        records = {key: f.result() for key, f in futures.items()}
+    cost = {}  # seconds each took in the committed records of this TensorFlow (any machine); else 0
+    for path in sorted(root.glob(f"results/records/*/tf-{pin.installed_tf_version()}.jsonl")):
+        cost.update({(r["pair"], r["variant"]): r["seconds"] for r in store.read_records(path)})
+    return dict(sorted(jobs.items(), key=lambda job: -cost.get(job[0], 0.0)))
+
+
+def pytest_collection_finish(session):
+    """Start measuring every TensorFlow variant as soon as a selected test will need the records:
+    the children run beside the tests that need none (the machine is busy, as verdicts must
+    allow), and the first test that needs them waits for what is left."""
+    global _TF_POOL
+    if session.config.option.collectonly or importlib.util.find_spec("tensorflow") is None:
+        return
+    if not any("tf_records" in getattr(item, "fixturenames", ()) for item in session.items):
+        return
+    _TF_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-records")
+    _TF_FUTURES.update({key: _TF_POOL.submit(check.check, spec, TF_SETTINGS) for key, spec in _tf_jobs().items()})
+
+
+def pytest_sessionfinish(session):
+    if _TF_POOL is not None:  # an interrupted session: start no more children, wait for those running
+        _TF_POOL.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="session")
+def tf_records():
+    """{(pair, variant): record} for every scenario and fix file, measured once by
+    `leakbench check` (the engine plus its evidence), and {(name, "factory"): record}
+    for the targets in tests/data/check_tf.py, started at collection (pytest_collection_finish).
+    A copy goes to .pytest_cache for reading."""
+    if not _TF_FUTURES:
+        pytest.skip("TensorFlow is not installed")
+    records = {key: future.result() for key, future in _TF_FUTURES.items()}
     RECORDS_COPY.parent.mkdir(exist_ok=True)
     RECORDS_COPY.write_text("".join(json.dumps({"key": list(k), **r}) + "\n" for k, r in records.items()))
     return records
