@@ -1,6 +1,7 @@
 # Two commands for a fresh machine (Python 3.11 with venv):
 #   make run    set up .venv with TensorFlow $(TF_VERSION) and measure every pair
 #   make test   set up the same .venv and run the test suite
+# (make lint: ruff and mypy, which CI runs before make test)
 # TF_VERSION=nightly installs the newest tf-nightly the registry serves (checked at every call);
 # TF_VERSION=2.23.0.dev20261026 that dated nightly.
 TF_VERSION ?= 2.21.0
@@ -26,7 +27,7 @@ STAMP := $(VENV)/.installed-tf-$(TF_VERSION)
 OTHER_TF := tf-nightly keras-nightly
 endif
 
-.PHONY: setup run test
+.PHONY: setup run test lint
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,3 +46,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ruff (lint, and the format at 100 columns) and mypy on the package: pyproject.toml's settings.
+# Needs the virtualenv only (ruff and mypy come with the test extra), not setup's Debian packages.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
