@@ -75,7 +75,8 @@ class Pairs:
         from leakbench.history import sweep
         from leakbench.measure import FIXED_CAP_BYTES, Settings
 
-        settings = Settings(cap_bytes=FIXED_CAP_BYTES)  # 4 GiB per child process tree; run's timeout per step
+        # 4 GiB per child process tree; run's timeout per step
+        settings = Settings(cap_bytes=FIXED_CAP_BYTES)
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:
             # a trial run (LEAKBENCH_PAIRS) files no records
             pinned, records, _ = sweep.record_pairs(ROOT, PAIRS, settings, None if SELECTED else RESULTS,

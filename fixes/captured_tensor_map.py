@@ -39,7 +39,8 @@ def setup(num_maps):
     # The table travels with each element as data: from_tensors holds one copy,
     # repeat() hands out that same buffer, and no map captures it.
     tables = tf.data.Dataset.from_tensors(table).repeat()
-    ds = tf.data.Dataset.zip((tf.data.Dataset.range(NUM_ELEMENTS), tables))  # a tuple: zip(a, b) needs TF 2.13+
+    # a tuple: zip(a, b) needs TF 2.13+
+    ds = tf.data.Dataset.zip((tf.data.Dataset.range(NUM_ELEMENTS), tables))
     for _ in range(num_maps):  # each map takes the table as an argument and passes it on
         ds = ds.map(lambda i, table: (i + tf.cast(table[i] > 0.5, tf.int64), table))
     return ds.map(lambda i, table: i)  # drop the table once the maps are done

@@ -44,7 +44,8 @@ def setup(num_elements):
     # not a buffered element each); for records larger than an index, shuffle
     # indices or file names this way and load the records after.
     ds = tf.data.Dataset.from_tensors(values).map(tf.random.shuffle)
-    return ds.rebatch(BATCH_SIZE)  # cut the shuffled tensor into batches: nothing buffered per element
+    # cut the shuffled tensor into batches: nothing buffered per element
+    return ds.rebatch(BATCH_SIZE)
 
 
 def repetition(ds):

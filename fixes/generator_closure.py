@@ -69,7 +69,8 @@ def build_dataset(state):
 
 def setup(rows_per_fold):
     state = {"fold": 0, "rows_per_fold": rows_per_fold}
-    state["ds"] = build_dataset(state)  # one dataset for all folds: none built, so none kept, per fold
+    # one dataset for all folds: none built, so none kept, per fold
+    state["ds"] = build_dataset(state)
     return state
 
 

@@ -24,7 +24,8 @@ REPETITION = "one epoch over the shuffled dataset (a new iterator)"
 KIND = "growth"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 1_000_000}
-HEAP_REPS = 0  # ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
+# ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
+HEAP_REPS = 0
 # The fix is the process's allocator, not the pipeline: tcmalloc returns freed
 # memory to its central lists and the system (Debian package
 # libtcmalloc-minimal4). ENV is the contract's environment for the measured process.

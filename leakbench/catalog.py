@@ -17,7 +17,8 @@ class Target:
 
     scenario: Scenario
     variant: str  # "leaky", "fixed", "file" for a user's own file, or "check" (leakbench check)
-    name: str | None = None  # what its record calls it ("pair"): check's TARGET string; None: the file's name
+    # what its record calls it ("pair"): check's TARGET string; None: the file's name
+    name: str | None = None
 
     @property
     def pair(self) -> str:

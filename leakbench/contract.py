@@ -115,7 +115,8 @@ class Scenario:
                 value = kind(text)
             except (TypeError, ValueError):
                 raise ContractError(f"{self.name}: parameter {key}={text!r} is not {kind.__name__}") from None
-            if not _finite(value):  # nan passes `value <= 0`; inf, or an int past a float, fails later
+            # nan passes `value <= 0`; inf, or an int past a float, fails later
+            if not _finite(value):
                 raise ContractError(f"{self.name}: parameter {key}={text!r} is not a finite number")
             if value <= 0:
                 raise ContractError(f"{self.name}: parameter {key} must be positive, got {text}")

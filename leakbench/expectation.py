@@ -36,7 +36,8 @@ class Expectation:
 
     label: str
     verdicts: frozenset
-    leak_cut_short: bool = False  # an over-cap in LEAK_PHASES, or a stall in teardown after signals moved
+    # an over-cap in LEAK_PHASES, or a stall in teardown after signals moved
+    leak_cut_short: bool = False
     skipped: bool = False         # the scenario REQUIRES a device: `skipped` passes
 
     def accepts(self, rec: dict) -> bool:

@@ -124,7 +124,8 @@ def parse(text: str) -> Any:
         return json.loads(text, parse_int=_int)
     except json.JSONDecodeError as e:
         raise BadJSON(e.msg) from None
-    except ValueError as e:  # int(): "Exceeds the limit (4300 digits) for integer string conversion ..."
+    except ValueError as e:
+        # int(): "Exceeds the limit (4300 digits) for integer string conversion ..."
         raise BadJSON(str(e).split(";")[0]) from None
     except RecursionError:
         raise BadJSON("nested too deeply") from None

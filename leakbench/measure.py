@@ -56,14 +56,16 @@ class Settings:
     reps: int = 12
     heap_reps: int = 6
     cap_bytes: int = 0            # 0: memlimit.default_cap_bytes()
-    timeout_seconds: float = 300.0  # per step: the most a child may go without progress (runner.run_child)
+    # per step: the most a child may go without progress (runner.run_child)
+    timeout_seconds: float = 300.0
     scales: tuple = (1, 4)     # see the module docstring
     teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
     flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
 
     def __post_init__(self):
         scales = tuple(self.scales)
-        if not all(math.isfinite(s) for s in scales):  # nan passes every comparison below; inf overflows sizes
+        # nan passes every comparison below; inf overflows sizes
+        if not all(math.isfinite(s) for s in scales):
             raise ValueError(f"scales must be finite numbers, got {scales}")
         if len(scales) < 2 or any(s <= 0 for s in scales) or any(b <= a for a, b in zip(scales, scales[1:])):
             # a peak pair compares its smallest and largest size: out of order, it reads no-leak

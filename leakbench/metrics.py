@@ -22,7 +22,8 @@ from leakbench.units import KIB, MIB
 # The views that show a subset of the registry, by name. A Series or Metric lists the ones that
 # show it in `views`, each with its place there (left to right, or first drawn first), so that a
 # view asks the registry (series_in, metrics_in) instead of listing names of its own.
-TABLE = "table"              # the run table's default columns (its short name heads them), and --wide's
+# the run table's default columns (its short name heads them), and --wide's
+TABLE = "table"
 WIDE = "wide"                # what `leakbench run --wide` and --markdown add after them
 LESSON = "lesson"            # a site lesson's table per TF version
 MATRIX = "matrix"            # a matrix cell: the evidence it adds for leak against fragmentation
@@ -86,7 +87,8 @@ OBJECT_SLOPE_MIN = 8          # Python objects: exact, but a bounded pipeline ma
 # moves by up to 17 KiB/rep between runs of one build (docs/verdicts.md), so smaller is noise.
 HELD_COMPARE_FLOOR = 16 * KIB
 PEAK_RISE_MIN = 32 * MIB      # the peak must rise this much between the smallest and largest size
-TRIM_FLOOR = 8 * MIB          # malloc_trim gives back 0-16 MiB in every pair but shuffle_fragmentation
+# malloc_trim gives back 0-16 MiB in every pair but shuffle_fragmentation
+TRIM_FLOOR = 8 * MIB
 
 
 def rate(trend: dict) -> float:

@@ -64,7 +64,8 @@ def measure_target(target, *, cap: str | int = DEFAULT_CAP, timeout: float = DEF
                    teardown_timeout: float = Settings.teardown_timeout_seconds) -> dict:
     """The `leakbench check` record of `target` (cap: bytes or a size such as '4GiB'; timeout: seconds)."""
     cap_bytes = cap if isinstance(cap, int) else parse_size(cap)
-    if cap_bytes <= 0 or not 0 < timeout < math.inf or not 0 < teardown_timeout < math.inf:  # nan fails too
+    # nan fails too
+    if cap_bytes <= 0 or not 0 < timeout < math.inf or not 0 < teardown_timeout < math.inf:
         raise ValueError("assert_no_leak needs a positive cap and finite, positive timeouts")
     settings = Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes,
                         timeout_seconds=timeout, teardown_timeout_seconds=teardown_timeout)

@@ -8,7 +8,8 @@ from fractions import Fraction
 KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
-MAX_BYTES, MAX_BYTES_TEXT = (1 << 63) - 1, "8 EiB"  # the largest byte count the kernel keeps (a signed 64-bit)
+# the largest byte count the kernel keeps (a signed 64-bit)
+MAX_BYTES, MAX_BYTES_TEXT = (1 << 63) - 1, "8 EiB"
 _UNITS = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
           "g": GIB, "gb": GIB, "gib": GIB}
 

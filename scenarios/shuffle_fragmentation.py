@@ -24,8 +24,10 @@ REPETITION = "one epoch over the shuffled dataset (a new iterator)"
 KIND = "growth"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 1_000_000}
-HEAP_REPS = 0  # ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
-EXPECTED = "fragmentation"  # the point of this pair: RSS that malloc_trim gives back, not memory held
+# ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
+HEAP_REPS = 0
+# the point of this pair: RSS that malloc_trim gives back, not memory held
+EXPECTED = "fragmentation"
 
 
 def setup(num_elements):

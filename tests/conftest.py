@@ -106,7 +106,8 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session):
-    if _TF_POOL is not None:  # an interrupted session: start no more children, wait for those running
+    # an interrupted session: start no more children, wait for those running
+    if _TF_POOL is not None:
         _TF_POOL.shutdown(wait=True, cancel_futures=True)
 
 

@@ -342,7 +342,8 @@ def offline(monkeypatch, tmp_path):
     """bisect without the network or an install: the saved registry sample; a checkout of one pair."""
     sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
     here = {Tag("cp311", "cp311", p) for p in ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
-                                               "manylinux2014_x86_64")}  # the sample's wheels: as test_bisect
+                                               # the sample's wheels: as test_bisect
+                                               "manylinux2014_x86_64")}
     monkeypatch.setattr(registry, "fetch_index", lambda dist: sample[dist])
     monkeypatch.setattr(registry, "sys_tags", lambda: iter(here))
     for name in ("ensure", "install", "measure"):
@@ -388,7 +389,8 @@ def test_a_special_output_is_refused_before_anything_is_measured(here, writer, k
     out = special(here / "out.json", kind)
     before = state(here)
     option = writer.split()[1]
-    command = leakbench if kind in ("fifo", "dev-full") else invoke  # what could hang or fill memory: a child
+    # what could hang or fill memory: a child
+    command = leakbench if kind in ("fifo", "dev-full") else invoke
     refused(command(*[out if a == "OUT" else a for a in WRITERS[writer]]), f"{option}: {out} is {SPECIAL[kind]}")
     assert state(here) == before
 

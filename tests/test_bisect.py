@@ -38,7 +38,8 @@ def test_registry_keeps_builds_with_a_wheel_for_this_interpreter():
     assert list(found) == ["2.21.0.dev20260203", "2.22.0.dev20260204", "2.22.0.dev20260205",
                            "2.23.0.dev20261025", "2.23.0.dev20261026"]
     assert found["2.23.0.dev20261026"].date == "2026-10-26"  # a nightly's date: its version's
-    assert found["2.23.0.dev20261026"].wheel_bytes == 644791456  # the cp311 manylinux wheel's, not win's
+    # the cp311 manylinux wheel's, not win's
+    assert found["2.23.0.dev20261026"].wheel_bytes == 644791456
     assert found["2.23.0.dev20261026"].requirement == "tf-nightly==2.23.0.dev20261026"
     releases = {b.version: b for b in registry.builds(SAMPLE["tensorflow-cpu"], "tensorflow-cpu", HERE)}
     assert releases["2.16.2"].date == "2024-06-28"  # a release's: its wheel's upload time
@@ -57,7 +58,8 @@ def test_registry_reads_pep691_only():
 def test_candidates_in_pep440_order_nightlies_and_rcs():
     versions = [b.version for b in bisect.between(served(), "2.21.0", "2.23.0.dev20261026")]
     assert versions == ["2.21.0", "2.22.0.dev20260204", "2.22.0.dev20260205", "2.22.0rc0",
-                        "2.23.0.dev20261025", "2.23.0.dev20261026"]  # 2.21.0.dev… comes before 2.21.0
+                        # 2.21.0.dev… comes before 2.21.0
+                        "2.23.0.dev20261025", "2.23.0.dev20261026"]
     dists = {b.version: b.dist for b in served()}
     assert dists["2.22.0rc0"] == "tensorflow-cpu" and dists["2.22.0.dev20260204"] == "tf-nightly"
     assert [b.version for b in bisect.between(served(), "2.15.1", "2.16.2")] == ["2.15.1", "2.16.0rc0", "2.16.1",
@@ -123,7 +125,8 @@ def test_boundary_found_in_about_log2_measurements(n, flip):
     assert (found.good.version, found.bad.version) == (fake.builds[flip - 1].version, fake.builds[flip].version)
     search = math.ceil(math.log2(n - 1)) if n > 2 else 0
     assert found.steps <= search
-    assert len(found.readings) == 2 + found.steps + 2 * 2  # ends, halvings, two more readings per boundary build
+    # ends, halvings, two more readings per boundary build
+    assert len(found.readings) == 2 + found.steps + 2 * 2
     assert [r.verdict for r in found.readings if r.role == "confirm"].count("leak") == 2
     # one install per build, plus one for the boundary build that was not installed last
     assert len(fake.installs) == 2 + found.steps + 1

@@ -127,7 +127,8 @@ def test_targets_say_what_is_not_met():
     rows = stats.summarize(observations())
     found = {t["target"]: t for t in stats.targets(rows, {}, {"wall_over_floor": 2.0})}
     assert found["tensorflow: no false alarm on the control"]["met"] is True
-    assert found["tensorflow: 64 KiB/rep caught 10/10 by held memory"]["met"] is None  # not measured
+    # not measured
+    assert found["tensorflow: 64 KiB/rep caught 10/10 by held memory"]["met"] is None
     assert found["suite <= 1.5x its floor"]["met"] is False
 
 
@@ -280,9 +281,11 @@ def test_smallest_caught_needs_every_holder_every_run_and_every_larger_size():
     rows += [caught_row("python", 8 << 10, 10), caught_row("tensorflow", 8 << 10, 3)]
     rows += [caught_row(h, 0, 0) for h in ("python", "tensorflow")]
     assert stats.smallest_caught(rows) == 16 << 10        # 8 KiB: caught 3/10 with TF tensors
-    rows[1] = caught_row("python", 32 << 10, 9)           # a miss at 32 KiB: 16 KiB no longer counts
+    # a miss at 32 KiB: 16 KiB no longer counts
+    rows[1] = caught_row("python", 32 << 10, 9)
     assert stats.smallest_caught(rows) == 64 << 10
-    assert stats.smallest_caught([caught_row("python", 16 << 10, 5, 5)]) is None  # fewer than 10 runs
+    # fewer than 10 runs
+    assert stats.smallest_caught([caught_row("python", 16 << 10, 5, 5)]) is None
 
 
 def test_run_output_says_what_no_leak_means(tmp_path):

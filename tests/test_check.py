@@ -182,7 +182,8 @@ def test_check_view_shows_the_types_middle_count_and_says_none_by_the_rule():
         return console.export_text()
 
     shown = text([{"type": "Leak", "per_repetition": 5.0, "baseline": 100, "middle": 130, "end": 160},
-                  {"type": "Old", "per_repetition": 4.0, "baseline": 1, "end": 49}])  # an older record: no middle
+                  # an older record: no middle
+                  {"type": "Old", "per_repetition": 4.0, "baseline": 1, "end": 49}])
     cells = {row[0]: row[1:] for line in shown.splitlines() if line.startswith("│")
              for row in [[c.strip() for c in line.split("│")[1:-1]]]}
     assert cells["Leak"] == ["+5.0", "100", "130", "160"] and cells["Old"] == ["+4.0", "1", "—", "49"]

@@ -178,7 +178,8 @@ def test_list(root):
     result = CliRunner(env={"COLUMNS": "250"}).invoke(cli.main, ["list"])  # a wide terminal
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert max(map(len, lines)) <= 120, max(lines, key=len)  # fits 120 columns however wide the terminal
+    # fits 120 columns however wide the terminal
+    assert max(map(len, lines)) <= 120, max(lines, key=len)
     at = [i for i, line in enumerate(lines) if "pyleak" in line]
     assert len(at) == 1  # one row per pair, not per variant: the size parameter on the line below
     row = lines[at[0]] + " " + lines[at[0] + 1]
@@ -234,7 +235,8 @@ def test_fixed_variant_that_leaks_exits_one(tmp_path):
     result = leakbench(["run", "pyleak", *FAST, "--json", "out.jsonl"], root, tmp_path)
     assert result.returncode == 1, result.stderr
     verdicts = [json.loads(line)["verdict"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert verdicts == ["leak", "leak"]  # the leaky one was as expected: the fixed one alone made it 1
+    # the leaky one was as expected: the fixed one alone made it 1
+    assert verdicts == ["leak", "leak"]
 
 
 @pytest.mark.timeout(120)
@@ -331,7 +333,8 @@ BISECT = ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2"]  # refused 
     (["run", "pyleak", *SAFE, "--scales", "1,inf"], "--scales"),  # crashed in leakbench/measure.py
     (["run", "pyleak", *SAFE, "--scales", "1,nan"], "--scales"),
     (["repeat", "pyleak", *SAFE, "--scales", "nan,4"], "--scales"),
-    (["run", "pyleak", "--cap", "0.5", "--timeout", "60"], "--cap"),  # truncated to 0: the default cap
+    # truncated to 0: the default cap
+    (["run", "pyleak", "--cap", "0.5", "--timeout", "60"], "--cap"),
     (["run", "pyleak", "--cap", "1.5", "--timeout", "60"], "--cap"),
     (["run", "pyleak", "--cap", BIG, "--timeout", "60"], "--cap"),
     (["run", "pyleak", "--cap", BIG + "GiB", "--timeout", "60"], "--cap"),  # OverflowError

@@ -59,10 +59,12 @@ def test_gpu_allocator_growth_is_a_leak_on_the_gpu_signal():
                           "driver": gpu.nvidia_driver(), "count": 1}
     assert env["tensorflow"] == "0.0-fake"  # versions come from the module the scenario imported
     series = rec["runs"][0]["series"]["gpu_current_bytes"]
-    assert series == [(2 + i) * MIB for i in range(SETTINGS.reps)]  # 1 warm-up, then one MiB kept per repetition
+    # 1 warm-up, then one MiB kept per repetition
+    assert series == [(2 + i) * MIB for i in range(SETTINGS.reps)]
     m = rec["metrics"]
     assert m["gpu_memory_growth"]["slope"] == MIB and m["gpu_memory_growth"]["unit"] == "bytes/repetition"
-    assert m["gpu_peak_bytes"] == series[-1] + 4096  # the peak since the reset before the measured repetitions
+    # the peak since the reset before the measured repetitions
+    assert m["gpu_peak_bytes"] == series[-1] + 4096
     assert rec["signals"] == ["gpu"] and rec["verdict"] == "leak"  # host memory did not move
 
 
@@ -71,14 +73,16 @@ def test_bounded_gpu_use_is_no_leak():
     rec = run("python_fake_gpu", {"keep": 0})
     assert rec["runs"][0]["series"]["gpu_current_bytes"] == [0] * SETTINGS.reps
     assert rec["metrics"]["gpu_memory_growth"]["slope"] == 0
-    assert rec["metrics"]["gpu_peak_bytes"] == MIB + 4096  # the peak sees the tensor freed within the repetition
+    # the peak sees the tensor freed within the repetition
+    assert rec["metrics"]["gpu_peak_bytes"] == MIB + 4096
     assert rec["verdict"] == "no-leak" and rec["signals"] == []
 
 
 @pytest.mark.timeout(60)
 def test_a_gpu_without_allocator_statistics_is_measured_without_gpu_readings():
     rec = run("python_fake_gpu", {"stats": 0})
-    assert rec["verdict"] == "no-leak", (rec["error"], rec["signals"])  # not an error: the host was measured
+    # not an error: the host was measured
+    assert rec["verdict"] == "no-leak", (rec["error"], rec["signals"])
     env = rec["environment"]
     assert env["device"] == "GPU:0" and env["gpu"]["name"] == "Fake GPU 0"
     assert env["gpu_unavailable"] == ("GPU memory statistics unavailable "

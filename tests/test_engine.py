@@ -39,7 +39,8 @@ def target(name: str) -> Target:
 def settings(**overrides) -> Settings:
     base = dict(warmup=1, reps=6, heap_reps=5, cap_bytes=CAP, timeout_seconds=TIMEOUT, scales=(1, 2, 4))
     base.update(overrides)
-    assert base["cap_bytes"] > 0 and base["timeout_seconds"] > 0  # never the defaults (half of RAM, 5 min)
+    # never the defaults (half of RAM, 5 min)
+    assert base["cap_bytes"] > 0 and base["timeout_seconds"] > 0
     return Settings(**base)
 
 
@@ -243,10 +244,12 @@ def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_pro
     last_at, last = seen[-1]
     assert last == {"sample": last["sample"], "rep": 3}
     assert PER_STEP <= ended - last_at < PER_STEP + 5
-    assert rec["runs"][0]["wall_seconds"] > PER_STEP + 6 * STEP  # it made progress past one timeout first
+    # it made progress past one timeout first
+    assert rec["runs"][0]["wall_seconds"] > PER_STEP + 6 * STEP
     assert re.match(r"no progress for \d\.\d s in repetitions \(timeout_seconds 4 s per step\): the last "
                     r"sign was measured repetition 4 of 6 done, \d+(\.\d)? s into the run$", rec["error"]), rec["error"]
-    assert len(rec["runs"][0]["series"]["rss_bytes"]) == 4  # the samples sent before it stopped are kept
+    # the samples sent before it stopped are kept
+    assert len(rec["runs"][0]["series"]["rss_bytes"]) == 4
     assert_no_process_left(spawned, before)
 
 

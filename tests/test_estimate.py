@@ -213,7 +213,8 @@ def trend_dict(values, unit="bytes/repetition") -> dict:
 def flat_metrics() -> dict:
     """Metrics of a bounded run, as leakbench.analysis.record builds them."""
     return {
-        "held_growth": trend_dict(noisy(line(2 * KIB), 4 * KIB, seed=6)),  # TF's creep: 1.4-14 KiB/rep here
+        # TF's creep: 1.4-14 KiB/rep here
+        "held_growth": trend_dict(noisy(line(2 * KIB), 4 * KIB, seed=6)),
         "rss_growth": trend_dict(noisy(line(0.0), 32 * KIB, seed=7)),
         "retained_heap": trend_dict(noisy(line(0.0, n=6, base=MIB), 4 * KIB, seed=8)),
         "threads_growth": trend_dict([9] * N, "threads/repetition"),
@@ -390,7 +391,8 @@ def test_confirmation_keeps_only_signals_that_moved_twice_and_says_why_it_could_
     held_only = {**flat_metrics(), "held_growth": trend_dict(line(3 * HELD_SLOPE_MIN, n=18))}
     first = flat_metrics()
     assert verdict.confirm(["held", "heap"], "ok", held_only, first) == ("leak", ["held"], ["held"])
-    assert verdict.confirm(["held"], "over-cap", None, first)[:2] == ("leak", ["held"])  # grew until killed
+    # grew until killed
+    assert verdict.confirm(["held"], "over-cap", None, first)[:2] == ("leak", ["held"])
     assert verdict.confirm(["held"], "hang", None, first)[0] == "hang"  # never a silent no-leak
     assert verdict.confirm(["held"], "error", None, first)[0] == "error"
 

@@ -212,7 +212,8 @@ def _growth(series: dict, reps: int) -> list[dict]:
 @pytest.mark.parametrize("reps", [12, 13, 6])
 def test_a_one_off_jump_is_no_growth_and_a_steady_climb_reads_its_rate(reps):
     climb = [100 + 5 * i for i in range(reps + 1)]
-    for at in range(1, reps + 1):  # a jump of +46 (ReferenceType's on fixes/stateful_map) after any repetition
+    # a jump of +46 (ReferenceType's on fixes/stateful_map) after any repetition
+    for at in range(1, reps + 1):
         jump = [88 + (46 if i >= at else 0) for i in range(reps + 1)]
         growth = _growth({"ReferenceType": jump, "Leak": climb,
                           "Both": [c + j - 88 for c, j in zip(climb, jump)]}, reps)
@@ -228,7 +229,8 @@ def test_the_chain_follows_only_a_type_whose_rate_passes():
         pass
 
     ids = object_ids()
-    made = [Jumped() for _ in range(46)]  # new since the baseline, but a record of the old rule's 3.8/rep
+    # new since the baseline, but a record of the old rule's 3.8/rep
+    made = [Jumped() for _ in range(46)]
     old_rule = [{"type": Jumped.__qualname__, "per_repetition": 46 / 12, "baseline": 0, "end": 46}]
     assert new_instances(old_rule, ids) != []  # 3.8 >= TYPE_GROWTH_MIN: the old rule chased it
     low = [{"type": Jumped.__qualname__, "per_repetition": 0.0, "baseline": 0, "middle": 46, "end": 46}]

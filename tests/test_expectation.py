@@ -26,7 +26,8 @@ def test_each_variant_accepts_only_what_its_contract_declares():
     assert accepted("leaky", reported=CLAIM) == {"leak", "no-leak", "over-cap"}
     assert accepted("leaky", expects="fragmentation") == {"fragmentation"}
     assert accepted("fixed") == {"no-leak"}
-    assert accepted("fixed", reported=CLAIM) == {"no-leak"}  # a claim about the leak never excuses the fix
+    # a claim about the leak never excuses the fix
+    assert accepted("fixed", reported=CLAIM) == {"no-leak"}
     assert accepted("fixed", requires="GPU") == {"no-leak", "skipped"}
     assert accepted("check") == accepted("file") == {"no-leak", "fragmentation", "skipped"}
 

@@ -81,7 +81,8 @@ def test_asv_glue_stores_the_leaky_graphs(tmp_path):
     folder.mkdir(parents=True)
     (drawn / "a-leaky.html").write_text("new a")
     (folder / "a-leaky.html").write_text("old a")
-    (folder / "b-leaky.html").write_text("old b")    # b's graph failed this time: the old one must go
+    # b's graph failed this time: the old one must go
+    (folder / "b-leaky.html").write_text("old b")
     (folder / "c-leaky.html").write_text("old c")    # c not measured now: kept
     records = [{"pair": "a", "variant": "leaky", "flamegraph": {"file": "a-leaky.html"}},
                {"pair": "a", "variant": "fixed"},

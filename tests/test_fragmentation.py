@@ -32,11 +32,13 @@ def test_designed_fragmentation_reads_fragmentation():
     assert rec["verdict"] == "fragmentation", (rec["signals"], m["trim_returned_bytes"], m["rss_growth_bytes"])
     assert rec["signals"] == ["rss"]
     blocks = rec["params"]["blocks"]
-    assert m["rss_growth"]["slope"] > blocks * 4096 * 0.5         # each block grows by 4 KiB each repetition
+    # each block grows by 4 KiB each repetition
+    assert m["rss_growth"]["slope"] > blocks * 4096 * 0.5
     assert abs(m["malloc_heap_growth"]["slope"]) < 64 * 1024      # nothing is held ...
     assert m["held_growth"]["slope"] < verdict.HELD_SLOPE_MIN     # ... and held memory says so
     assert m["trim_returned_bytes"] >= 0.5 * m["rss_growth_bytes"]
-    assert m["malloc_free_growth_bytes"] >= 0.5 * m["rss_growth_bytes"]  # malloc keeps it as free bytes
+    # malloc keeps it as free bytes
+    assert m["malloc_free_growth_bytes"] >= 0.5 * m["rss_growth_bytes"]
 
 
 def test_designed_leak_reads_leak_not_fragmentation():
@@ -75,7 +77,8 @@ def frag_metrics(returned, grown, unavailable=None, freed="grown"):
 @pytest.mark.parametrize("returned, grown, unavailable, freed, expected", [
     (32 << 20, 40 << 20, None, "grown", True),
     (20 << 20, 40 << 20, None, "grown", True),           # exactly TRIM_SHARE_MIN
-    (16 << 20, 40 << 20, None, "grown", False),          # most of the growth is still resident: held
+    # most of the growth is still resident: held
+    (16 << 20, 40 << 20, None, "grown", False),
     (32 << 20, 40 << 20, "libjemalloc is loaded", "grown", False),
     (None, 40 << 20, None, "grown", False),
     (1 << 20, 0, None, "grown", False),
@@ -85,7 +88,8 @@ def frag_metrics(returned, grown, unavailable=None, freed="grown"):
     # measured (calibration, TF 2.21): 256 KiB/repetition held in tensors. RSS +2.1 MiB,
     # the trim gave back 1.2 MiB of free pages the import left, malloc's free bytes flat: held
     (1228800, 2129920, None, 4096, False),
-    (32 << 20, 40 << 20, None, None, False),             # no free-bytes figure (older records): no claim
+    # no free-bytes figure (older records): no claim
+    (32 << 20, 40 << 20, None, None, False),
 ])
 def test_fragmented_rule(returned, grown, unavailable, freed, expected):
     assert verdict.fragmented(frag_metrics(returned, grown, unavailable, freed)) is expected
@@ -94,8 +98,10 @@ def test_fragmented_rule(returned, grown, unavailable, freed, expected):
 @pytest.mark.parametrize("returned, held, grew, expected", [
     (511 << 20, 574 << 20, False, True),    # measured: shuffle of 1 M scalars on glibc, no trend
     (46 << 20, 140 << 20, False, False),    # the trim gave back a third: most is resident
-    (6 << 20, 8 << 20, False, False),       # below TRIM_HELD_MIN: every other pair's trim is 2.5-7 MiB
-    (511 << 20, 574 << 20, True, True),     # the held form also covers a growth that the trim returns
+    # below TRIM_HELD_MIN: every other pair's trim is 2.5-7 MiB
+    (6 << 20, 8 << 20, False, False),
+    # the held form also covers a growth that the trim returns
+    (511 << 20, 574 << 20, True, True),
 ])
 def test_fragmented_rule_on_held_rss(returned, held, grew, expected):
     metrics = {"trim_returned_bytes": returned, "rss_growth_bytes": 0, "rss_held_bytes": held,
@@ -171,4 +177,5 @@ def test_shuffle_under_tcmalloc_does_not_grow(tf_records):
     assert rec["verdict"] == "no-leak", (rec["verdict"], rec["signals"], rec["error"])
     assert rec["metrics"]["rss_growth"]["slope"] < verdict.RSS_SLOPE_MIN
     assert rec["metrics"]["malloc_heap_unavailable"]  # tcmalloc: glibc's counts say nothing
-    assert rec["metrics"]["growth_basis"].startswith("rss")  # ... so RSS decides, and the record says so
+    # ... so RSS decides, and the record says so
+    assert rec["metrics"]["growth_basis"].startswith("rss")

@@ -232,7 +232,8 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
     if move == "unknown option":
         args.insert(rng.randrange(1, len(args) + 1), rng.choice(["--bogus", "--reps-", "-x", "--json=", "--Cap"]))
     elif move == "extra argument":
-        if command in ("run", "repeat", "report-back"):  # these take any number of names: an unknown one
+        # these take any number of names: an unknown one
+        if command in ("run", "repeat", "report-back"):
             args.insert(1, rng.choice(["no_such_pair", "pyleak.py", "x" * 5000, "..", "a\nb"]))
         else:
             args.insert(rng.randrange(1, len(args) + 1), rng.choice(["extra", "1", "ok.py"]))
@@ -265,7 +266,8 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
         if target is None:
             args.append("--bogus")
         else:
-            choices = {"--results": ["fifo", "nowhere", "ok.py"],  # a folder made if missing: a file in its way
+            # a folder made if missing: a file in its way
+            choices = {"--results": ["fifo", "nowhere", "ok.py"],
                        "--out": ["fifo", "ok.py", "/dev/null", "dangling"] if command == "report-back" else None}
             args += [target, rng.choice(choices.get(target) or SPECIAL_PATHS)]
     elif move == "param":
@@ -587,7 +589,8 @@ def mutate_records(rng: random.Random, data: bytes) -> tuple[str, bytes]:
                 new = rng.choice(REPLACEMENTS)
                 _set(rec, path, new)
                 what = f"line {i + 1}: {'.'.join(map(str, path))} = {str(new)[:20]}"
-        lines[i] = json.dumps(rec, indent=1 if whole else None)  # NaN and Infinity as Python writes them
+        # NaN and Infinity as Python writes them
+        lines[i] = json.dumps(rec, indent=1 if whole else None)
         return what, ("\n".join(lines) + "\n").encode()
     if how == "truncate":
         cut = rng.randrange(len(data))
@@ -616,7 +619,8 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
     originals = {p.name: p.read_bytes() for p in sorted(machine.glob("*.jsonl"))}
     resumes = {command: found[0].read_bytes() for command, folder in (("repeat", "repeatability"),
                                                                         ("calibrate", "calibration"))
-               if (found := sorted((world / "results" / folder).glob("*.json")))}  # the copy: committed ones
+               # the copy: committed ones
+               if (found := sorted((world / "results" / folder).glob("*.json")))}
     started = time.monotonic()
     for i in range(n):
         if resumes and rng.random() < 0.2:  # a resume file

@@ -56,7 +56,8 @@ def test_replay_keeps_each_stacks_live_bytes_at_markers_and_end():
     found = heap.replay(records, by_stack=True)
     assert found.marks == [4206, 3102]
     assert found.by_stack == [{1: 110, 2: 4096}, {2: 3072, 3: 30}]
-    assert found.live == {2: (3072, 1), 3: (30, 1)}  # the unmapped leading KiB is gone, the rest kept
+    # the unmapped leading KiB is gone, the rest kept
+    assert found.live == {2: (3072, 1), 3: (30, 1)}
     assert sorted(found.first) == [1, 2, 3, 9] and found.first[1] is records[0]
 
 

@@ -139,6 +139,7 @@ def test_calibrate_killed_keeps_valid_json_and_resumes(tmp_path):
     result = json.loads(out.read_text())
     seen = sorted((o["bytes_per_rep"], o["run"]) for o in result["observations"])
     assert seen == [(0, 1), (0, 2), (0, 3), (1 << 20, 1), (1 << 20, 2), (1 << 20, 3)]  # each once
-    for before, after in zip(kept, result["observations"]):  # the runs before the kill were kept, not redone
+    # the runs before the kill were kept, not redone
+    for before, after in zip(kept, result["observations"]):
         assert {k: v for k, v in before.items() if v != after.get(k)} == {}
     assert "| python | 1 MiB | 3/3 |" in stdout

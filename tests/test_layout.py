@@ -18,7 +18,8 @@ RANKS = {
     **dict.fromkeys(BASE, 0),           # the registries and rules every layer reads
     "leakbench.engine": 1,              # the child side: one child run, and what runs in the child
     "leakbench.analysis": 2,            # series into slopes, a verdict, a record
-    "leakbench.measure": 3,             # one variant: child runs (engine) into its record (analysis)
+    # one variant: child runs (engine) into its record (analysis)
+    "leakbench.measure": 3,
     "leakbench.history": 4,             # the record store, and sweeps and bisect over releases
     "leakbench.check": 5,               # the commands' own work, on measure and the store
     "leakbench.calibrate": 5,

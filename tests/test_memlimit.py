@@ -22,10 +22,12 @@ def test_v1_memory_controller(fake_cgroup):
 
 
 @pytest.mark.parametrize("line, folder, files", [
-    ("0::/", "", {"memory.max": "max", "memory.current": "123"}),                       # v2, no limit
+    # v2, no limit
+    ("0::/", "", {"memory.max": "max", "memory.current": "123"}),
     ("4:memory:/", "memory", {"memory.limit_in_bytes": "9223372036854771712",        # v1, no limit
                               "memory.usage_in_bytes": "123"}),
-    ("0::/gone", "elsewhere", {}),                                                       # files missing
+    # files missing
+    ("0::/gone", "elsewhere", {}),
 ])
 def test_no_limit_leaves_the_host_figures(fake_cgroup, line, folder, files):
     fake_cgroup(line, folder, files)

@@ -54,7 +54,8 @@ def test_a_nightly_is_named_by_its_build_date():
 
 def test_the_pin_holds_for_a_nightly_spelled_two_ways():
     rec = {"pair": "p", "variant": "leaky", "verdict": "leak", "environment": {"tensorflow": "2.23.0-dev20261026"}}
-    pin.check_tf_version([rec], "2.23.0.dev20261026")  # tf.__version__ against pip's version: one build
+    # tf.__version__ against pip's version: one build
+    pin.check_tf_version([rec], "2.23.0.dev20261026")
     with pytest.raises(store.VersionError, match="the pin did not hold"):
         pin.check_tf_version([rec], "2.23.0.dev20261025")
 
@@ -143,7 +144,8 @@ def test_a_confirmed_bisect_is_named_beside_its_change(tmp_path):
             ) in text
     fixed_line = next(line for line in text.splitlines() if line.startswith("- growing (fixed): leak → no-leak"))
     assert "bisected" not in fixed_line  # an unstable boundary is not shown
-    assert fixed_line.endswith("one build only, the same verdict on both sides: measure it again")  # 2.99.0 alone
+    # 2.99.0 alone
+    assert fixed_line.endswith("one build only, the same verdict on both sides: measure it again")
 
 
 def test_a_verdict_on_one_build_between_two_alike_is_flagged():

@@ -45,7 +45,8 @@ def test_pairs_cover_the_seed_sources():
     sources = {t.scenario.source for t in catalog.targets(ROOT, [], "both")}
     seeds = {"caching", "dangling references", "chaining/parallelism", "stateful functions"}
     assert seeds <= sources
-    assert all(re.fullmatch(r"[\w.-]+/[\w.-]+#\d+", s) for s in sources - seeds), sources - seeds  # public reports
+    # public reports
+    assert all(re.fullmatch(r"[\w.-]+/[\w.-]+#\d+", s) for s in sources - seeds), sources - seeds
 
 
 # Growth pairs: (name, signal that must move, bytes retained per repetition by construction)
@@ -55,11 +56,15 @@ GROWTH = [
     ("kept_iterators", "threads", None),                  # live iterators hold threads
     ("retracing", "held", None),                          # a new concrete function per step
     ("generator_closure", "held", 1024 * 8 * 1024),       # #57690: one 8 MiB fold kept per fold
-    ("autograph_to_graph", "heap", None),                 # #29996: a traced loop body kept per epoch
-    ("generator_per_step", "python objects", None),       # #37653: wrappers of each from_generator kept
-    ("py_function_per_step", "python objects", None),     # #35084: each step's dataset and py_function kept
+    # #29996: a traced loop body kept per epoch
+    ("autograph_to_graph", "heap", None),
+    # #37653: wrappers of each from_generator kept
+    ("generator_per_step", "python objects", None),
+    # #35084: each step's dataset and py_function kept
+    ("py_function_per_step", "python objects", None),
     ("fit_models_in_loop", "python objects", None),       # #37505: each run's Keras model kept
-    ("py_function_per_batch", "python objects", None),    # #51839: a wrapper per eager py_function call kept
+    # #51839: a wrapper per eager py_function call kept
+    ("py_function_per_batch", "python objects", None),
 ]
 
 
@@ -73,7 +78,8 @@ def test_growth_pair(run, name, signal, retained):
         assert slope(leaky, "threads_growth") >= 4
     if name in ("retracing", "generator_per_step"):
         assert slope(leaky, "python_objects_growth") > 50
-    if name == "autograph_to_graph":  # ~190 KiB and ~200 Python objects per epoch function call, 2 calls
+    # ~190 KiB and ~200 Python objects per epoch function call, 2 calls
+    if name == "autograph_to_graph":
         assert slope(leaky, "retained_heap") >= 2 * verdict.HEAP_SLOPE_MIN
         assert slope(leaky, "python_objects_growth") > 100
     fixed = run(name, "fixed")
@@ -89,8 +95,10 @@ PEAK = [
     ("oversized_prefetch", 256 * 1024),      # one buffered element per unit of buffer_size
     ("unbounded_interleave", 16 * 256 * 1024),  # a full inner prefetch buffer per input
     ("captured_tensor_map", 32 * MIB),       # #62788: one copy of the 32 MiB table per chained map
-    ("full_shuffle_buffer", 40 * 8),         # #60599: ≥ 20× (half of 40×) its 8 bytes per buffered int64
-    ("group_by_window_keys", 7 * 32 * 1024),  # #36877: a partial window of 7 × 32 KiB per distinct key
+    # #60599: ≥ 20× (half of 40×) its 8 bytes per buffered int64
+    ("full_shuffle_buffer", 40 * 8),
+    # #36877: a partial window of 7 × 32 KiB per distinct key
+    ("group_by_window_keys", 7 * 32 * 1024),
 ]
 
 
@@ -120,9 +128,11 @@ def test_peak_pair(run, name, bytes_per_unit):
 DEFAULT_TF = re.search(r"^TF_VERSION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 REPORTED_ON_DEFAULT_TF = [
     ("py_function_map", "no-leak"),    # #61344: leaked on 2.13, gone by 2.15.0: flat on 2.21 here
-    ("predict_in_loop", "no-leak"),    # #44711: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
+    # #44711: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
+    ("predict_in_loop", "no-leak"),
     ("rebuilt_split_map", "no-leak"),  # #35152: leaked on 2.12.1-2.14.1 here, flat from 2.15.1
-    ("fit_per_batch", "no-leak"),      # #33030: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
+    # #33030: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
+    ("fit_per_batch", "no-leak"),
 ]
 
 
@@ -149,7 +159,8 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     it in 3 runs here, 128 MiB allowed."""
     import psutil
 
-    fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})  # 1.25 GiB left
+    # 1.25 GiB left
+    fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
     cap = 1 << 30  # 0.8 × 1.25 GiB
 
     import importlib.util

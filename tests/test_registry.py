@@ -78,7 +78,8 @@ def test_short_names_where_a_view_uses_them():
     memory = [*metrics.series_in(metrics.MEMORY), *metrics.metrics_in(metrics.MEMORY)]
     shorts = [e.short for e in memory]
     assert all(shorts) and len(set(shorts)) == len(shorts)
-    assert set(shorts) <= set(colours.SERIES)  # every line has its colour (colours.py: every colour, once)
+    # every line has its colour (colours.py: every colour, once)
+    assert set(shorts) <= set(colours.SERIES)
 
 
 def test_the_run_table_keeps_its_columns():
@@ -101,8 +102,10 @@ def _record(found: dict) -> dict:
 
 
 @pytest.mark.parametrize("found", [
-    {"rss_growth": _trend(600 * 1024)},                                      # held memory not measured
-    {"rss_growth": _trend(600 * 1024), "held_growth": None},                 # ... or without a trend
+    # held memory not measured
+    {"rss_growth": _trend(600 * 1024)},
+    # ... or without a trend
+    {"rss_growth": _trend(600 * 1024), "held_growth": None},
     {"rss_growth": _trend(600 * 1024), "held_growth": _trend(90 * 1024),     # glibc's counters n/a
      "malloc_heap_unavailable": "libjemalloc is loaded"},
 ])

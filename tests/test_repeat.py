@@ -53,7 +53,8 @@ def test_runs_round_robin_writes_json_and_resumes(tmp_path):
     assert leak["verdicts"] == {"leak": 2} and leak["expected"] == "leak" and leak["agrees"] and leak["as_expected"]
     assert bounded["verdicts"] == {"no-leak": 2} and bounded["agrees"] and bounded["as_expected"]
     # a slope per run for every decisive metric the engine named, 1 MiB/rep in one of its byte signals
-    decisive = set(verdict.GROWTH_SIGNALS)  # held memory is measured here (glibc): it decides, not RSS
+    # held memory is measured here (glibc): it decides, not RSS
+    decisive = set(verdict.GROWTH_SIGNALS)
     for o in result["observations"]:
         assert set(o["slopes"]) == decisive and o["cap_bytes"] == 1 << 30 and o["wall_seconds"] > 0
     bytes_ = [s for s in leak["slopes"].values() if s["unit"] and s["unit"].startswith("bytes")]
@@ -86,7 +87,8 @@ def test_a_file_made_with_other_settings_is_refused_and_kept(tmp_path):
     with pytest.raises(repeat.RepeatError, match="cannot be read as JSON"):
         repeat.repeat(targets(), 1, SETTINGS, out, machine="m")
     assert out.read_text() == "{torn"
-    fresh = repeat.repeat(targets()[1:], 1, SETTINGS, out, machine="m", resume=False)  # --fresh replaces
+    # --fresh replaces
+    fresh = repeat.repeat(targets()[1:], 1, SETTINGS, out, machine="m", resume=False)
     assert [o["pair"] for o in fresh["observations"]] == ["python_bounded"]
 
 
@@ -231,7 +233,8 @@ def test_cpu_hog_keeps_every_core_busy_during_the_runs_and_ends_with_them(tmp_pa
         assert len(pids) == 2
         time.sleep(1.0)
         spent = [psutil.Process(p).cpu_times().user for p in pids]
-        assert all(s > 0.05 for s in spent), spent  # each spins (how fast is the machine's load, not ours)
+        # each spins (how fast is the machine's load, not ours)
+        assert all(s > 0.05 for s in spent), spent
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
     out = tmp_path / "hog.json"
     result = repeat.repeat(targets()[:1], 1, SETTINGS, out, machine="m", cpu_hog=1)

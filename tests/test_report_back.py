@@ -80,7 +80,8 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
                           "2.20.0", "2.21.0", "nightly 2026-10-26"]
     assert rows["2.15.1"][0].startswith("leak ") and rows["2.16.2"][0].startswith("no-leak ")
     assert 'make run ARGS="py_function_map"' in block
-    assert 'make run TF_VERSION=2.15.1 ARGS="py_function_map"' in block  # a release where it still leaks
+    # a release where it still leaks
+    assert 'make run TF_VERSION=2.15.1 ARGS="py_function_map"' in block
     assert "diff scenarios/py_function_map.py fixes/py_function_map.py" in block
     assert "Intel(R) Xeon(R) Processor, 2 cores" in block and "Python 3.11.7" in block
     assert "tensorflow-cpu 2.12.1–2.21.0 and tf-nightly (2026-10-26)" in block
@@ -92,7 +93,8 @@ def test_a_pair_without_reported_shows_its_title_and_first_paragraph(checkout):
     block = block_of("full_shuffle_buffer")
     claim = next(line for line in block.splitlines() if line.startswith("**The report, in leakbench's words:**"))
     assert "Shuffle buffer as large as the dataset, over small elements." in claim  # TITLE
-    assert "hundreds of bytes per element" in claim                                 # the docstring's first paragraph
+    # the docstring's first paragraph
+    assert "hundreds of bytes per element" in claim
     assert "k in peak above baseline ∝ num_elements^k" in block
     assert "The leaky variant reads leak on every release measured (2.12.1–nightly 2026-10-26)." in block
 
@@ -120,7 +122,8 @@ def test_every_number_in_a_block_comes_from_the_records(checkout):
     for pair in REPORT_PAIRS:
         for line in block_of(pair).splitlines():
             if line.startswith(("|", "**The", "Note:", "###", "Machine", "make run", "git clone", "**Changed",
-                                "The leaky", "diff ", "`leakbench bisect`")):  # bisect: its result file's
+                                # bisect: its result file's
+                                "The leaky", "diff ", "`leakbench bisect`")):
                 continue
             assert not re.search(r"\b\d", line), (pair, line)
 

@@ -87,8 +87,10 @@ def test_matrix_accepts_either_verdict_of_a_version_dependent_scenario(tmp_path)
     found = matrix.matrix(tmp_path)
     cells = {(r["pair"], r["variant"]): r["cells"] for r in found["rows"]}
     assert cells[("reported", "leaky")]["2.13.1"]["expected"] and cells[("reported", "leaky")]["2.21.0"]["expected"]
-    assert not cells[("reported", "fixed")]["2.21.0"]["expected"]  # the fix leaking is still a failure
-    assert not cells[("plain", "leaky")]["2.21.0"]["expected"]     # no claim: a scenario that stops leaking is news
+    # the fix leaking is still a failure
+    assert not cells[("reported", "fixed")]["2.21.0"]["expected"]
+    # no claim: a scenario that stops leaking is news
+    assert not cells[("plain", "leaky")]["2.21.0"]["expected"]
     lines = history_md.matrix_markdown(found).splitlines()
     assert "| reported | leaky | leak +900 | no-leak +4 |" in lines
     assert "| reported | fixed | no-leak +4 | **leak** (rss) +900 |" in lines

@@ -174,7 +174,8 @@ def test_two_runs_at_once_each_end_their_own_processes(tmp_path, mark):
             outcome = run(scenario(tmp_path, "double_fork_setsid()"), first)
             assert outcome.status == "ok", (outcome.phase, outcome.error)
             assert left_running(first) == []
-            assert all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in theirs)  # not ours to kill
+            # not ours to kill
+            assert all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in theirs)
         finally:
             flag.touch()
         assert later.result().status == "ok"
@@ -213,7 +214,8 @@ def test_a_reused_pid_is_never_signalled():
     try:
         real = psutil.Process(other.pid)
 
-        class Remembered:  # what a poll kept of an earlier process on the same pid: not equal to this one
+        # what a poll kept of an earlier process on the same pid: not equal to this one
+        class Remembered:
             pid = other.pid
 
             def kill(self):

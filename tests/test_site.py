@@ -122,7 +122,8 @@ def frag_records(fixed: dict) -> list[dict]:
     series = leaky["runs"][0]["series"]
     series["rss_bytes"] = [v + i * 600 * 1024 for i, v in enumerate(series["rss_bytes"])]
     series["mmap_used_bytes"] = [2 << 20] * len(series["heap_used_bytes"])
-    series["malloc_used_bytes"] = [h + (2 << 20) for h in series["heap_used_bytes"]]  # what is drawn
+    # what is drawn
+    series["malloc_used_bytes"] = [h + (2 << 20) for h in series["heap_used_bytes"]]
     na = json.loads(json.dumps(fixed))
     na.update(pair="frag_pair", variant="fixed")
     na["runs"][0]["malloc_heap_unavailable"] = NA_REASON
@@ -254,7 +255,8 @@ def test_matrix_cells(built, results):
     recs = {v: {(r["pair"], r["variant"]): r for r in store.read_records(p)}
             for v, p in store.available(results).items()}
 
-    def kib(version, pair, variant):  # the rate the verdict rests on: RSS's here (no held memory in these records)
+    # the rate the verdict rests on: RSS's here (no held memory in these records)
+    def kib(version, pair, variant):
         rec = recs[version][(pair, variant)]
         assert metrics.value(rec, "held_growth") is None
         return f"{verdict.rate(rec['metrics']['rss_growth']) / 1024:+,.0f}"
@@ -307,7 +309,8 @@ def test_lesson(built):
 
 def test_lesson_links_its_report(built):
     lesson = (built.out / "lessons" / "xss_pair.html").read_text()
-    assert lesson.count('href="https://github.com/tensorflow/tensorflow/issues/44176"') == 2  # source, docstring
+    # source, docstring
+    assert lesson.count('href="https://github.com/tensorflow/tensorflow/issues/44176"') == 2
 
 
 def test_default_version_and_source_links():
@@ -405,7 +408,8 @@ def test_every_verdict_has_its_colour_and_legend(built):
     assert len(set(colours.values())) == len(colours), colours
     for page in ("index.html", "lessons/frag_pair.html"):
         legend = (built.out / page).read_text().split('<dl class="legend">', 1)[1].split("</dl>", 1)[0]
-        for word, meaning in verdict.VERDICTS.items():  # each word with what it means, from the one table
+        # each word with what it means, from the one table
+        for word, meaning in verdict.VERDICTS.items():
             entry = f'<span class="verdict v-{word}">{word}</span></dt><dd>{escape(meaning)}</dd>'
             assert entry in legend, (page, word)
     assert "malloc_trim" in legend  # fragmentation says what it means
@@ -421,7 +425,8 @@ def test_fragmentation_and_malloc_heap_na(built):
     history = lesson.split('<table class="history">', 1)[1].split("</table>", 1)[0]
     assert ('<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !</span>'
             in history)
-    assert '<span class="verdict v-no-leak" title="signals: —">no-leak</span>' in history  # as expected: no "!"
+    # as expected: no "!"
+    assert '<span class="verdict v-no-leak" title="signals: —">no-leak</span>' in history
     # the memory chart: n/a for the fixed variant, said in its chart, with the record's reason (escaped) below
     chart = lesson.split('<figure class="memory">', 1)[1].split("</figure>", 1)[0]
     fixed_svg = chart.split('<div class="fixed">', 1)[1]
@@ -429,7 +434,8 @@ def test_fragmentation_and_malloc_heap_na(built):
         '<div class="fixed">', 1)[0]
     assert re.search(r'<svg role="img" aria-label="fixed variant, \d+ repetitions, MiB above the process before setup: '
                      r'held memory, malloc in use and malloc free bytes are n/a; RSS ', fixed_svg)
-    for label in ("RSS", "held memory", "malloc in use", "malloc free bytes", "memray heap"):  # metrics' labels
+    # metrics' labels
+    for label in ("RSS", "held memory", "malloc in use", "malloc free bytes", "memray heap"):
         assert f"{label}</dt><dd>" in chart, label
     assert "heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
     assert ("<strong>held memory, malloc in use and malloc free bytes n/a for fixed:</strong> libjemalloc is loaded: "
@@ -514,9 +520,11 @@ def test_one_place_for_colours(built):
     for variant, colour in colours.VARIANTS.items():
         assert f"--variant-{variant}: {colour};" in css
     template = (Path(site.__file__).parent / "templates" / "style.css.j2").read_text()
-    assert not re.search(r"\.v-[a-z-]+ \{ background: #", template)  # no second copy of a verdict's colour
+    # no second copy of a verdict's colour
+    assert not re.search(r"\.v-[a-z-]+ \{ background: #", template)
     lesson = (built.out / "lessons" / "stateful_map.html").read_text()
-    for variant, colour in colours.VARIANTS.items():  # the count panels draw each variant in its colour
+    # the count panels draw each variant in its colour
+    for variant, colour in colours.VARIANTS.items():
         assert f"stroke: {colour}" in lesson, variant
 
 
@@ -630,7 +638,8 @@ def test_memory_per_stage_and_reference_chain(where_site):
     assert rows == [["MapDataset", "3 KiB", "+2 KiB", "num_parallel_calls=4", "—"],
                     ["&lt;b&gt;Prefetch&lt;/b&gt; in MapDataset", "8.0 MiB", "+3.0 MiB",
                      "buffer_size=16, ram_budget=1 GiB", "—"]]
-    assert '<th scope="row" class="depth-1"><code>&lt;b&gt;Prefetch' in section  # nested under its parent
+    # nested under its parent
+    assert '<th scope="row" class="depth-1"><code>&lt;b&gt;Prefetch' in section
     assert "leaky: bytes at the last reading (300 elements)" in section
     assert "<strong>fixed</strong>: memory per stage is n/a: no &lt;i&gt;tf.data&lt;/i&gt; iterator found." in section
     chain = lesson.split('<h3 id="chain">', 1)[1].split("<h3 ", 1)[0]
@@ -683,7 +692,8 @@ def test_committed_results(real_site):
         graphs = sorted((REPO / "results" / flamegraphs.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html"))
         if graphs:
             assert re.search(rf'<a href="../flamegraphs/tf-[^/"]+/{name}-leaky.html">Flame graph', lesson), name
-        elif contract.read_metadata(REPO / "scenarios" / f"{name}.py").heap_reps == 0:  # no heap pass, no capture
+        elif contract.read_metadata(REPO / "scenarios" / f"{name}.py").heap_reps == 0:
+            # no heap pass, no capture
             assert "it skips memray's heap pass" in lesson, name
         else:
             assert "No flame graph is recorded for this pair" in lesson, name
@@ -700,7 +710,8 @@ def test_committed_results(real_site):
         assert '<table class="strip">' in lesson, name
     if real_site.asv:
         assert (real_site.out / "asv" / "index.html").is_file()
-        assert 'href="../index.html"' in (real_site.out / "asv" / "index.html").read_text()  # linked back
+        # linked back
+        assert 'href="../index.html"' in (real_site.out / "asv" / "index.html").read_text()
         assert 'href="asv/index.html"' in (real_site.out / "index.html").read_text()
     for page in pages(real_site.out):
         for link in parse(page).links:
@@ -874,7 +885,8 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
     assert stand_ins == ["https://cdn.example/npm/d3@6.0.0/dist/d3.min.js"]
     version = assets.memray_assets()[0]
     assert f'<script src="../../vendor/memray-{version}/d3.min.js"></script>' in page.read_text()
-    assert copied[0]["file"].endswith("/d3.min.js") and "d3@6.0.0" not in copied[0]["file"]  # what memray ships
+    # what memray ships
+    assert copied[0]["file"].endswith("/d3.min.js") and "d3@6.0.0" not in copied[0]["file"]
 
 
 # --- repeatability (leakbench repeat's files) ------------------------------------------

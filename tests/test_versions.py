@@ -88,7 +88,8 @@ def test_write_records_rewrites_the_version_file(tmp_path):
     store.write_records(tmp_path, "box", "2.13.1", recs)  # a rerun replaces, never appends
     assert len(store.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")) == len(recs)
     changed = {**recs[0], "verdict": "no-leak"}
-    store.write_records(tmp_path, "box", "2.13.1", [changed])  # a partial run keeps the other records
+    # a partial run keeps the other records
+    store.write_records(tmp_path, "box", "2.13.1", [changed])
     again = store.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")
     assert len(again) == len(recs)
     assert [r["verdict"] for r in again if (r["pair"], r["variant"]) == (changed["pair"], changed["variant"])] == ["no-leak"]
@@ -104,7 +105,8 @@ def test_compare_unchanged_exits_0_markdown():
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
     assert result.exit_code == 0, result.output
     assert "| pair | variant | metric | 2.13.1 | 2.21.0 | ratio |  |" in result.output
-    assert "| growing | fixed | RSS (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output  # below the floor
+    # below the floor
+    assert "| growing | fixed | RSS (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output
     assert "| peaking | fixed | peak above baseline (MiB) | 25.0 | 30.0 | 1.20× |  |" in result.output
     assert "exit 0" in result.output
 
@@ -149,7 +151,8 @@ def test_compare_accepts_record_files():
 def test_compare_improvement_is_marked_and_passes():
     result = invoke("compare", "2.99.0", "2.13.1", "--results", RESULTS)
     assert "▼ improved" in result.output
-    assert result.exit_code == 1  # the verdict changed (leak → no-leak): a change is reported either way
+    # the verdict changed (leak → no-leak): a change is reported either way
+    assert result.exit_code == 1
 
 
 @pytest.mark.parametrize("args, message", [
@@ -249,12 +252,14 @@ def test_matrix_shows_fragmentation_with_its_evidence():
     found = matrix.matrix(RESULTS)
     cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("fragmenting", "leaky"))["cells"]["2.13.1"]
     assert cell["verdict"] == "fragmentation" and cell["expected"] is False and cell["expectation"] == "leak"
-    assert cell["malloc_heap_growth"] == 2 * 1024 and cell["trim_returned_bytes"] == 9 << 20  # registry keys
+    # registry keys
+    assert cell["malloc_heap_growth"] == 2 * 1024 and cell["trim_returned_bytes"] == 9 << 20
 
 
 def test_skipped_pair_in_matrix_and_compare():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
-    assert "| gpu_only | leaky | skipped | skipped | skipped |" in lines  # not bold: nothing unexpected
+    # not bold: nothing unexpected
+    assert "| gpu_only | leaky | skipped | skipped | skipped |" in lines
     cell = next(r for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"]["2.21.0"]
     assert cell["verdict"] == "skipped" and cell["expected"] is True
     assert cell["skip_reason"] == "no GPU visible to TensorFlow"
@@ -262,7 +267,8 @@ def test_skipped_pair_in_matrix_and_compare():
     assert result.exit_code == 0, result.output
     assert [l for l in result.output.splitlines() if l.startswith("| gpu_only |")] == [
         "| gpu_only | leaky | verdict | skipped | skipped |  |  |",
-        "| gpu_only | fixed | verdict | skipped | skipped |  |  |"]  # no metric rows: nothing measured
+        # no metric rows: nothing measured
+        "| gpu_only | fixed | verdict | skipped | skipped |  |  |"]
 
 
 def test_a_skip_against_a_measurement_is_shown_not_failed(tmp_path):
@@ -335,7 +341,8 @@ def test_asv_machine_follows_asv(tmp_path, monkeypatch):
     monkeypatch.delenv("ASV_MACHINE", raising=False)
     monkeypatch.setattr(store.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
     assert store.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
-    for name, when in (("vm", 1_000), ("ci-runner", 2_000)):  # asv run rewrites machine.json as it starts
+    # asv run rewrites machine.json as it starts
+    for name, when in (("vm", 1_000), ("ci-runner", 2_000)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "machine.json").write_text("{}")
         os.utime(tmp_path / name / "machine.json", (when, when))
@@ -416,9 +423,11 @@ def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
                                                flamegraph_dir="/drawn")
     assert pinned == "2.21.0" and path == tmp_path / "records" / "box" / "tf-2.21.0.jsonl"
     assert [(r["pair"], r["variant"]) for r in recs] == [("stateful_map", "leaky"), ("stateful_map", "fixed")]
-    assert calls == [("stateful_map", "leaky", "/drawn"), ("stateful_map", "fixed", None)]  # graphs: leaky only
+    # graphs: leaky only
+    assert calls == [("stateful_map", "leaky", "/drawn"), ("stateful_map", "fixed", None)]
     assert store.read_records(path) == sorted(recs, key=lambda r: r["variant"])
-    assert sweep.record_pairs(root, ["stateful_map"], Settings())[2] is None  # no results: nothing filed
+    # no results: nothing filed
+    assert sweep.record_pairs(root, ["stateful_map"], Settings())[2] is None
 
 
 def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp_path, monkeypatch):
@@ -486,14 +495,16 @@ def test_schema_1_records_migrate_on_read():
     rec = schema.loads(json.dumps(v1))
     assert rec["schema"] == schema.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (None, "GPU")
     assert rec["runs"][0]["series"]["malloc_used_bytes"] == [15, None]
-    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 2  # the schema-1 fixtures, migrated
+    # the schema-1 fixtures, migrated
+    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 2
 
 
 def test_committed_records_load_in_the_current_schema():
     committed = Path(__file__).resolve().parents[1] / "results"
     found = {v: store.read_records(p) for v, p in store.available(committed, "vm").items()}
     releases = [v for v in found if not builds.is_nightly(v)]
-    assert len(releases) == 10 and any(builds.is_nightly(v) for v in found)  # 2.12–2.21 and a nightly column
+    # 2.12–2.21 and a nightly column
+    assert len(releases) == 10 and any(builds.is_nightly(v) for v in found)
     assert all(r["schema"] == 2 for recs in found.values() for r in recs)
     frag = next(r for r in found["2.21.0"] if (r["pair"], r["variant"]) == ("shuffle_fragmentation", "leaky"))
     assert frag["expects"] == "fragmentation"  # copied from the contract (scripts/migrate-records)

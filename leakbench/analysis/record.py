@@ -44,7 +44,8 @@ def environment(child_versions: dict | None, device: dict | None = None, gpu_pro
         device = {**device, "gpu_unavailable": gpu_problem}
     return {
         "tensorflow": versions.get("tensorflow"),
-        "tensorflow_git": versions.get("tensorflow_git"),  # tf.version.GIT_VERSION: the build's commit
+        # tf.version.GIT_VERSION: the build's commit
+        "tensorflow_git": versions.get("tensorflow_git"),
         "python": versions.get("python", platform.python_version()),
         "platform": platform.platform(),
         "cpu": _cpu_model(),
@@ -85,23 +86,31 @@ def run_entry(outcome) -> dict:
         "phase": outcome.phase if outcome.status != "ok" else None,
         "error": outcome.error,
         "wall_seconds": outcome.wall_seconds,
-        "max_rss_bytes": outcome.max_rss_bytes,  # the runner's polls of the whole tree (every 50 ms)
-        "peak_rss_bytes": outcome.peak_rss_bytes,  # the child's own peak over its life (kernel, wait4)
+        # the runner's polls of the whole tree (every 50 ms)
+        "max_rss_bytes": outcome.max_rss_bytes,
+        # the child's own peak over its life (kernel, wait4)
+        "peak_rss_bytes": outcome.peak_rss_bytes,
         "import_baseline": before,
         "baseline": baseline,
         "series": {name: [s.get(name) for s in samples] for name in SERIES_UNITS},
         "high_water_mark_bytes": hwm,
         "gpu_peak_bytes": result.get("gpu_peak_bytes"),
-        "gpu_unavailable": result.get("gpu_unavailable"),  # a GPU whose allocator statistics could not be read
+        # a GPU whose allocator statistics could not be read
+        "gpu_unavailable": result.get("gpu_unavailable"),
         "peak_above_baseline_bytes": peak,
         "peak_source": "VmHWM" if hwm is not None else "sampled RSS",
         "trim": result.get("trim"),
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
-        "heap": stack_slopes(result.get("heap")),  # heap_pass: heap_bytes, top_stacks, stack_growth (growth by allocation site)
-        "stages": result.get("stages"),  # evidence.stages: bytes per tf.data stage per reading, autotune's values
-        "reference_chain": result.get("reference_chain"),  # chain.reference_chain: what keeps the top type alive
-        "python_type_growth": result.get("python_type_growth"),  # diagnose.type_growth: the types behind python_objects
-        "diagnostics": result.get("diagnostics"),  # leakbench check only (leakbench.engine.evidence)
+        # heap_pass: heap_bytes, top_stacks, stack_growth (growth by allocation site)
+        "heap": stack_slopes(result.get("heap")),
+        # evidence.stages: bytes per tf.data stage per reading, autotune's values
+        "stages": result.get("stages"),
+        # chain.reference_chain: what keeps the top type alive
+        "reference_chain": result.get("reference_chain"),
+        # diagnose.type_growth: the types behind python_objects
+        "python_type_growth": result.get("python_type_growth"),
+        # leakbench check only (leakbench.engine.evidence)
+        "diagnostics": result.get("diagnostics"),
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,
     }
@@ -191,7 +200,8 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, 
     measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
     found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
     if found:
-        found["growth_basis"] = verdict.memory_basis(found).words  # which memory series decided, in words
+        # which memory series decided, in words
+        found["growth_basis"] = verdict.memory_basis(found).words
     # A run that hung in teardown after its result came is measured whole: the
     # verdict is the measurement's, and the stall is reported beside it
     # (teardown_stalled). kept_iterators' leaky side read leak in 2 runs and

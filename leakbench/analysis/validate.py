@@ -222,7 +222,8 @@ def schema_of(kind: str) -> dict:
             "confirmation": confirmation, "flamegraph": ANY_DICT, "diagnosis": ANY_DICT},
             required=("schema", "pair", "variant", "verdict", "metrics", "environment"))
 
-    if kind == "repeat":  # leakbench repeat's result (leakbench.repeat.run.observe and repeat): what resuming reads
+    # leakbench repeat's result (leakbench.repeat.run.observe and repeat): what resuming reads
+    if kind == "repeat":
         slope = _obj({"signal": STR, "slope": _opt(NUM), "rate": _opt(NUM), "unit": _opt(STR), "moved": BOOL},
                      required=("signal", "slope", "rate", "unit", "moved"))
         seen = _obj({
@@ -238,7 +239,8 @@ def schema_of(kind: str) -> dict:
             "runs_requested": INT, "observations": _list(seen), "summary": ANY_DICT},
             required=("format", "elapsed_seconds", "observations"))
 
-    if kind == "calibrate":  # leakbench calibrate's result (calibrate.run.observe, peers.run_peer): what resuming reads
+    # leakbench calibrate's result (calibrate.run.observe, peers.run_peer): what resuming reads
+    if kind == "calibrate":
         fields = {
             "holder": STR, "bytes_per_rep": INT, "run": INT, "verdict": {"enum": list(VERDICTS)},
             "signals": _list(STR), "phase": _opt(STR), "error": _opt(STR), "wall_seconds": NUM, "seconds": _map(NUM),
@@ -256,7 +258,8 @@ def schema_of(kind: str) -> dict:
                      "environment": ANY_DICT, "observations": _list(seen), "peers": _list(peer)},
                     required=("format", "environment", "observations"))
 
-    if kind == "bisect":  # leakbench bisect's result (leakbench.history.bisect): what the matrix reads of it
+    # leakbench bisect's result (leakbench.history.bisect): what the matrix reads of it
+    if kind == "bisect":
         build = _obj({"version": STR, "dist": STR, "date": _opt(STR), "wheel_bytes": _opt(NUM),
                       "tensorflow_git": _opt(STR), "git_ref": _opt(STR)}, required=("version",))
         boundary = _obj({"good": build, "bad": build, "compare_url": _opt(STR)}, required=("good", "bad"))

@@ -45,7 +45,8 @@ TREND_P_MAX = 0.01
 PEAK_EXPONENT_MIN = 0.5
 TRIM_SHARE_MIN = 0.5
 TRIM_HELD_MIN = 32 * MIB
-FREE_HELD_MIN = 96 * MIB  # free bytes above the process before setup (docs/verdicts.md, "Fragmentation")
+# free bytes above the process before setup (docs/verdicts.md, "Fragmentation")
+FREE_HELD_MIN = 96 * MIB
 CONFIRM_MARGIN = 2.0
 CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first run's series
 
@@ -53,7 +54,8 @@ CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first ru
 # These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
 GROWTH_SIGNALS = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback}
 RSS_FALLBACK = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.fallback}
-_MALLINFO2 = {m.key for m in registry.METRICS if m.mallinfo2}  # n/a where held memory does not decide
+# n/a where held memory does not decide
+_MALLINFO2 = {m.key for m in registry.METRICS if m.mallinfo2}
 # Signals counted in objects (exact): a move of theirs is never marginal.
 COUNT_SIGNALS = tuple(m.signal for m in registry.METRICS if m.signal and m.counts)
 

@@ -35,7 +35,8 @@ def suite_cost(records_path: Path) -> dict | None:
         return {"records": str(records_path), "error": str(e)}
     walls = floors = heap = plain = 0.0
     count = 0
-    for rec in records:  # types checked as read (store.read_records); keys of older or hand-made records may be missing
+    # types checked as read (store.read_records); keys of older or hand-made records may be missing
+    for rec in records:
         kept = rec.get("settings") or {}
         warmup, reps, heap_reps = (kept.get(k) for k in ("warmup", "reps", "heap_reps"))
         for run in rec.get("runs") or []:
@@ -65,7 +66,8 @@ def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, dict]], lis
         label = f"{path.parent.name}/{path.stem}"
         try:
             records = store.read_records(path)
-        except store.VersionError as e:  # one line: unreadable, corrupt, not records, a newer schema
+        except store.VersionError as e:
+            # one line: unreadable, corrupt, not records, a newer schema
             unreadable.append(f"{label}: {e}")
             continue
         fixes += [(label, rec) for rec in records if rec["variant"] == "fixed"]
@@ -122,7 +124,8 @@ def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> 
     if tensorflow and path.is_file():
         try:
             caught = smallest_caught(jsonfile.load(path).get("summary"))
-        except (ValueError, AttributeError, KeyError, TypeError):  # jsonfile.Unreadable is a ValueError
+        except (ValueError, AttributeError, KeyError, TypeError):
+            # jsonfile.Unreadable is a ValueError
             caught = None  # not a calibration result: it says nothing here
     if not caught:
         return (f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "

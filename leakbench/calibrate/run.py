@@ -127,7 +127,8 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
     made = {"machine": machine or platform.node(), "tensorflow": tensorflow_version(),
             "settings": settings.stored()}
     result = jsonfile.resumable(out, made, FORMAT, "a calibration result", CalibrateError) if resume else None
-    result = validate.check_resumed(result, "calibrate", out, "a calibration result", FORMAT, CalibrateError)  # its types, once
+    # its types, once
+    result = validate.check_resumed(result, "calibrate", out, "a calibration result", FORMAT, CalibrateError)
     if result is None:
         result = {"format": FORMAT, **made, "environment": record.environment(None), "observations": []}
     result.setdefault("peers", [])

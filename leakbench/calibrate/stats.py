@@ -26,9 +26,11 @@ from leakbench.units import KIB, format_bytes
 # with its threshold: held memory and memray's heap decide, RSS is read beside them at its fallback threshold.
 SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION)}
 HELD, HEAP = registry.HELD.signal, registry.HEAP.signal  # the signals the targets name
-CONTROL = expectation.NO_LEAK  # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
+# what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
+CONTROL = expectation.NO_LEAK
 ASV_FACTOR = 1.1  # asv continuous / compare: a change past 10 % is reported
-TIMED = ("import", "setup", "warm-up", "repetitions")  # the child's phases (seconds) a cost's floor is made of
+# the child's phases (seconds) a cost's floor is made of
+TIMED = ("import", "setup", "warm-up", "repetitions")
 
 
 def reach(trend: dict | None) -> float | None:
@@ -136,7 +138,8 @@ def cost(observations: list[dict], settings: Settings) -> dict:
             for holder in sorted({o["holder"] for o in observations})}
 
 
-HEAP_FIXED = ("heap_tracker", "heap_analysis")  # the child's per-pass seconds beside seconds["heap"] (engine.heap)
+# the child's per-pass seconds beside seconds["heap"] (engine.heap)
+HEAP_FIXED = ("heap_tracker", "heap_analysis")
 
 
 def _cost(observations: list[dict], settings: Settings) -> dict:

@@ -13,7 +13,8 @@ BUFFER_STAGES = ("Prefetch", "Shuffle", "ParallelInterleave", "ParallelMap", "Pa
 
 
 def _stage(name: str) -> str:
-    return name[: -len("Impl")] if name.endswith("Impl") else name  # MemoryCacheImpl holds MemoryCache's data
+    # MemoryCacheImpl holds MemoryCache's data
+    return name[: -len("Impl")] if name.endswith("Impl") else name
 
 
 def attribution(found: dict | None) -> dict:
@@ -131,7 +132,8 @@ def hints(rec: dict, found: dict) -> list[str]:
                    "memray does not look (TensorFlow allocations it misses, thread stacks).")
     stacks, growing = found["top_stacks"], found.get("stack_growth") or []
     site = next((g for g in growing if g.get("user_frame")), None)
-    if registry.HEAP.signal in signals and site:  # the user's line first; TensorFlow's frames only as context
+    # the user's line first; TensorFlow's frames only as context
+    if registry.HEAP.signal in signals and site:
         inner = site["frames"][0] if site["frames"] else None
         context = f" (allocated in {inner})" if inner and inner != site["user_frame"] else ""
         out.append(f"the allocation site of your code growing most ({format_bytes(site['bytes_per_rep'])}/repetition in memray's heap "

@@ -25,7 +25,8 @@ from leakbench.check.diagnosis import attribution, hints
 def plan(spec: str) -> tuple[Target, dict, dict]:
     """Target, parameters and child options for a TARGET string. Raises ContractError (one line)."""
     parsed = check_target.parse(spec)
-    if parsed.name is None:  # a scenario file: measured as `run` measures it, with the extra evidence
+    # a scenario file: measured as `run` measures it, with the extra evidence
+    if parsed.name is None:
         scenario = read_metadata(parsed.path)
         return Target(scenario, "check", spec), dict(scenario.params), {"diagnose": True}
     where = parsed.path if parsed.path is not None else Path(parsed.module)
@@ -44,7 +45,8 @@ def check(spec: str, settings: Settings, env: dict | None = None,
     """
     target, params, options = plan(spec)
     rec = measure(target, params, settings, env=env, on_message=on_message, child_options=options)
-    rec["diagnosis"] = diagnosis(rec)  # check's reading of the record, beside it: the record itself is whole
+    # check's reading of the record, beside it: the record itself is whole
+    rec["diagnosis"] = diagnosis(rec)
     return rec
 
 
@@ -58,7 +60,8 @@ def diagnosis(rec: dict) -> dict:
         "types": run.get("python_type_growth") or [],
         "attribution": attribution(evidence.get("attribution")),
         "top_stacks": (run.get("heap") or {}).get("top_stacks") or [],
-        "stack_growth": (run.get("heap") or {}).get("stack_growth") or [],  # growth by allocation site
+        # growth by allocation site
+        "stack_growth": (run.get("heap") or {}).get("stack_growth") or [],
         "reference_chain": run.get("reference_chain"),  # what keeps the type that grew most alive
     }
     found["hints"] = hints(rec, found)

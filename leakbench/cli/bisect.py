@@ -117,7 +117,8 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
     venv_path = (venv_dir or installer.default_venv()).absolute()
     _check_venv(venv_path)
     where = results_dir(results)
-    if out is not None:  # before the network: a --out that cannot be written costs no registry query
+    # before the network: a --out that cannot be written costs no registry query
+    if out is not None:
         md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
     try:
         if bad != builds.NIGHTLY:

@@ -86,12 +86,14 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
         fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
     writable("--out", out, create_folder=default)
     writable("--out's table", out.with_suffix(".md"))
-    if suite_records is not None and jsonfile.special(suite_records):  # read after the measuring: refused now
+    # read after the measuring: refused now
+    if suite_records is not None and jsonfile.special(suite_records):
         fail(f"--suite-records: {suite_records} is {jsonfile.special(suite_records)}, not a regular file")
     if suite_records is None:
         found = records_path(results, machine, calibrate.tensorflow_version() or "none")
         suite_records = found if found.is_file() else None
-    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],  # --out itself is resumed on purpose
+    # --out itself is resumed on purpose
+    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],
           [("--suite-records", suite_records), *(("a records file it reads", p) for p in
                                                  sorted((results / "records").glob("*/tf-*.jsonl"))),
            *(("a holder's scenario file", calibrate.HOLDERS[h]) for h in holder_list)])

@@ -51,7 +51,8 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
         fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
     writable("--out", out, create_folder=default)
     writable("--out's table", out.with_suffix(".md"))
-    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],  # --out itself is resumed on purpose
+    # --out itself is resumed on purpose
+    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],
           [("a scenario file it measures", t.scenario.path) for t in targets])
 
     def progress(i, total, seen):

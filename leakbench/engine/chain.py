@@ -25,7 +25,8 @@ class _OutOfTime(Exception):
     pass
 
 
-CANDIDATES = 8  # instances of the type that grew most, kept from the end of the measured repetitions
+# instances of the type that grew most, kept from the end of the measured repetitions
+CANDIDATES = 8
 
 
 def object_ids() -> array:

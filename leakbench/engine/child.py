@@ -84,7 +84,8 @@ def main(config: dict) -> int:
         start = enter("import")
         target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
         module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
-        extra = {} if config.get("diagnose") else None  # check's extra readings (leakbench.engine.evidence)
+        # check's extra readings (leakbench.engine.evidence)
+        extra = {} if config.get("diagnose") else None
         _first_tf_data_use()
         seconds["import"] = time.perf_counter() - start
         # What the import made lives as long as the process: freezing it (out of
@@ -113,7 +114,8 @@ def main(config: dict) -> int:
         seconds["warm-up"] = time.perf_counter() - start
 
         start = enter("repetitions")
-        gpu_problem = gpu and gpu.start()  # resets the GPU peak: that of the measured repetitions alone
+        # resets the GPU peak: that of the measured repetitions alone
+        gpu_problem = gpu and gpu.start()
         if gpu_problem:
             gpu = None
         # Which objects were there (the reference chain's candidates are the others): taken before
@@ -141,9 +143,11 @@ def main(config: dict) -> int:
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
         heap = None
-        heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))  # contract.py
+        # contract.py
+        heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))
         if heap_reps > 0:
-            enter("heap")  # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
+            # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
+            enter("heap")
             # stop, "heap_analysis" reading the capture back (the last two per pass, not per repetition)
             heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]),
                              lambda rep: channel.send(progress="heap", rep=rep), seconds)

@@ -22,7 +22,8 @@ _PACKAGE = str(Path(__file__).resolve().parent.parent)  # leakbench itself
 _ENGINE = (_PACKAGE + os.sep, "<frozen runpy>")
 _STDLIB = tuple(sorted({str(Path(p).resolve()) + os.sep for key in ("stdlib", "platstdlib")
                         if (p := sysconfig.get_paths().get(key))}))
-AUTOGRAPH_FILE = "__autograph_generated_file"  # TensorFlow autograph's generated copies of converted code
+# TensorFlow autograph's generated copies of converted code
+AUTOGRAPH_FILE = "__autograph_generated_file"
 
 
 def is_user_file(file: str) -> bool:

@@ -74,13 +74,15 @@ def heap_pass(module, state, reps: int, path: Path, on_repetition=None, seconds:
             module.repetition(state)
             gc.collect()
             _heap_marker()
-            if on_repetition:  # after the marker: its transient allocations are freed before the next one
+            # after the marker: its transient allocations are freed before the next one
+            if on_repetition:
                 on_repetition(rep)
         done = time.perf_counter()
     stopped = time.perf_counter()
     reader = memray.FileReader(path)
     found = replay(reader.get_allocation_records(), by_stack=True)
-    origins = frames.LazyOrigins()  # autograph's copies of user code, back to its lines (read if a stack has one)
+    # autograph's copies of user code, back to its lines (read if a stack has one)
+    origins = frames.LazyOrigins()
     heap = {
         "heap_bytes": found.marks,
         "heap_high_water_mark_bytes": reader.metadata.peak_memory,
@@ -161,8 +163,10 @@ class Replay(NamedTuple):
     """What `replay` read from an allocation stream."""
     marks: list[int]      # bytes live just before each marker
     by_stack: list[dict]  # per marker, {stack id: live bytes} ([] without by_stack)
-    first: dict           # stack id -> its first AllocationRecord (for its frames; {} without by_stack)
-    live: dict            # stack id -> (live bytes, live allocations) when the stream ends ({} without by_stack)
+    # stack id -> its first AllocationRecord (for its frames; {} without by_stack)
+    first: dict
+    # stack id -> (live bytes, live allocations) when the stream ends ({} without by_stack)
+    live: dict
 
     def live_records(self) -> list[tuple]:
         """(bytes, allocations, record) per stack with allocations live at the end."""

@@ -51,14 +51,17 @@ class Outcome:
     params: dict
     wall_seconds: float
     max_rss_bytes: int = 0                     # largest RSS of the child's tree the runner saw
-    peak_rss_bytes: int | None = None          # the child's own peak RSS over its life, from the kernel
+    # the child's own peak RSS over its life, from the kernel
+    peak_rss_bytes: int | None = None
     result: dict | None = None                 # the child's "result" message
     samples: list = field(default_factory=list)  # samples received, also when the run was cut short
     teardown_seconds: float | None = None
     error: str | None = None
-    device: dict | None = None                 # the child's "device" message (leakbench.engine.child._device)
+    # the child's "device" message (leakbench.engine.child._device)
+    device: dict | None = None
     versions: dict | None = None               # ... and the versions it sent with it
-    skipped: str | None = None                 # why the child measured nothing (REQUIRES a GPU, none visible)
+    # why the child measured nothing (REQUIRES a GPU, none visible)
+    skipped: str | None = None
 
 
 def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: int,
@@ -85,7 +88,8 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
     phase import, when the child cannot even be started).
     """
     read_fd, write_fd = os.pipe()
-    open_fds = {read_fd, write_fd}  # each closed once (a number closed twice may be another thread's file)
+    # each closed once (a number closed twice may be another thread's file)
+    open_fds = {read_fd, write_fd}
     try:
         return _run(open_fds, read_fd, write_fd, path, params, warmup, reps, heap_reps, cap_bytes, timeout_seconds,
                     teardown_timeout_seconds, env, on_message, child_options, heap_file)
@@ -109,7 +113,8 @@ def _run(open_fds, read_fd, write_fd, path, params, warmup, reps, heap_reps, cap
                                              pass_fds=(write_fd,))
         except OSError as e:
             return Outcome("error", "import", params, 0.0, error=f"could not start the child process: {e}")
-        os.close(write_fd)  # ours; the child has its copy. Closing it lets EOF arrive when the child exits
+        # ours; the child has its copy. Closing it lets EOF arrive when the child exits
+        os.close(write_fd)
         open_fds.discard(write_fd)
         outcome = _watch(child, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_seconds, on_message,
                          {"warm-up": warmup, "repetitions": reps})
@@ -141,7 +146,8 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                     lines.append(buffer[:80])  # no line end in sight: not a message of ours
                 for line in lines:
                     message = _message(line)
-                    if message is None:  # the child's pipe is the scenario's too: trust nothing on it
+                    # the child's pipe is the scenario's too: trust nothing on it
+                    if message is None:
                         outcome.status, outcome.error = "error", (
                             f"the measured process wrote on leakbench's message pipe what is not a message "
                             f"of leakbench's child: {line[:80]!r}")
@@ -166,7 +172,8 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                 outcome.status = stopped
                 break
             if child.reap() and not selector.select(0):
-                break  # the child exited; a process it forked holds the pipe open: nothing more will come
+                # the child exited; a process it forked holds the pipe open: nothing more will come
+                break
     finally:
         selector.close()
         if not open_pipe:  # the child closed its end: give it a moment to exit by itself
@@ -181,7 +188,8 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
         child.kill()
         outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
         outcome.wall_seconds = child.seconds()
-    if outcome.status == "hang" and outcome.error is None:  # (a child that reported its error keeps it)
+    # (a child that reported its error keeps it)
+    if outcome.status == "hang" and outcome.error is None:
         outcome.phase = outcome.phase or "import"  # no message yet: the interpreter was starting
         killed_at = child.started + outcome.wall_seconds
         if result_at is not None:

@@ -74,7 +74,8 @@ def die_with_parent(parent: int) -> None:
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        prctl(PR_SET_CHILD_SUBREAPER, 1)  # a failure (an old kernel) leaves the remembered pids and the token
+        # a failure (an old kernel) leaves the remembered pids and the token
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
     except (OSError, AttributeError):
         return  # not Linux: the supervisor's kill in its `finally` is all there is
     if os.getppid() != parent:  # the supervisor died before the prctl took effect
@@ -102,7 +103,8 @@ class Supervised:
         # the clock does): a remembered process is never confused with a later one on its pid.
         self._seen: set[psutil.Process] = set()  # every process seen in the run's tree
         try:
-            self._root: psutil.Process | None = psutil.Process(self.proc.pid)  # a zombie still has its entry
+            # a zombie still has its entry
+            self._root: psutil.Process | None = psutil.Process(self.proc.pid)
             self._since = _start_ticks(self.proc.pid)  # every process of the run started no earlier
         except (psutil.Error, OSError):
             self._root, self._since = None, 0
@@ -182,7 +184,8 @@ class Supervised:
             if _running(proc):
                 roots.append(proc)
             else:
-                self._seen.discard(proc)  # gone (a reused pid is another process): never to be signalled
+                # gone (a reused pid is another process): never to be signalled
+                self._seen.discard(proc)
         for root in roots:
             if root in found:
                 continue
@@ -207,7 +210,8 @@ class Supervised:
                     continue
                 found.add(proc)
                 found.update(proc.children(recursive=True))
-            except (psutil.Error, OSError):  # gone, a zombie, or another user's (then not ours either)
+            except (psutil.Error, OSError):
+                # gone, a zombie, or another user's (then not ours either)
                 pass
         return [p for p in found if _running(p)]
 
@@ -220,7 +224,8 @@ def _start_ticks(pid: int) -> int:
     Raises OSError once it is gone."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         stat = f.read()
-    return int(stat[stat.rindex(b")") + 2:].split()[19])  # field 22; the name before ")" may hold spaces
+    # field 22; the name before ")" may hold spaces
+    return int(stat[stat.rindex(b")") + 2:].split()[19])
 
 
 def _kill(proc: psutil.Process) -> None:

@@ -43,7 +43,8 @@ class Comparison:
     old: str
     new: str
     factor: float
-    rows: list            # dicts: pair, variant, metric (label, or "verdict"), key (leakbench.metrics), unit,
+    # dicts: pair, variant, metric (label, or "verdict"), key (leakbench.metrics), unit,
+    rows: list
                           # old, new, ratio, marker
     failures: list        # one line each: why compare exits 1
     machine: str | None = None  # asv machine of both record files (None: files given by path)

@@ -31,10 +31,12 @@ from leakbench.units import GIB, MIB, format_bytes
 # itself, then the unpacked package (tf-nightly 2.23.0.dev20261026: a 645 MB wheel, 2.1 GiB unpacked).
 INSTALL_FACTOR = 4.5
 UNKNOWN_WHEEL_BYTES = 700 * MIB     # a wheel whose size the registry did not give
-DEPS_BYTES = 1 * GIB                # leakbench's own dependencies (matplotlib, scipy, memray, ...), once
+# leakbench's own dependencies (matplotlib, scipy, memray, ...), once
+DEPS_BYTES = 1 * GIB
 TF_FAMILY = TF_DISTRIBUTIONS + ("keras", "keras-nightly", "tf-keras", "tf-keras-nightly", "tensorboard",
                                 "tb-nightly", "tensorflow-estimator", "tf-estimator-nightly")
-MARK = ".leakbench-bisect-venv"     # written as the venv is made: a folder without it is never deleted
+# written as the venv is made: a folder without it is never deleted
+MARK = ".leakbench-bisect-venv"
 _DEPS_MARK = ".leakbench-deps"
 
 

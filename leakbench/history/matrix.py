@@ -109,7 +109,8 @@ def bisected(results: Path, machine: str) -> list[dict]:
             found.append({"pair": data["pair"], "variant": data["variant"], "good": good["version"],
                           "bad": bad["version"], "bad_date": bad.get("date"),
                           "compare_url": data["boundary"].get("compare_url"), "file": path.name})
-        except (ValueError, KeyError, TypeError, AttributeError):  # jsonfile.Unreadable is a ValueError
+        except (ValueError, KeyError, TypeError, AttributeError):
+            # jsonfile.Unreadable is a ValueError
             continue
     return found
 

@@ -130,7 +130,8 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
     there, or when several are there and none was named.
     """
     results = Path(results)
-    if not results.is_dir():  # a name no filesystem takes raises OSError: the CLI's main group says it in one line
+    # a name no filesystem takes raises OSError: the CLI's main group says it in one line
+    if not results.is_dir():
         raise VersionError(f"no results directory at {results}")
     found = machines(results)
     if not found:

@@ -163,7 +163,8 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
     made = {"machine": machine, "jobs": jobs, "cpu_hog": cpu_hog, "tensorflow": pin.installed_tf_version(),
             "settings": settings.stored()}
     result = jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError) if resume else None
-    result = validate.check_resumed(result, "repeat", out, "a repeatability result", FORMAT, RepeatError)  # its types, once
+    # its types, once
+    result = validate.check_resumed(result, "repeat", out, "a repeatability result", FORMAT, RepeatError)
     if result is None:
         result = {"format": FORMAT, **made, "environment": record.environment(None), "started": _now(),
                   "elapsed_seconds": 0.0, "observations": []}
@@ -183,7 +184,8 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
                 write_atomic(out, _finish(result, before + time.monotonic() - start))
                 if on_run:
                     on_run(i, len(todo), seen)
-        except BaseException:  # Ctrl-C reaches this thread only: stop the children, record nothing more
+        except BaseException:
+            # Ctrl-C reaches this thread only: stop the children, record nothing more
             pool.shutdown(wait=False, cancel_futures=True)
             while not all(f.done() for f in futures):
                 _stop_children()

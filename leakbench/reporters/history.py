@@ -61,9 +61,11 @@ def matrix_cell(cell: dict | None) -> str:
         word += f" k={cell['peak_exponent']:.2f}"
     elif cell["memory_rate_bytes_per_rep"] is not None:
         word += f" {MEMORY.display(cell['memory_rate_bytes_per_rep'], sign=True)}"
-    if cell["verdict"] == "fragmentation" or not cell["expected"]:  # the evidence for leak vs fragmentation
+    # the evidence for leak vs fragmentation
+    if cell["verdict"] == "fragmentation" or not cell["expected"]:
         for m in metrics.metrics_in(metrics.MATRIX):
-            if cell.get(m.key) is not None:  # a rate signed (its unit in the table's words), a level with its unit
+            # a rate signed (its unit in the table's words), a level with its unit
+            if cell.get(m.key) is not None:
                 word += f" · {m.short} {m.display(cell[m.key], sign=m.per_repetition)}"
                 word += "" if m.per_repetition else f" {m.shown}"
     return word

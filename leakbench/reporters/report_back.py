@@ -22,7 +22,8 @@ ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _ISSUE = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")
 # The clone line's address: this checkout names no remote, so the block says what to put there.
 CLONE = "git clone <leakbench repository URL> leakbench"
-MEMORY_SIGNALS = tuple(m.signal for m in MEMORY_METRICS)  # a growth cell's number is one's rate (verdict.memory_rate)
+# a growth cell's number is one's rate (verdict.memory_rate)
+MEMORY_SIGNALS = tuple(m.signal for m in MEMORY_METRICS)
 LAST_LINE = "Measured with leakbench; the verdict rules are in docs/verdicts.md."
 
 

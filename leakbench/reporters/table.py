@@ -25,7 +25,8 @@ WIDE = metrics.metrics_in(metrics.WIDE)    # what the wide table adds
 
 def _word(rec: dict) -> str:
     word = rec["verdict"] + (f" ({rec['phase']})" if rec.get("phase") else "")
-    return word + (" (stalled)" if rec.get("teardown_stalled") else "")  # teardown passed its timeout
+    # teardown passed its timeout
+    return word + (" (stalled)" if rec.get("teardown_stalled") else "")
 
 
 def decided_by(rec: dict) -> str:
@@ -109,7 +110,8 @@ def listing(scenarios) -> Table:
     pairs."""
     rows = []
     for s in scenarios:
-        kind = f"{s.kind}\nneeds a {s.requires}" if s.requires else s.kind  # REQUIRES: skipped without one
+        # REQUIRES: skipped without one
+        kind = f"{s.kind}\nneeds a {s.requires}" if s.requires else s.kind
         rows.append((s.name, f"{s.size_param}={s.params[s.size_param]}", kind, s.source, s.title))
     head = ("pair / size parameter", "kind", "source")
     # the title takes what the other columns leave: each has a space either side, and a space

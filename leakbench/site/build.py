@@ -64,7 +64,8 @@ from leakbench.site.repeatability import PAGE as REPEATABILITY, pair_repeatabili
 
 DEFAULT_TF = "2.21.0"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
-_OURS = ("lessons", FLAMEGRAPHS, "vendor", asv_pages.FOLDER)  # what a rebuild replaces, with REPEATABILITY
+# what a rebuild replaces, with REPEATABILITY
+_OURS = ("lessons", FLAMEGRAPHS, "vendor", asv_pages.FOLDER)
 
 
 class SiteError(ValueError):

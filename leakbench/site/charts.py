@@ -82,7 +82,8 @@ def count_svg(series: dict) -> list[Markup] | None:
                     ax.plot(*zip(*points), marker="o", markersize=2.5, linewidth=1.4,
                             color=COLOURS.get(variant, colours.MUTED), label=variant)
             known = [v for f in series.values() for v in (f.get(panel.key) or []) if v is not None]
-            if known and max(known) - min(known) < 4:  # a flat count: whole numbers around it, not 8.00 ± 0.4
+            # a flat count: whole numbers around it, not 8.00 ± 0.4
+            if known and max(known) - min(known) < 4:
                 ax.set_ylim(min(known) - 2, max(known) + 2)
             ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -15,7 +15,8 @@ from leakbench import jsonfile
 from leakbench.site import vendor
 from leakbench.units import KIB, MIB
 
-FLAMEGRAPHS = "flamegraphs"   # results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
+# results/flamegraphs/tf-<version>/<pair>-leaky.html, and the site's copies
+FLAMEGRAPHS = "flamegraphs"
 _PACKED = re.compile(r"const packed_data = (\{.*?\});\n", re.S)
 
 
@@ -44,7 +45,8 @@ def copy_flamegraph(results: Path, out: Path, name: str, order: list[str]) -> Co
         if not source.is_file():
             continue
         rel = f"{FLAMEGRAPHS}/tf-{version}/{name}-leaky.html"
-        try:  # memray writes UTF-8; another page (damaged, a device behind a link) is left out, said so
+        # memray writes UTF-8; another page (damaged, a device behind a link) is left out, said so
+        try:
             html = jsonfile.read_text(source)
         except jsonfile.Unreadable as e:
             notes.append(f"{source} skipped: {e.reason}")

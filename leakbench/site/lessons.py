@@ -208,7 +208,8 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "chains": stages.reference_chains(charted),
         "chart_versions": {v: newest[v][0] for v in catalog.VARIANT_DIRS},
         "chart_verdicts": {v: verdict_view(newest[v][1]) for v in catalog.VARIANT_DIRS},
-        "mallinfo2_label": " and ".join(m.label for m in HISTORY if m.mallinfo2),  # n/a under another allocator
+        # n/a under another allocator
+        "mallinfo2_label": " and ".join(m.label for m in HISTORY if m.mallinfo2),
         "na_label": memory.NA_LABEL,
         "malloc_na": [(v, decomposed[v]["na"]) for v in catalog.VARIANT_DIRS if decomposed[v].get("na")],
         "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))

@@ -25,17 +25,21 @@ from leakbench.units import MIB, format_bytes
 _SERIES = metrics.SERIES_BY_NAME
 # (key in decomposition()["lines"]: the series' short name, sample series), in the order drawn
 LINES = tuple((s.short, s.name) for s in metrics.series_in(metrics.MEMORY))
-GLIBC = tuple(s.short for s in metrics.SERIES if s.mallinfo2 and s.short in dict(LINES))  # n/a under another allocator
+# n/a under another allocator
+GLIBC = tuple(s.short for s in metrics.SERIES if s.mallinfo2 and s.short in dict(LINES))
 HELD = _SERIES[metrics.HELD.series].short  # the line the verdict rests on: drawn thicker
-RSS = metrics.RSS.series                   # its sample series gives the repetitions and the trim's origin
+# its sample series gives the repetitions and the trim's origin
+RSS = metrics.RSS.series
 (_HEAP,) = metrics.metrics_in(metrics.MEMORY)  # memray's heap, from its own pass
 HEAP = _HEAP.short
 LABELS = {key: _SERIES[name].label for key, name in LINES} | {HEAP: _HEAP.label}
 HELP = {key: _SERIES[name].help for key, name in LINES} | {
     HEAP: "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"}
-NA_LABEL = ", ".join(LABELS[k] for k in GLIBC[:-1]) + f" and {LABELS[GLIBC[-1]]}"  # what is n/a, in words
+# what is n/a, in words
+NA_LABEL = ", ".join(LABELS[k] for k in GLIBC[:-1]) + f" and {LABELS[GLIBC[-1]]}"
 FLAT = metrics.HELD_SLOPE_MIN  # bytes/repetition: a slower line "stays flat" in the words
-SWING = metrics.TRIM_FLOOR     # bytes: a line that moves this much, and twice its trend, "swings between" two values
+# bytes: a line that moves this much, and twice its trend, "swings between" two values
+SWING = metrics.TRIM_FLOOR
 NO_MALLOC_VALUES = "the record has no malloc heap values"
 Y_LABEL = "MiB above the process before setup"
 
@@ -102,7 +106,8 @@ def _words(key: str, values: list) -> str | None:
     if slope is None:
         return None
     spread = max(known) - min(known)
-    if spread >= SWING and spread > 2 * abs(slope) * (len(known) - 1):  # up and down more than along a trend
+    # up and down more than along a trend
+    if spread >= SWING and spread > 2 * abs(slope) * (len(known) - 1):
         return f"{LABELS[key]} swings between {format_bytes(min(known), unit=MIB, digits=0, label=False)} and {format_bytes(max(known), unit=MIB, digits=0)}"
     if abs(slope) < FLAT:
         return f"{LABELS[key]} stays flat near {format_bytes(known[-1], unit=MIB, digits=0)}"
@@ -180,6 +185,7 @@ def charts(found: dict) -> dict[str, Markup] | None:
             ax.set_xlabel("measured repetition")
             ax.set_ylabel(Y_LABEL)
             ax.grid(alpha=0.3)
-            fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize=7.5)  # all five, always
+            # all five, always
+            fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize=7.5)
             drawn[variant] = svg.inline(fig, f"mem-{variant}", describe(variant, f))
     return drawn

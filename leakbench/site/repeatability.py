@@ -43,7 +43,8 @@ def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -
             continue
         try:
             tables.append(_table(path, result, machine, lessons))
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:  # made by hand, or damaged
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            # made by hand, or damaged
             why = f"{type(e).__name__}: {e}".splitlines()[0]
             notes.append(f"{path.name} skipped: not a repeatability result of format {repeat.FORMAT} ({why})")
     return sorted(tables, key=lambda t: t["order"])
