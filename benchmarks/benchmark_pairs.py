@@ -25,6 +25,7 @@ A pair that REQUIRES a GPU TensorFlow does not see (always, with the
 matrix's tensorflow-cpu) is measured as `skipped`: its track_ numbers are NaN
 and `setup` raises NotImplementedError, which asv shows as a skipped benchmark.
 """
+
 import math
 import os
 import shutil
@@ -50,8 +51,11 @@ def _numbers(rec):
     """The numbers asv stores for one record; nan where a run ended early (over-cap, hang, error),
     nothing was measured (skipped) or a metric does not apply (malloc heap under jemalloc)."""
     numbers = {name: metrics.value(rec, key) for name, key in _METRICS.items()}
-    return {**{k: math.nan if v is None else v for k, v in numbers.items()}, "verdict": rec["verdict"],
-            "skip_reason": rec.get("skip_reason")}
+    return {
+        **{k: math.nan if v is None else v for k, v in numbers.items()},
+        "verdict": rec["verdict"],
+        "skip_reason": rec.get("skip_reason"),
+    }
 
 
 def _store_flamegraphs(drawn, records, folder):
@@ -79,8 +83,9 @@ class Pairs:
         settings = Settings(cap_bytes=FIXED_CAP_BYTES)
         with tempfile.TemporaryDirectory(prefix="leakbench-flamegraphs-") as drawn:
             # a trial run (LEAKBENCH_PAIRS) files no records
-            pinned, records, _ = sweep.record_pairs(ROOT, PAIRS, settings, None if SELECTED else RESULTS,
-                                                       flamegraph_dir=drawn)
+            pinned, records, _ = sweep.record_pairs(
+                ROOT, PAIRS, settings, None if SELECTED else RESULTS, flamegraph_dir=drawn
+            )
             if not SELECTED:
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}

@@ -1,4 +1,5 @@
 """Find scenario pairs: scenarios/NAME.py (leaky) and fixes/NAME.py (fixed)."""
+
 from __future__ import annotations
 
 import os
@@ -44,7 +45,9 @@ def find_root(start: Path | None = None) -> Path:
     for candidate in (here, *here.parents, Path(__file__).resolve().parents[1]):
         if (candidate / "scenarios").is_dir():
             return candidate
-    raise ContractError("no scenarios/ directory found (run from a leakbench checkout or set LEAKBENCH_ROOT)")
+    raise ContractError(
+        "no scenarios/ directory found (run from a leakbench checkout or set LEAKBENCH_ROOT)"
+    )
 
 
 def pair_names(root: Path) -> list[str]:
@@ -83,4 +86,8 @@ def _is_file(path: Path) -> bool:
 def _short(name: str, limit: int = 80) -> str:
     """repr of a name from the command line, cut to `limit` characters."""
     text = repr(name)
-    return text if len(text) <= limit else f"{text[:limit - 4]}...{text[-1]} ({len(name):,} characters)"
+    return (
+        text
+        if len(text) <= limit
+        else f"{text[: limit - 4]}...{text[-1]} ({len(name):,} characters)"
+    )

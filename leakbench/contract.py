@@ -59,6 +59,7 @@ MAX_BYTES, not UTF-8, not Python, nested too deeply for the parser, a name
 missing, assigned twice, not a literal, of the wrong type or out of its rule, or
 setup()/repetition() unable to take PARAMS/the state.
 """
+
 from __future__ import annotations
 
 import ast
@@ -69,9 +70,30 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from leakbench.contract_rules import (EXPECTATIONS, FUNCTIONS, ISSUE, KINDS, MAX_BYTES, MIN_SERIES,  # noqa: F401
-                                     REQUIREMENTS, SOURCES, _a, _env, _finite, _functions, _heap_reps, _of_type,
-                                     _one_line, _one_of, _params, _reported, _shown, _shown_path, _size_param, _source)
+from leakbench.contract_rules import (
+    EXPECTATIONS,
+    FUNCTIONS,
+    ISSUE,
+    KINDS,
+    MAX_BYTES,
+    MIN_SERIES,  # noqa: F401
+    REQUIREMENTS,
+    SOURCES,
+    _a,
+    _env,
+    _finite,
+    _functions,
+    _heap_reps,
+    _of_type,
+    _one_line,
+    _one_of,
+    _params,
+    _reported,
+    _shown,
+    _shown_path,
+    _size_param,
+    _source,
+)
 
 
 class ContractError(ValueError):
@@ -114,7 +136,9 @@ class Scenario:
             try:
                 value = kind(text)
             except (TypeError, ValueError):
-                raise ContractError(f"{self.name}: parameter {key}={text!r} is not {kind.__name__}") from None
+                raise ContractError(
+                    f"{self.name}: parameter {key}={text!r} is not {kind.__name__}"
+                ) from None
             # nan passes `value <= 0`; inf, or an int past a float, fails later
             if not _finite(value):
                 raise ContractError(f"{self.name}: parameter {key}={text!r} is not a finite number")
@@ -125,6 +149,7 @@ class Scenario:
 
 
 # --- the contract's fields: name, Python type of the literal, required, rule (leakbench.contract_rules)
+
 
 @dataclass(frozen=True)
 class Field:
@@ -139,7 +164,9 @@ class Field:
 
 
 FIELDS = (
-    Field("TITLE", str, True, _one_line, "one line: what the pipeline does wrong (or right, in a fix)"),
+    Field(
+        "TITLE", str, True, _one_line, "one line: what the pipeline does wrong (or right, in a fix)"
+    ),
     Field("SOURCE", str, True, _source, "a seed source or a public report 'owner/repo#N'"),
     Field("REPETITION", str, True, _one_line, "one line: what one repetition of work is"),
     Field("KIND", str, True, _one_of(KINDS), f"one of {KINDS}"),
@@ -164,9 +191,15 @@ def imports_tensorflow(path: Path) -> bool:
     except ContractError:
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "tensorflow" for a in node.names):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == "tensorflow" for a in node.names
+        ):
             return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tensorflow" and not node.level:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] == "tensorflow"
+            and not node.level
+        ):
             return True
     return False
 
@@ -189,8 +222,10 @@ def _parse(path: Path) -> ast.Module:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ContractError(f"{shown}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start}); "
-                            "scenario files are UTF-8 text") from None
+        raise ContractError(
+            f"{shown}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start}); "
+            "scenario files are UTF-8 text"
+        ) from None
     try:
         return ast.parse(text, filename=str(path))
     except SyntaxError as err:
@@ -230,21 +265,29 @@ def read_metadata(path: Path) -> Scenario:
         if not (isinstance(target, ast.Name) and target.id in names):
             continue
         if target.id in found:
-            raise ContractError(f"{shown}: {target.id} is assigned twice (line {node.lineno}); "
-                                "the metadata is one literal each")
+            raise ContractError(
+                f"{shown}: {target.id} is assigned twice (line {node.lineno}); "
+                "the metadata is one literal each"
+            )
         try:
             found[target.id] = ast.literal_eval(value)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             # TypeError: an unhashable key ({[1]: 2}); RecursionError: nested too deeply
-            raise ContractError(f"{shown}: {target.id} must be a literal ({names[target.id].means}), "
-                                f"line {node.lineno}") from None
-    missing = [n for n in METADATA if n not in found] + [f"{n}()" for n in FUNCTIONS if n not in functions]
+            raise ContractError(
+                f"{shown}: {target.id} must be a literal ({names[target.id].means}), "
+                f"line {node.lineno}"
+            ) from None
+    missing = [n for n in METADATA if n not in found] + [
+        f"{n}()" for n in FUNCTIONS if n not in functions
+    ]
     if missing:
         raise ContractError(f"{shown}: not a leakbench scenario, missing {', '.join(missing)}")
     for f in FIELDS:  # types first: a rule may look at another field
         if f.name in found and not _of_type(found[f.name], f.type):
-            raise ContractError(f"{shown}: {f.name} must be {_a(f.type)} ({f.means}), "
-                                f"got {_a(type(found[f.name]))} {_shown(found[f.name])}")
+            raise ContractError(
+                f"{shown}: {f.name} must be {_a(f.type)} ({f.means}), "
+                f"got {_a(type(found[f.name]))} {_shown(found[f.name])}"
+            )
     for f in FIELDS:
         problem = f.rule(found[f.name], found) if f.name in found and f.rule else None
         if problem:
@@ -252,9 +295,20 @@ def read_metadata(path: Path) -> Scenario:
     problem = _functions(functions, found["PARAMS"])
     if problem:
         raise ContractError(f"{shown}: {problem}")
-    return Scenario(path, found["TITLE"], found["SOURCE"], found["REPETITION"], found["KIND"], found["SIZE_PARAM"],
-                    found["PARAMS"], found.get("ENV", {}), requires=found.get("REQUIRES"),
-                    reported=found.get("REPORTED"), heap_reps=found.get("HEAP_REPS"), expects=found.get("EXPECTED"))
+    return Scenario(
+        path,
+        found["TITLE"],
+        found["SOURCE"],
+        found["REPETITION"],
+        found["KIND"],
+        found["SIZE_PARAM"],
+        found["PARAMS"],
+        found.get("ENV", {}),
+        requires=found.get("REQUIRES"),
+        reported=found.get("REPORTED"),
+        heap_reps=found.get("HEAP_REPS"),
+        expects=found.get("EXPECTED"),
+    )
 
 
 def load_module(path: Path) -> ModuleType:

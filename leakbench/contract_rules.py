@@ -1,6 +1,7 @@
 """The rules of the scenario contract (leakbench.contract, whose table FIELDS names them): each
 takes a field's value, already of its type, and every field found, and returns None or what is wrong
 in a few words; contract.read_metadata makes that one ContractError line naming the file and field."""
+
 from __future__ import annotations
 
 import ast
@@ -48,6 +49,7 @@ def _one_line(value: str, meta: dict) -> str | None:
 def _one_of(choices: tuple) -> Callable:
     def rule(value, meta):
         return None if value in choices else f"must be one of {choices}, got {_shown(value)}"
+
     return rule
 
 
@@ -72,7 +74,11 @@ def _params(value: dict, meta: dict) -> str | None:
         if not _finite(default):
             return f"{key} must default to a finite number, got {_shown(default)}"
         if default < 0 or (default == 0 and key == meta.get("SIZE_PARAM")):
-            least = "a positive number (it is SIZE_PARAM)" if key == meta.get("SIZE_PARAM") else "0 or more"
+            least = (
+                "a positive number (it is SIZE_PARAM)"
+                if key == meta.get("SIZE_PARAM")
+                else "0 or more"
+            )
             return f"{key} must default to {least}, got {default!r}"
     return None
 
@@ -110,9 +116,16 @@ def _preload(text: str) -> str | None:
         except OSError as e:
             return f"LD_PRELOAD names {_shown(lib)}, which cannot be read ({e.strerror or e})"
         order = {1: "little", 2: "big"}.get(head[5] if len(head) > 5 else 0)
-        if len(head) < 18 or head[:4] != b"\x7fELF" or order is None or int.from_bytes(head[16:18], order) != 3:
-            return (f"LD_PRELOAD names {_shown(lib)}, which is not an ELF shared library: the loader would "
-                    "ignore it and the run would stay on glibc's malloc")
+        if (
+            len(head) < 18
+            or head[:4] != b"\x7fELF"
+            or order is None
+            or int.from_bytes(head[16:18], order) != 3
+        ):
+            return (
+                f"LD_PRELOAD names {_shown(lib)}, which is not an ELF shared library: the loader would "
+                "ignore it and the run would stay on glibc's malloc"
+            )
     return None
 
 
@@ -158,7 +171,7 @@ def _shown(value, limit: int = 60) -> str:
         text = repr(value)
     except ValueError:  # an int past 4,300 digits
         text = f"an int of {value.bit_length()} bits"
-    return text if len(text) <= limit else text[:limit - 4] + "..." + text[-1]
+    return text if len(text) <= limit else text[: limit - 4] + "..." + text[-1]
 
 
 def _shown_path(path) -> str:
@@ -187,8 +200,9 @@ def _functions(functions: dict, params: dict) -> str | None:
         args = setup.args
         positional = args.posonlyargs + args.args
         by_name = {a.arg for a in args.args + args.kwonlyargs}
-        required = [a.arg for a in positional[:len(positional) - len(args.defaults)]] + [
-            a.arg for a, default in zip(args.kwonlyargs, args.kw_defaults) if default is None]
+        required = [a.arg for a in positional[: len(positional) - len(args.defaults)]] + [
+            a.arg for a, default in zip(args.kwonlyargs, args.kw_defaults) if default is None
+        ]
         unknown = [k for k in params if k not in by_name] if args.kwarg is None else []
         if unknown:
             return f"PARAMS {', '.join(unknown)}: setup() takes no such parameter by name"

@@ -23,6 +23,7 @@ declares passes:
 A scenario that REQUIRES a device (REQUIRES = "GPU") may read `skipped` where
 the device is not there: nothing measured, nothing wrong.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ class Expectation:
     verdicts: frozenset
     # an over-cap in LEAK_PHASES, or a stall in teardown after signals moved
     leak_cut_short: bool = False
-    skipped: bool = False         # the scenario REQUIRES a device: `skipped` passes
+    skipped: bool = False  # the scenario REQUIRES a device: `skipped` passes
 
     def accepts(self, rec: dict) -> bool:
         """True if the record's verdict is one this expectation allows (see the module docstring)."""
@@ -49,14 +50,20 @@ class Expectation:
 
     def with_device(self, requires: str) -> "Expectation":
         """The same, for a scenario that REQUIRES a device: `skipped` passes too."""
-        return Expectation(f"{self.label} or skipped", self.verdicts, self.leak_cut_short, skipped=True)
+        return Expectation(
+            f"{self.label} or skipped", self.verdicts, self.leak_cut_short, skipped=True
+        )
 
 
 LEAK = Expectation("leak", frozenset({"leak"}), leak_cut_short=True)
 NO_LEAK = Expectation("no-leak", frozenset({"no-leak"}))
-VERSION_DEPENDENT = Expectation("leak or no-leak", frozenset({"leak", "no-leak"}), leak_cut_short=True)
+VERSION_DEPENDENT = Expectation(
+    "leak or no-leak", frozenset({"leak", "no-leak"}), leak_cut_short=True
+)
 FRAGMENTATION = Expectation("fragmentation", frozenset({"fragmentation"}))
-CHECK = Expectation("no-leak or fragmentation", frozenset({"no-leak", "fragmentation"}), skipped=True)
+CHECK = Expectation(
+    "no-leak or fragmentation", frozenset({"no-leak", "fragmentation"}), skipped=True
+)
 DECLARABLE = {"fragmentation": FRAGMENTATION}  # the contract's EXPECTED values
 
 
@@ -72,8 +79,12 @@ def stalled_after_leak(rec: dict) -> bool:
     return rec["verdict"] == "hang" and rec.get("phase") == "teardown" and bool(rec["signals"])
 
 
-def for_variant(variant: str, reported: dict | None = None, expects: str | None = None,
-                requires: str | None = None) -> Expectation:
+def for_variant(
+    variant: str,
+    reported: dict | None = None,
+    expects: str | None = None,
+    requires: str | None = None,
+) -> Expectation:
     """The expectation of a variant ("leaky", "fixed", or "file"/"check" for a user's own code),
     from its scenario's REPORTED, EXPECTED and REQUIRES (leakbench.contract)."""
     if variant == "leaky":

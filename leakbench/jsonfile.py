@@ -3,6 +3,7 @@ the previous complete file. And the one
 way leakbench reads its own files (records, resume files, calibration, repeatability and bisect
 results, flame graphs): regular files only (a FIFO or a device is never opened), at most
 MAX_BYTES, UTF-8, every JSON error as one line."""
+
 from __future__ import annotations
 
 import errno
@@ -23,8 +24,13 @@ from leakbench.units import MIB, format_bytes
 # link) and is refused before it is read.
 MAX_BYTES = 256 * MIB
 
-_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 class Unreadable(ValueError):
@@ -81,15 +87,21 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
         if not stat.S_ISREG(found.st_mode):
             raise Unreadable(path, "is not a regular file")
         if found.st_size > limit:
-            raise Unreadable(path, f"holds {format_bytes(found.st_size, unit=1)}, more than the {format_bytes(limit, whole=True)} leakbench "
-                                   "reads from one file (leakbench.jsonfile.MAX_BYTES)")
+            raise Unreadable(
+                path,
+                f"holds {format_bytes(found.st_size, unit=1)}, more than the {format_bytes(limit, whole=True)} leakbench "
+                "reads from one file (leakbench.jsonfile.MAX_BYTES)",
+            )
         try:
             data = f.read(limit + 1)
         except OSError as e:
             raise Unreadable(path, f"cannot be read: {e.strerror or e}") from None
     if len(data) > limit:
-        raise Unreadable(path, f"grew past the {format_bytes(limit, whole=True)} leakbench reads from one file "
-                               "(leakbench.jsonfile.MAX_BYTES) while it was read")
+        raise Unreadable(
+            path,
+            f"grew past the {format_bytes(limit, whole=True)} leakbench reads from one file "
+            "(leakbench.jsonfile.MAX_BYTES) while it was read",
+        )
     return data
 
 
@@ -200,11 +212,23 @@ def resumable(out: Path, made: dict, fmt: int, what: str, error: type[Exception]
         found = load(out)
     except Unreadable as e:  # a FIFO or device, over MAX_BYTES, not UTF-8, not JSON
         raise error(f"{e}; {keep}") from None
-    if not isinstance(found, dict) or found.get("format") != fmt or not isinstance(found.get("observations"), list):
+    if (
+        not isinstance(found, dict)
+        or found.get("format") != fmt
+        or not isinstance(found.get("observations"), list)
+    ):
         raise error(f"{out} is not {what} of format {fmt}; {keep}")
-    differ = [f"{k} {found.get(k)} there, {v} here" for k, v in made.items() if k != "settings" and found.get(k) != v]
+    differ = [
+        f"{k} {found.get(k)} there, {v} here"
+        for k, v in made.items()
+        if k != "settings" and found.get(k) != v
+    ]
     there = found.get("settings") if isinstance(found.get("settings"), dict) else {}
-    differ += [f"{k} {there.get(k)} there, {v} here" for k, v in made.get("settings", {}).items() if there.get(k) != v]
+    differ += [
+        f"{k} {there.get(k)} there, {v} here"
+        for k, v in made.get("settings", {}).items()
+        if there.get(k) != v
+    ]
     if differ:
         raise error(f"{out} was measured with other settings ({'; '.join(differ)}); {keep}")
     return found

@@ -25,6 +25,7 @@ This module joins the two halves below it (docs/layout.md): the engine, whose
 child runs come back as Outcomes, and the analysis, which turns them into a
 record and its verdict. Neither of them imports it.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,10 +56,10 @@ class Settings:
     warmup: int = 3
     reps: int = 12
     heap_reps: int = 6
-    cap_bytes: int = 0            # 0: memlimit.default_cap_bytes()
+    cap_bytes: int = 0  # 0: memlimit.default_cap_bytes()
     # per step: the most a child may go without progress (runner.run_child)
     timeout_seconds: float = 300.0
-    scales: tuple = (1, 4)     # see the module docstring
+    scales: tuple = (1, 4)  # see the module docstring
     teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
     flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
 
@@ -67,14 +68,22 @@ class Settings:
         # nan passes every comparison below; inf overflows sizes
         if not all(math.isfinite(s) for s in scales):
             raise ValueError(f"scales must be finite numbers, got {scales}")
-        if len(scales) < 2 or any(s <= 0 for s in scales) or any(b <= a for a, b in zip(scales, scales[1:])):
+        if (
+            len(scales) < 2
+            or any(s <= 0 for s in scales)
+            or any(b <= a for a, b in zip(scales, scales[1:]))
+        ):
             # a peak pair compares its smallest and largest size: out of order, it reads no-leak
-            raise ValueError(f"scales must be two or more positive multiples in increasing order, got {scales}")
+            raise ValueError(
+                f"scales must be two or more positive multiples in increasing order, got {scales}"
+            )
 
     def stored(self) -> dict:
         """These settings as records and result files keep them: JSON types (a tuple reads back
         as a list), without flamegraph_dir (where a graph goes is not how the pipeline was measured)."""
-        return json.loads(json.dumps({k: v for k, v in asdict(self).items() if k != "flamegraph_dir"}))
+        return json.loads(
+            json.dumps({k: v for k, v in asdict(self).items() if k != "flamegraph_dir"})
+        )
 
     def resolved(self) -> "Settings":
         cap = self.cap_bytes or memlimit.default_cap_bytes()
@@ -95,14 +104,26 @@ def sizes(target: Target, params: dict, scales) -> list[dict]:
             if not math.isfinite(size):
                 raise OverflowError
         except OverflowError:
-            shown = str(params[key]) if len(str(params[key])) <= 20 else f"of {len(str(params[key]))} digits"
-            raise ValueError(f"{key} {shown} times scale {s:g} is past what a float holds") from None
+            shown = (
+                str(params[key])
+                if len(str(params[key])) <= 20
+                else f"of {len(str(params[key]))} digits"
+            )
+            raise ValueError(
+                f"{key} {shown} times scale {s:g} is past what a float holds"
+            ) from None
         found.append({**params, key: kind(size)})
     return found
 
 
-def measure(target: Target, params: dict, settings: Settings, env: dict | None = None,
-            on_message: Callable[[dict], None] | None = None, child_options: dict | None = None) -> dict:
+def measure(
+    target: Target,
+    params: dict,
+    settings: Settings,
+    env: dict | None = None,
+    on_message: Callable[[dict], None] | None = None,
+    child_options: dict | None = None,
+) -> dict:
     """Run `target` under `settings` and return its record (see leakbench.analysis.record).
 
     child_options: passed to every child run (runner.run_child); `leakbench check` uses it.
@@ -112,48 +133,92 @@ def measure(target: Target, params: dict, settings: Settings, env: dict | None =
     """
     settings = settings.resolved()
     env = {**target.scenario.env, **(env or {})}
-    missing = [lib for lib in env.get("LD_PRELOAD", "").replace(":", " ").split() if not Path(lib).exists()]
+    missing = [
+        lib for lib in env.get("LD_PRELOAD", "").replace(":", " ").split() if not Path(lib).exists()
+    ]
     if missing:  # the dynamic loader would only warn, and the run would measure the wrong allocator
-        problem = runner.Outcome("error", "import", params, 0.0, error=(
-            f"LD_PRELOAD names {', '.join(missing)}, which is not installed "
-            "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"))
-        return record.build(target.scenario, target.variant, params, settings.stored(), [problem],
-                            pair=target.pair)
+        problem = runner.Outcome(
+            "error",
+            "import",
+            params,
+            0.0,
+            error=(
+                f"LD_PRELOAD names {', '.join(missing)}, which is not installed "
+                "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"
+            ),
+        )
+        return record.build(
+            target.scenario, target.variant, params, settings.stored(), [problem], pair=target.pair
+        )
     outcomes = []
     flamegraph = None
     with tempfile.TemporaryDirectory(prefix="leakbench-capture-") as keep:
         for i, run_params in enumerate(sizes(target, params, settings.scales)):
-            capture = Path(keep) / "heap.bin" if settings.flamegraph_dir and i == 0 and settings.heap_reps else None
+            capture = (
+                Path(keep) / "heap.bin"
+                if settings.flamegraph_dir and i == 0 and settings.heap_reps
+                else None
+            )
             outcome = runner.run_child(
-                target.scenario.path, run_params, warmup=settings.warmup, reps=settings.reps,
-                heap_reps=settings.heap_reps if i == 0 else 0, cap_bytes=settings.cap_bytes,
+                target.scenario.path,
+                run_params,
+                warmup=settings.warmup,
+                reps=settings.reps,
+                heap_reps=settings.heap_reps if i == 0 else 0,
+                cap_bytes=settings.cap_bytes,
                 timeout_seconds=settings.timeout_seconds,
-                teardown_timeout_seconds=settings.teardown_timeout_seconds, env=env, on_message=on_message,
-                child_options=child_options, heap_file=capture)
+                teardown_timeout_seconds=settings.teardown_timeout_seconds,
+                env=env,
+                on_message=on_message,
+                child_options=child_options,
+                heap_file=capture,
+            )
             outcomes.append(outcome)
             if capture:
                 flamegraph = _flamegraph(capture, outcome, Path(settings.flamegraph_dir), target)
             if outcome.status != "ok" and not record.stalled_in_teardown(outcome):
                 break
-    rec = record.build(target.scenario, target.variant, params, settings.stored(), outcomes, pair=target.pair,
-                       flamegraph=flamegraph)
+    rec = record.build(
+        target.scenario,
+        target.variant,
+        params,
+        settings.stored(),
+        outcomes,
+        pair=target.pair,
+        flamegraph=flamegraph,
+    )
     if rec["verdict"] == "leak" and verdict.needs_confirmation(rec["metrics"], rec["signals"]):
         rec = _confirm(rec, target, params, settings, env, on_message, child_options)
     return rec
 
 
-def _confirm(rec: dict, target: Target, params: dict, settings: Settings, env: dict,
-             on_message, child_options: dict | None) -> dict:
+def _confirm(
+    rec: dict,
+    target: Target,
+    params: dict,
+    settings: Settings,
+    env: dict,
+    on_message,
+    child_options: dict | None,
+) -> dict:
     """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
     longer (verdict.confirmation_reps), and return the record verdict.confirm makes of it
     from the later half of that run (record.confirmed).
     """
     reps = verdict.confirmation_reps(settings.reps)
     outcome = runner.run_child(
-        target.scenario.path, params, warmup=settings.warmup, reps=reps,
-        heap_reps=settings.heap_reps if "heap" in rec["signals"] else 0, cap_bytes=settings.cap_bytes,
-        timeout_seconds=settings.timeout_seconds, teardown_timeout_seconds=settings.teardown_timeout_seconds,
-        env=env, on_message=on_message, child_options=child_options)
+        target.scenario.path,
+        params,
+        warmup=settings.warmup,
+        reps=reps,
+        heap_reps=settings.heap_reps if "heap" in rec["signals"] else 0,
+        cap_bytes=settings.cap_bytes,
+        timeout_seconds=settings.timeout_seconds,
+        teardown_timeout_seconds=settings.teardown_timeout_seconds,
+        env=env,
+        on_message=on_message,
+        child_options=child_options,
+    )
     return record.confirmed(rec, target.scenario, reps, outcome)
 
 

@@ -12,6 +12,7 @@ is one entry here.
 Why each threshold has its value is in docs/verdicts.md (measured on TF
 2.12-2.21 here; docs/measurements.md holds the measurements).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,11 +25,11 @@ from leakbench.units import KIB, MIB
 # view asks the registry (series_in, metrics_in) instead of listing names of its own.
 # the run table's default columns (its short name heads them), and --wide's
 TABLE = "table"
-WIDE = "wide"                # what `leakbench run --wide` and --markdown add after them
-LESSON = "lesson"            # a site lesson's table per TF version
-MATRIX = "matrix"            # a matrix cell: the evidence it adds for leak against fragmentation
-MEMORY = "memory"            # the site's memory decomposition chart (by short name: colours, CSS)
-COUNTS = "counts"            # the site's count charts
+WIDE = "wide"  # what `leakbench run --wide` and --markdown add after them
+LESSON = "lesson"  # a site lesson's table per TF version
+MATRIX = "matrix"  # a matrix cell: the evidence it adds for leak against fragmentation
+MEMORY = "memory"  # the site's memory decomposition chart (by short name: colours, CSS)
+COUNTS = "counts"  # the site's count charts
 CALIBRATION = "calibration"  # the signals calibration reads (leakbench.calibrate.stats)
 
 
@@ -51,42 +52,88 @@ class Series:
 
 
 SERIES = (
-    Series("held_bytes", "bytes", "held memory",
-           "anonymous RSS less the free bytes glibc malloc keeps (RssAnon - mallinfo2 fordblks)",
-           short="held", mallinfo2=True, views={MEMORY: 4}),  # drawn last: on top of malloc in use
+    Series(
+        "held_bytes",
+        "bytes",
+        "held memory",
+        "anonymous RSS less the free bytes glibc malloc keeps (RssAnon - mallinfo2 fordblks)",
+        short="held",
+        mallinfo2=True,
+        views={MEMORY: 4},
+    ),  # drawn last: on top of malloc in use
     Series("rss_bytes", "bytes", "RSS", "resident set size", short="rss", views={MEMORY: 1}),
-    Series("rss_anon_bytes", "bytes", "RssAnon", "anonymous resident memory: RSS less file-backed and shared pages"),
+    Series(
+        "rss_anon_bytes",
+        "bytes",
+        "RssAnon",
+        "anonymous resident memory: RSS less file-backed and shared pages",
+    ),
     Series("uss_bytes", "bytes", "USS", "memory unique to the process"),
-    Series("heap_used_bytes", "bytes", "malloc heap in use", "bytes in use in glibc malloc's heap (mallinfo2 uordblks)",
-           mallinfo2=True),
-    Series("mmap_used_bytes", "bytes", "malloc mmapped", "bytes in chunks malloc mapped on their own (hblkhd)",
-           mallinfo2=True),
-    Series("malloc_used_bytes", "bytes", "malloc in use", "heap_used_bytes + mmap_used_bytes: all glibc malloc has in use",
-           short="malloc", mallinfo2=True, sum_of=("heap_used_bytes", "mmap_used_bytes"), views={MEMORY: 2}),
-    Series("heap_free_bytes", "bytes", "malloc free bytes",
-           "free bytes malloc keeps in its arenas (mallinfo2 fordblks): its slack",
-           short="free", mallinfo2=True, views={MEMORY: 3}),
+    Series(
+        "heap_used_bytes",
+        "bytes",
+        "malloc heap in use",
+        "bytes in use in glibc malloc's heap (mallinfo2 uordblks)",
+        mallinfo2=True,
+    ),
+    Series(
+        "mmap_used_bytes",
+        "bytes",
+        "malloc mmapped",
+        "bytes in chunks malloc mapped on their own (hblkhd)",
+        mallinfo2=True,
+    ),
+    Series(
+        "malloc_used_bytes",
+        "bytes",
+        "malloc in use",
+        "heap_used_bytes + mmap_used_bytes: all glibc malloc has in use",
+        short="malloc",
+        mallinfo2=True,
+        sum_of=("heap_used_bytes", "mmap_used_bytes"),
+        views={MEMORY: 2},
+    ),
+    Series(
+        "heap_free_bytes",
+        "bytes",
+        "malloc free bytes",
+        "free bytes malloc keeps in its arenas (mallinfo2 fordblks): its slack",
+        short="free",
+        mallinfo2=True,
+        views={MEMORY: 3},
+    ),
     Series("threads", "threads", "threads", "threads of the process", views={COUNTS: 1}),
-    Series("open_files", "file descriptors", "open files", "open file descriptors", views={COUNTS: 2}),
-    Series("python_objects", "objects", "Python objects", "objects the garbage collector tracks, frozen ones included",
-           views={COUNTS: 3}),
-    Series("gpu_current_bytes", "bytes", "GPU allocator in use",
-           "bytes the GPU allocator has in use (get_memory_info 'current'); None without a GPU"),
+    Series(
+        "open_files", "file descriptors", "open files", "open file descriptors", views={COUNTS: 2}
+    ),
+    Series(
+        "python_objects",
+        "objects",
+        "Python objects",
+        "objects the garbage collector tracks, frozen ones included",
+        views={COUNTS: 3},
+    ),
+    Series(
+        "gpu_current_bytes",
+        "bytes",
+        "GPU allocator in use",
+        "bytes the GPU allocator has in use (get_memory_info 'current'); None without a GPU",
+    ),
 )
 SERIES_UNITS = {s.name: s.unit for s in SERIES}
 SERIES_BY_NAME = {s.name: s for s in SERIES}
 
 # The verdict's bars, per repetition (docs/verdicts.md says why each has its value).
-HELD_SLOPE_MIN = 13 * KIB     # held memory: the memory signal the verdict rests on
-RSS_SLOPE_MIN = 256 * KIB     # RSS: decides only where held memory is n/a (another allocator)
-HEAP_SLOPE_MIN = 64 * KIB     # memray's heap: few repetitions in its pass
-GPU_SLOPE_MIN = 64 * KIB      # the GPU allocator's bytes in use (untested: no GPU here)
-COUNT_SLOPE_MIN = 0.5         # threads, open files: exact counts
-OBJECT_SLOPE_MIN = 8          # Python objects: exact, but a bounded pipeline may keep a few
+HELD_SLOPE_MIN = 13 * KIB  # held memory: the memory signal the verdict rests on
+RSS_SLOPE_MIN = 256 * KIB  # RSS: decides only where held memory is n/a (another allocator)
+HEAP_SLOPE_MIN = 64 * KIB  # memray's heap: few repetitions in its pass
+GPU_SLOPE_MIN = 64 * KIB  # the GPU allocator's bytes in use (untested: no GPU here)
+COUNT_SLOPE_MIN = 0.5  # threads, open files: exact counts
+OBJECT_SLOPE_MIN = 8  # Python objects: exact, but a bounded pipeline may keep a few
 # A change in held growth between two builds that `leakbench compare` counts: fixes' creep
 # moves by up to 17 KiB/rep between runs of one build (docs/verdicts.md), so smaller is noise.
 HELD_COMPARE_FLOOR = 16 * KIB
-PEAK_RISE_MIN = 32 * MIB      # the peak must rise this much between the smallest and largest size
+PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest and largest size
 # malloc_trim gives back 0-16 MiB in every pair but shuffle_fragmentation
 TRIM_FLOOR = 8 * MIB
 
@@ -157,58 +204,209 @@ class Metric:
 
 
 METRICS = (
-    Metric("held_growth", "held memory", "bytes/repetition", "KiB/rep", KIB, 0,
-           "held memory (RSS less malloc's free bytes) grows: something keeps what it allocates",
-           series="held_bytes", signal="held", threshold=HELD_SLOPE_MIN, compare_floor=HELD_COMPARE_FLOOR,
-           asv="held_growth", check=True, mallinfo2=True, views={WIDE: 1, LESSON: 2, CALIBRATION: 1}),
-    Metric("rss_growth", "RSS", "bytes/repetition", "KiB/rep", KIB, 0,
-           "resident memory (RSS) grows with every repetition",
-           series="rss_bytes", signal="rss", threshold=RSS_SLOPE_MIN, fallback=True,
-           compare_floor=RSS_SLOPE_MIN / 2, asv="rss_growth", check=True, views={WIDE: 2, LESSON: 3, CALIBRATION: 2}),
-    Metric("uss_growth", "USS", "bytes/repetition", "KiB/rep", KIB, 0,
-           "memory unique to the process grows", series="uss_bytes", check=True),
-    Metric("malloc_heap_growth", "malloc in use", "bytes/repetition", "KiB/rep", KIB, 0,
-           "the bytes glibc malloc has in use grow: memory is allocated and still referenced",
-           series="malloc_used_bytes", compare_floor=RSS_SLOPE_MIN / 2, asv="malloc_heap_growth",
-           short="malloc", mallinfo2=True, views={WIDE: 3, LESSON: 4, MATRIX: 1}),
-    Metric("heap_used_growth", "malloc heap in use", "bytes/repetition", "KiB/rep", KIB, 0,
-           "the bytes in use in malloc's heap grow", series="heap_used_bytes", check=True, mallinfo2=True),
-    Metric("retained_heap", "memray heap", "bytes/repetition", "KiB/rep", KIB, 0,
-           "memray's retained heap grows: allocations stay alive",
-           signal="heap", threshold=HEAP_SLOPE_MIN, compare_floor=HEAP_SLOPE_MIN / 2, asv="retained_heap", check=True,
-           short="heap", views={WIDE: 5, LESSON: 5, MEMORY: 5, CALIBRATION: 3}),
-    Metric("threads_growth", "threads", "threads/repetition", "/rep", 1.0, 1,
-           "the thread count grows: live iterators (each holds its own threads) are never freed",
-           series="threads", signal="threads", threshold=COUNT_SLOPE_MIN, compare_floor=COUNT_SLOPE_MIN / 2,
-           asv="threads", check=True, views={WIDE: 6, LESSON: 6}),
-    Metric("open_files_growth", "open files", "file descriptors/repetition", "/rep", 1.0, 1,
-           "open file descriptors grow: readers are never closed",
-           series="open_files", signal="open files", threshold=COUNT_SLOPE_MIN, check=True),
-    Metric("python_objects_growth", "Python objects", "objects/repetition", "/rep", 1.0, 0,
-           "Python objects grow: references are kept across repetitions",
-           series="python_objects", signal="python objects", threshold=OBJECT_SLOPE_MIN,
-           compare_floor=OBJECT_SLOPE_MIN / 2, asv="python_objects", check=True, views={WIDE: 7}),
-    Metric("gpu_memory_growth", "GPU allocator in use", "bytes/repetition", "KiB/rep", KIB, 0,
-           "the GPU allocator's bytes in use grow: device tensors are kept across repetitions",
-           series="gpu_current_bytes", signal="gpu", threshold=GPU_SLOPE_MIN, check=True),
-    Metric("peak_above_baseline_bytes", "peak above baseline", "bytes", "MiB", MIB, 1,
-           "the peak RSS (VmHWM) above the process before setup",
-           compare_floor=PEAK_RISE_MIN / 2, asv="peak_above_baseline", short="peak", views={TABLE: 1, LESSON: 1}),
-    Metric("trim_returned_bytes", "returned by malloc_trim", "bytes", "MiB", MIB, 1,
-           "RSS malloc_trim gave back after the measured repetitions: freed memory glibc had kept",
-           compare_floor=TRIM_FLOOR, asv="trim_returned", short="trim", views={WIDE: 4, MATRIX: 2}),
-    Metric("seconds_per_repetition", "seconds", "seconds/repetition", "s/rep", 1.0, 2,
-           "wall time of one measured repetition", compare_floor=0.05, asv="seconds_per_repetition"),
+    Metric(
+        "held_growth",
+        "held memory",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "held memory (RSS less malloc's free bytes) grows: something keeps what it allocates",
+        series="held_bytes",
+        signal="held",
+        threshold=HELD_SLOPE_MIN,
+        compare_floor=HELD_COMPARE_FLOOR,
+        asv="held_growth",
+        check=True,
+        mallinfo2=True,
+        views={WIDE: 1, LESSON: 2, CALIBRATION: 1},
+    ),
+    Metric(
+        "rss_growth",
+        "RSS",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "resident memory (RSS) grows with every repetition",
+        series="rss_bytes",
+        signal="rss",
+        threshold=RSS_SLOPE_MIN,
+        fallback=True,
+        compare_floor=RSS_SLOPE_MIN / 2,
+        asv="rss_growth",
+        check=True,
+        views={WIDE: 2, LESSON: 3, CALIBRATION: 2},
+    ),
+    Metric(
+        "uss_growth",
+        "USS",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "memory unique to the process grows",
+        series="uss_bytes",
+        check=True,
+    ),
+    Metric(
+        "malloc_heap_growth",
+        "malloc in use",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "the bytes glibc malloc has in use grow: memory is allocated and still referenced",
+        series="malloc_used_bytes",
+        compare_floor=RSS_SLOPE_MIN / 2,
+        asv="malloc_heap_growth",
+        short="malloc",
+        mallinfo2=True,
+        views={WIDE: 3, LESSON: 4, MATRIX: 1},
+    ),
+    Metric(
+        "heap_used_growth",
+        "malloc heap in use",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "the bytes in use in malloc's heap grow",
+        series="heap_used_bytes",
+        check=True,
+        mallinfo2=True,
+    ),
+    Metric(
+        "retained_heap",
+        "memray heap",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "memray's retained heap grows: allocations stay alive",
+        signal="heap",
+        threshold=HEAP_SLOPE_MIN,
+        compare_floor=HEAP_SLOPE_MIN / 2,
+        asv="retained_heap",
+        check=True,
+        short="heap",
+        views={WIDE: 5, LESSON: 5, MEMORY: 5, CALIBRATION: 3},
+    ),
+    Metric(
+        "threads_growth",
+        "threads",
+        "threads/repetition",
+        "/rep",
+        1.0,
+        1,
+        "the thread count grows: live iterators (each holds its own threads) are never freed",
+        series="threads",
+        signal="threads",
+        threshold=COUNT_SLOPE_MIN,
+        compare_floor=COUNT_SLOPE_MIN / 2,
+        asv="threads",
+        check=True,
+        views={WIDE: 6, LESSON: 6},
+    ),
+    Metric(
+        "open_files_growth",
+        "open files",
+        "file descriptors/repetition",
+        "/rep",
+        1.0,
+        1,
+        "open file descriptors grow: readers are never closed",
+        series="open_files",
+        signal="open files",
+        threshold=COUNT_SLOPE_MIN,
+        check=True,
+    ),
+    Metric(
+        "python_objects_growth",
+        "Python objects",
+        "objects/repetition",
+        "/rep",
+        1.0,
+        0,
+        "Python objects grow: references are kept across repetitions",
+        series="python_objects",
+        signal="python objects",
+        threshold=OBJECT_SLOPE_MIN,
+        compare_floor=OBJECT_SLOPE_MIN / 2,
+        asv="python_objects",
+        check=True,
+        views={WIDE: 7},
+    ),
+    Metric(
+        "gpu_memory_growth",
+        "GPU allocator in use",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "the GPU allocator's bytes in use grow: device tensors are kept across repetitions",
+        series="gpu_current_bytes",
+        signal="gpu",
+        threshold=GPU_SLOPE_MIN,
+        check=True,
+    ),
+    Metric(
+        "peak_above_baseline_bytes",
+        "peak above baseline",
+        "bytes",
+        "MiB",
+        MIB,
+        1,
+        "the peak RSS (VmHWM) above the process before setup",
+        compare_floor=PEAK_RISE_MIN / 2,
+        asv="peak_above_baseline",
+        short="peak",
+        views={TABLE: 1, LESSON: 1},
+    ),
+    Metric(
+        "trim_returned_bytes",
+        "returned by malloc_trim",
+        "bytes",
+        "MiB",
+        MIB,
+        1,
+        "RSS malloc_trim gave back after the measured repetitions: freed memory glibc had kept",
+        compare_floor=TRIM_FLOOR,
+        asv="trim_returned",
+        short="trim",
+        views={WIDE: 4, MATRIX: 2},
+    ),
+    Metric(
+        "seconds_per_repetition",
+        "seconds",
+        "seconds/repetition",
+        "s/rep",
+        1.0,
+        2,
+        "wall time of one measured repetition",
+        compare_floor=0.05,
+        asv="seconds_per_repetition",
+    ),
 )
 BY_KEY = {m.key: m for m in METRICS}
 BY_SIGNAL = {m.signal: m for m in METRICS if m.signal}
 # The metrics a rule or view names on its own: held memory and RSS, the memory a verdict rests on
 # (leakbench.analysis.verdict.memory_basis); memray's heap; the peak; what malloc_trim gave back
 # (fragmentation); and the signals `leakbench check` reads evidence for (leakbench.check.diagnosis).
-HELD, RSS, HEAP, PEAK, TRIM = (BY_KEY[k] for k in ("held_growth", "rss_growth", "retained_heap",
-                                                   "peak_above_baseline_bytes", "trim_returned_bytes"))
-THREADS, OPEN_FILES, OBJECTS, GPU = (BY_KEY[k] for k in ("threads_growth", "open_files_growth",
-                                                         "python_objects_growth", "gpu_memory_growth"))
+HELD, RSS, HEAP, PEAK, TRIM = (
+    BY_KEY[k]
+    for k in (
+        "held_growth",
+        "rss_growth",
+        "retained_heap",
+        "peak_above_baseline_bytes",
+        "trim_returned_bytes",
+    )
+)
+THREADS, OPEN_FILES, OBJECTS, GPU = (
+    BY_KEY[k]
+    for k in ("threads_growth", "open_files_growth", "python_objects_growth", "gpu_memory_growth")
+)
 
 
 def series_in(view: str) -> tuple[Series, ...]:
@@ -220,10 +418,13 @@ def metrics_in(view: str) -> tuple[Metric, ...]:
     """The metrics a view shows (TABLE and the others above), in its order."""
     return tuple(sorted((m for m in METRICS if view in m.views), key=lambda m: m.views[view]))
 
+
 # The one signal that is no trend: the peak above baseline scaling with the size parameter.
 PEAK_SIGNAL = "peak"
-PEAK_HELP = ("the peak above baseline scales with the size parameter: memory is bounded per run "
-             "but proportional to the data, so a larger dataset runs out of memory")
+PEAK_HELP = (
+    "the peak above baseline scales with the size parameter: memory is bounded per run "
+    "but proportional to the data, so a larger dataset runs out of memory"
+)
 
 
 def signal_help(signal: str) -> str:

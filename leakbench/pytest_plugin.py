@@ -22,6 +22,7 @@ verdict but `no-leak` (and `fragmentation`, which holds nothing), with the verdi
 pytest loads the plugin (and its marker) by itself once leakbench is installed:
 it is registered as a `pytest11` entry point in pyproject.toml.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -51,24 +52,39 @@ def target_spec(target) -> str:
     if isinstance(target, str):
         return target
     if not callable(target) or "<locals>" in getattr(target, "__qualname__", "<locals>"):
-        raise TypeError(f"{target!r}: give 'FILE.py:NAME', 'module:NAME' or a module-level function; "
-                        "the measured process imports it by name")
+        raise TypeError(
+            f"{target!r}: give 'FILE.py:NAME', 'module:NAME' or a module-level function; "
+            "the measured process imports it by name"
+        )
     source = inspect.getsourcefile(target)
     if source is None:
         raise TypeError(f"{target!r}: no source file to load it from")
     return f"{Path(source)}:{target.__qualname__}"
 
 
-def measure_target(target, *, cap: str | int = DEFAULT_CAP, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                   reps: int = Settings.reps, warmup: int = Settings.warmup, heap_reps: int = Settings.heap_reps,
-                   teardown_timeout: float = Settings.teardown_timeout_seconds) -> dict:
+def measure_target(
+    target,
+    *,
+    cap: str | int = DEFAULT_CAP,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    reps: int = Settings.reps,
+    warmup: int = Settings.warmup,
+    heap_reps: int = Settings.heap_reps,
+    teardown_timeout: float = Settings.teardown_timeout_seconds,
+) -> dict:
     """The `leakbench check` record of `target` (cap: bytes or a size such as '4GiB'; timeout: seconds)."""
     cap_bytes = cap if isinstance(cap, int) else parse_size(cap)
     # nan fails too
     if cap_bytes <= 0 or not 0 < timeout < math.inf or not 0 < teardown_timeout < math.inf:
         raise ValueError("assert_no_leak needs a positive cap and finite, positive timeouts")
-    settings = Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes,
-                        timeout_seconds=timeout, teardown_timeout_seconds=teardown_timeout)
+    settings = Settings(
+        warmup=warmup,
+        reps=reps,
+        heap_reps=heap_reps,
+        cap_bytes=cap_bytes,
+        timeout_seconds=timeout,
+        teardown_timeout_seconds=teardown_timeout,
+    )
     return check.check(target_spec(target), settings)
 
 
@@ -93,8 +109,10 @@ def assert_no_leak(target, **settings) -> dict:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line(
-        "markers", "leakbench_no_leak(target, **settings): assert with leakbench that TARGET "
-        "(FILE.py:NAME or module:NAME) does not leak, in a capped, timed subprocess")
+        "markers",
+        "leakbench_no_leak(target, **settings): assert with leakbench that TARGET "
+        "(FILE.py:NAME or module:NAME) does not leak, in a capped, timed subprocess",
+    )
 
 
 def pytest_runtest_call(item) -> None:

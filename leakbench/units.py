@@ -1,5 +1,6 @@
 """Binary byte units, one definition for the package: KiB, MiB and GiB in bytes (ints),
 and sizes as people write them ("4GiB", "512M")."""
+
 from __future__ import annotations
 
 import re
@@ -10,8 +11,19 @@ MIB = 1 << 20
 GIB = 1 << 30
 # the largest byte count the kernel keeps (a signed 64-bit)
 MAX_BYTES, MAX_BYTES_TEXT = (1 << 63) - 1, "8 EiB"
-_UNITS = {"": 1, "b": 1, "k": KIB, "kb": KIB, "kib": KIB, "m": MIB, "mb": MIB, "mib": MIB,
-          "g": GIB, "gb": GIB, "gib": GIB}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": KIB,
+    "kb": KIB,
+    "kib": KIB,
+    "m": MIB,
+    "mb": MIB,
+    "mib": MIB,
+    "g": GIB,
+    "gb": GIB,
+    "gib": GIB,
+}
 
 
 def parse_size(text: str) -> int:
@@ -41,14 +53,24 @@ def parse_size(text: str) -> int:
 
 def _shown(text: str) -> str:
     """`text` for a message: quoted, and cut short past 40 characters."""
-    return repr(text) if text is None or len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+    return (
+        repr(text)
+        if text is None or len(text) <= 40
+        else f"{text[:20]!r}... ({len(text)} characters)"
+    )
 
 
 _UNIT_NAMES = {GIB: "GiB", MIB: "MiB", KIB: "KiB", 1: "B"}
 
 
-def format_bytes(n: float | None, unit: int | None = None, digits: int = 1, whole: bool = False,
-                 label: bool = True, none: str = "—") -> str:
+def format_bytes(
+    n: float | None,
+    unit: int | None = None,
+    digits: int = 1,
+    whole: bool = False,
+    label: bool = True,
+    none: str = "—",
+) -> str:
     """Bytes for people, the one byte formatter of the package: "8.0 MiB", "1.5 GiB", "512 KiB", "100 B".
 
     unit: GIB, MIB, KIB or 1 fixes the unit (a table column, an exact byte count); by default it is

@@ -15,6 +15,7 @@ iterator per repetition. Measured on TF 2.21 with glibc: RSS settles
 epochs, while the bytes malloc has in use stay flat; `malloc_trim` gives back
 500-540 MiB. The verdict is `fragmentation`, not `leak`: nothing is held.
 """
+
 import numpy as np
 import tensorflow as tf
 

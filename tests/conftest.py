@@ -1,4 +1,5 @@
 """Fixtures shared by several test files."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,10 @@ def need_chromium(path: Path = CHROMIUM) -> None:
     (.ci/run, GitHub Actions) fail instead: CI must run the browser tests, not skip them."""
     if path.exists():
         return
-    why = (f"no {path} (Debian: apt-get install chromium; make test's setup, scripts/system-packages, "
-           "installs it when run as root)")
+    why = (
+        f"no {path} (Debian: apt-get install chromium; make test's setup, scripts/system-packages, "
+        "installs it when run as root)"
+    )
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{why}; CI=true: the browser tests must run", pytrace=False)
     pytest.skip(why)
@@ -48,6 +51,7 @@ def fake_cgroup(tmp_path, monkeypatch):
         where.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             (where / name).write_text(text + "\n")
+
     return write
 
 
@@ -83,8 +87,11 @@ def _tf_jobs() -> dict:
     """{(pair, variant): scenario or fix file, (name, "factory"): check target}, the costliest
     first: two children at a time, a long pair started last would run alone at the end."""
     root = catalog.find_root()
-    jobs = {(name, variant): str(root / catalog.VARIANT_DIRS[variant] / f"{name}.py")
-            for name in catalog.pair_names(root) for variant in ("leaky", "fixed")}
+    jobs = {
+        (name, variant): str(root / catalog.VARIANT_DIRS[variant] / f"{name}.py")
+        for name in catalog.pair_names(root)
+        for variant in ("leaky", "fixed")
+    }
     jobs.update({(name, "factory"): f"{TF_CHECK_FILE}:{name}" for name in TF_FACTORIES})
     cost = {}  # seconds each took in the committed records of this TensorFlow (any machine); else 0
     for path in sorted(root.glob(f"results/records/*/tf-{pin.installed_tf_version()}.jsonl")):
@@ -102,7 +109,9 @@ def pytest_collection_finish(session):
     if not any("tf_records" in getattr(item, "fixturenames", ()) for item in session.items):
         return
     _TF_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-records")
-    _TF_FUTURES.update({key: _TF_POOL.submit(check.check, spec, TF_SETTINGS) for key, spec in _tf_jobs().items()})
+    _TF_FUTURES.update(
+        {key: _TF_POOL.submit(check.check, spec, TF_SETTINGS) for key, spec in _tf_jobs().items()}
+    )
 
 
 def pytest_sessionfinish(session):
@@ -121,7 +130,9 @@ def tf_records():
         pytest.skip("TensorFlow is not installed")
     records = {key: future.result() for key, future in _TF_FUTURES.items()}
     RECORDS_COPY.parent.mkdir(exist_ok=True)
-    RECORDS_COPY.write_text("".join(json.dumps({"key": list(k), **r}) + "\n" for k, r in records.items()))
+    RECORDS_COPY.write_text(
+        "".join(json.dumps({"key": list(k), **r}) + "\n" for k, r in records.items())
+    )
     return records
 
 

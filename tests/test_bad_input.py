@@ -15,6 +15,7 @@ Commands that could hang or read without end on a regression (a FIFO, /dev/full)
 subprocesses with a timeout; the others in process (CliRunner). No TensorFlow: the records are
 the site fixture's, the scenarios pure Python (tests/data/).
 """
+
 from __future__ import annotations
 
 import errno
@@ -44,6 +45,7 @@ SECONDS = 60  # a refusal takes about one; a command waiting on a FIFO would tak
 
 # --- helpers ------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def here(tmp_path, monkeypatch) -> Path:
     """cwd: a checkout root/ with the pure-Python pair `pyleak`, ok.py (check targets), results/
@@ -58,8 +60,12 @@ def here(tmp_path, monkeypatch) -> Path:
 
 def leakbench(*args) -> subprocess.CompletedProcess:
     """The command in a child process of its own, killed after SECONDS (a FIFO never hangs the suite)."""
-    return subprocess.run([sys.executable, "-m", "leakbench", *map(str, args)], capture_output=True, text=True,
-                          timeout=SECONDS)
+    return subprocess.run(
+        [sys.executable, "-m", "leakbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=SECONDS,
+    )
 
 
 def invoke(*args):
@@ -97,7 +103,11 @@ def state(*paths: Path) -> dict:
                 held = path.read_bytes() if st.st_size < 16 << 20 else st.st_size
             else:
                 held = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-            found[str(path)] = (st.st_mode, None if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns, held)
+            found[str(path)] = (
+                st.st_mode,
+                None if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns,
+                held,
+            )
     return found
 
 
@@ -114,11 +124,16 @@ def special(path: Path, kind: str) -> Path:
     return path
 
 
-SPECIAL = {"fifo": "a named pipe (FIFO)", "dev-full": "a character device", "loop": "a symbolic link loop",
-           "dangling": "a dangling symbolic link"}
+SPECIAL = {
+    "fifo": "a named pipe (FIFO)",
+    "dev-full": "a character device",
+    "loop": "a symbolic link loop",
+    "dangling": "a dangling symbolic link",
+}
 
 
 # --- the site -----------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def old_site(here) -> Path:
@@ -159,18 +174,30 @@ def test_a_failed_build_leaves_the_old_site_as_it_was(here, old_site, monkeypatc
     if where == "render":
         monkeypatch.setattr(site, "_render", full)
     elif where in ("flamegraph", "interrupt"):
-        monkeypatch.setattr(site, "copy_flamegraph", interrupted if where == "interrupt" else lambda *a: 1 / 0)
+        monkeypatch.setattr(
+            site, "copy_flamegraph", interrupted if where == "interrupt" else lambda *a: 1 / 0
+        )
     else:
         monkeypatch.setattr(site.os, "rename", no_swap)
-    raised = {"render": site.SiteError, "flamegraph": ZeroDivisionError, "interrupt": KeyboardInterrupt,
-              "swap": site.SiteError}[where]
+    raised = {
+        "render": site.SiteError,
+        "flamegraph": ZeroDivisionError,
+        "interrupt": KeyboardInterrupt,
+        "swap": site.SiteError,
+    }[where]
     with pytest.raises(raised) as failed:
         site.build(here / "results", old_site, root=here / "root", asv=False)
     monkeypatch.undo()
     if where == "render":  # the file is named where it would have been, not in the folder built in
-        assert str(failed.value) == (f"--out {old_site}: cannot write the site there ({old_site}/lessons/x.html): "
-                                     "No space left on device")
-    assert state(old_site) == before and siblings(old_site) == listing and old_site.stat().st_mtime_ns == mtime
+        assert str(failed.value) == (
+            f"--out {old_site}: cannot write the site there ({old_site}/lessons/x.html): "
+            "No space left on device"
+        )
+    assert (
+        state(old_site) == before
+        and siblings(old_site) == listing
+        and old_site.stat().st_mtime_ns == mtime
+    )
 
 
 def test_cli_a_failed_build_is_one_line_and_keeps_the_old_site(here, old_site, monkeypatch):
@@ -181,8 +208,10 @@ def test_cli_a_failed_build_is_one_line_and_keeps_the_old_site(here, old_site, m
         raise OSError(errno.ENOSPC, "No space left on device", str(out / "index.html"))
 
     monkeypatch.setattr(site, "_render", full)
-    refused(invoke("site", "--results", "results", "--out", "site", "--no-asv"),
-            "--out site: cannot write the site there (site/index.html): No space left on device")
+    refused(
+        invoke("site", "--results", "results", "--out", "site", "--no-asv"),
+        "--out site: cannot write the site there (site/index.html): No space left on device",
+    )
     assert state(old_site) == before and siblings(old_site) == listing
 
 
@@ -202,7 +231,11 @@ def test_a_rebuild_keeps_the_users_files_and_replaces_ours(here, old_site):
 def test_a_symlinked_out_is_built_where_it_points(here, old_site):
     (here / "link").symlink_to("site")
     site.build(here / "results", here / "link", root=here / "root", asv=False)
-    assert (here / "link").is_symlink() and (old_site / "CNAME").is_file() and (old_site / "index.html").is_file()
+    assert (
+        (here / "link").is_symlink()
+        and (old_site / "CNAME").is_file()
+        and (old_site / "index.html").is_file()
+    )
 
 
 def test_bad_flame_graph_and_repeatability_file_are_notes_not_tracebacks(here, old_site):
@@ -212,24 +245,41 @@ def test_bad_flame_graph_and_repeatability_file_are_notes_not_tracebacks(here, o
     (graphs / "stateful_map-leaky.html").write_bytes(b"const packed_data = {\xff\xfe};\n")
     folder = here / "results" / "repeatability"
     folder.mkdir()
-    bad = {"format": 2, "machine": "vm", "jobs": 1, "tensorflow": "2.16.2", "runs_requested": 1,
-           "summary": {"rows": [], "runs": "2", "variants": 1}, "observations": []}
+    bad = {
+        "format": 2,
+        "machine": "vm",
+        "jobs": 1,
+        "tensorflow": "2.16.2",
+        "runs_requested": 1,
+        "summary": {"rows": [], "runs": "2", "variants": 1},
+        "observations": [],
+    }
     (folder / "vm-tf-2.16.2.json").write_text(json.dumps(bad))
     (folder / "vm-tf-2.15.1.json").write_text(json.dumps({**bad, "summary": 5}))
     done = invoke("site", "--results", "results", "--out", "site", "--no-asv")
-    assert done.exit_code == 0 and "Traceback" not in done.stdout + done.stderr, (done.output, done.exception)
-    assert "stateful_map-leaky.html skipped: is not UTF-8 text (byte 0xff at offset 21)" in done.stdout
+    assert done.exit_code == 0 and "Traceback" not in done.stdout + done.stderr, (
+        done.output,
+        done.exception,
+    )
+    assert (
+        "stateful_map-leaky.html skipped: is not UTF-8 text (byte 0xff at offset 21)" in done.stdout
+    )
     assert "vm-tf-2.16.2.json skipped: not a repeatability result of format 2" in done.stdout
     assert "vm-tf-2.15.1.json skipped: not a repeatability result of format 2" in done.stdout
     assert (old_site / "lessons" / "stateful_map.html").is_file() and (old_site / "CNAME").is_file()
-    assert not (old_site / "repeatability.html").exists() and not (old_site / "flamegraphs").exists()
+    assert (
+        not (old_site / "repeatability.html").exists() and not (old_site / "flamegraphs").exists()
+    )
 
 
 @pytest.mark.parametrize("kind", SPECIAL)
 def test_site_refuses_a_special_out(here, kind):
     out = special(here / "site", kind)
     before = state(here)
-    refused(invoke("site", "--results", "results", "--out", out, "--no-asv"), f"--out {out} is {SPECIAL[kind]}")
+    refused(
+        invoke("site", "--results", "results", "--out", out, "--no-asv"),
+        f"--out {out} is {SPECIAL[kind]}",
+    )
     assert state(here) == before
 
 
@@ -237,25 +287,32 @@ def test_site_refuses_special_records_and_notes_a_special_repeatability_file(her
     (here / "results" / "repeatability").mkdir()
     os.mkfifo(here / "results" / "repeatability" / "vm-tf-2.16.2.json")
     done = leakbench("site", "--results", "results", "--out", "site", "--no-asv")
-    assert done.returncode == 0 and "vm-tf-2.16.2.json skipped: is a named pipe (FIFO), not a regular file" \
-        in done.stdout, done.stdout + done.stderr
+    assert (
+        done.returncode == 0
+        and "vm-tf-2.16.2.json skipped: is a named pipe (FIFO), not a regular file" in done.stdout
+    ), done.stdout + done.stderr
     before = state(old_site)
     os.mkfifo(here / "results" / "records" / "vm" / "tf-2.17.1.jsonl")
-    refused(leakbench("site", "--results", "results", "--out", "site", "--no-asv"),
-            "tf-2.17.1.jsonl is a named pipe (FIFO), not a regular file")
+    refused(
+        leakbench("site", "--results", "results", "--out", "site", "--no-asv"),
+        "tf-2.17.1.jsonl is a named pipe (FIFO), not a regular file",
+    )
     assert state(old_site) == before
 
 
 def test_site_refuses_an_out_that_holds_its_inputs(here):
     (here / "results" / "index.html").write_text("an earlier site, it seems")
     before = state(here)
-    refused(invoke("site", "--results", "results", "--out", "results", "--no-asv"),
-            "--out results is or holds results, which the site is built from")
+    refused(
+        invoke("site", "--results", "results", "--out", "results", "--no-asv"),
+        "--out results is or holds results, which the site is built from",
+    )
     refused(invoke("site", "--results", "results", "--out", ".", "--no-asv"), "--out . ")
     assert state(here) == before
 
 
 # --- an output that is an input, or another output ---------------------------------------------
+
 
 def links(here: Path, target: Path) -> dict:
     """The same file by three names: itself, a hard link, a symbolic link."""
@@ -270,8 +327,14 @@ def links(here: Path, target: Path) -> dict:
 def test_check_html_is_not_the_target(here, name):
     html = links(here, here / "ok.py")[name]
     before = state(here)
-    refused(invoke("check", "ok.py:bounded", *FAST, "--html", html), f"--html: {html} is the check target's file")
-    refused(invoke("check", f"{here / 'ok.py'}:bounded", *FAST, "--html", html), "is the check target's file")
+    refused(
+        invoke("check", "ok.py:bounded", *FAST, "--html", html),
+        f"--html: {html} is the check target's file",
+    )
+    refused(
+        invoke("check", f"{here / 'ok.py'}:bounded", *FAST, "--html", html),
+        "is the check target's file",
+    )
     assert state(here) == before
 
 
@@ -281,11 +344,27 @@ def test_run_output_is_not_a_scenario(here, option):
     shutil.copy(scenario, here / "mine.py")
     named = links(here, scenario)
     before = state(here)
-    refused(invoke("run", "mine.py", *FAST, option, "mine.py"), f"{option}: mine.py is a scenario file it measures")
-    refused(invoke("run", "pyleak", "--variant", "fixed", *FAST, option, here / "root" / "fixes" / "pyleak.py"),
-            "is a scenario file it measures")
+    refused(
+        invoke("run", "mine.py", *FAST, option, "mine.py"),
+        f"{option}: mine.py is a scenario file it measures",
+    )
+    refused(
+        invoke(
+            "run",
+            "pyleak",
+            "--variant",
+            "fixed",
+            *FAST,
+            option,
+            here / "root" / "fixes" / "pyleak.py",
+        ),
+        "is a scenario file it measures",
+    )
     for name in named.values():
-        refused(invoke("run", "pyleak", *FAST, option, name), f"{option}: {name} is a scenario file it measures")
+        refused(
+            invoke("run", "pyleak", *FAST, option, name),
+            f"{option}: {name} is a scenario file it measures",
+        )
     assert state(here) == before
 
 
@@ -294,10 +373,14 @@ def test_run_json_and_markdown_are_two_files(here):
     records.write_text('{"kept": true}\n')
     (here / "G.md").symlink_to(records.name)
     before = state(here)
-    refused(invoke("run", "pyleak", *FAST, "--json", records, "--markdown", records),
-            f"--markdown: {records} is --json's file too; an output must be a file of its own")
-    refused(invoke("run", "pyleak", *FAST, "--json", records, "--markdown", "G.md"),
-            f"--markdown: G.md is --json's file too ({records})")
+    refused(
+        invoke("run", "pyleak", *FAST, "--json", records, "--markdown", records),
+        f"--markdown: {records} is --json's file too; an output must be a file of its own",
+    )
+    refused(
+        invoke("run", "pyleak", *FAST, "--json", records, "--markdown", "G.md"),
+        f"--markdown: G.md is --json's file too ({records})",
+    )
     assert state(here) == before
 
 
@@ -308,12 +391,32 @@ def test_repeat_and_calibrate_tables_are_not_inputs(here):
     (here / "c.md").symlink_to(records)
     os.link(records, here / "hard.json")
     before = state(here)
-    refused(invoke("repeat", "pyleak", "--runs", "1", "--out", "r.json"),
-            "--out's table: r.md is a scenario file it measures")
-    refused(invoke("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "c.json"),
-            "--out's table: c.md is a records file it reads")
-    refused(invoke("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "hard.json",
-                   "--suite-records", records), "--out: hard.json is --suite-records")
+    refused(
+        invoke("repeat", "pyleak", "--runs", "1", "--out", "r.json"),
+        "--out's table: r.md is a scenario file it measures",
+    )
+    refused(
+        invoke(
+            "calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "c.json"
+        ),
+        "--out's table: c.md is a records file it reads",
+    )
+    refused(
+        invoke(
+            "calibrate",
+            "--holders",
+            "python",
+            "--sizes",
+            "0",
+            "--runs",
+            "1",
+            "--out",
+            "hard.json",
+            "--suite-records",
+            records,
+        ),
+        "--out: hard.json is --suite-records",
+    )
     assert state(here) == before
 
 
@@ -326,14 +429,18 @@ def test_report_back_out_is_not_a_records_file(tmp_path, monkeypatch):
     out.mkdir()
     (out / "py_function_map.md").symlink_to(results / "records" / "vm" / "tf-2.21.0.jsonl")
     before = state(tmp_path)
-    refused(invoke("report-back", "py_function_map", "--results", results, "--out", out),
-            "py_function_map.md is a records file it reads")
+    refused(
+        invoke("report-back", "py_function_map", "--results", results, "--out", out),
+        "py_function_map.md is a records file it reads",
+    )
     assert state(tmp_path) == before
     (out / "py_function_map.md").unlink()
     os.mkfifo(out / "py_function_map.md")
     before = state(tmp_path)
-    refused(leakbench("report-back", "py_function_map", "--results", results, "--out", out),
-            "py_function_map.md is a named pipe (FIFO), not a regular file")
+    refused(
+        leakbench("report-back", "py_function_map", "--results", results, "--out", out),
+        "py_function_map.md is a named pipe (FIFO), not a regular file",
+    )
     assert state(tmp_path) == before
 
 
@@ -341,13 +448,21 @@ def test_report_back_out_is_not_a_records_file(tmp_path, monkeypatch):
 def offline(monkeypatch, tmp_path):
     """bisect without the network or an install: the saved registry sample; a checkout of one pair."""
     sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
-    here = {Tag("cp311", "cp311", p) for p in ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
-                                               # the sample's wheels: as test_bisect
-                                               "manylinux2014_x86_64")}
+    here = {
+        Tag("cp311", "cp311", p)
+        for p in (
+            "manylinux_2_27_x86_64",
+            "manylinux_2_17_x86_64",
+            # the sample's wheels: as test_bisect
+            "manylinux2014_x86_64",
+        )
+    }
     monkeypatch.setattr(registry, "fetch_index", lambda dist: sample[dist])
     monkeypatch.setattr(registry, "sys_tags", lambda: iter(here))
     for name in ("ensure", "install", "measure"):
-        monkeypatch.setattr(installer.Venv, name, lambda *a: pytest.fail("bisect went on past bad input"))
+        monkeypatch.setattr(
+            installer.Venv, name, lambda *a: pytest.fail("bisect went on past bad input")
+        )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     root = tmp_path / "root"
     for sub in ("scenarios", "fixes"):
@@ -359,7 +474,17 @@ def offline(monkeypatch, tmp_path):
 
 
 def test_bisect_out_is_not_the_pair_nor_special_nor_in_the_venv(offline, tmp_path):
-    base = ["bisect", "py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--cap", "1GiB", "--force"]
+    base = [
+        "bisect",
+        "py_function_map",
+        "--good",
+        "2.15.1",
+        "--bad",
+        "2.16.2",
+        "--cap",
+        "1GiB",
+        "--force",
+    ]
     (tmp_path / "b.md").symlink_to(offline / "fixes" / "py_function_map.py")
     before = state(tmp_path)
     refused(invoke(*base, "--out", "b.json"), "--out's table: b.md is the pair's scenario file")
@@ -367,8 +492,10 @@ def test_bisect_out_is_not_the_pair_nor_special_nor_in_the_venv(offline, tmp_pat
         out = special(tmp_path / f"{kind}.json", kind)
         refused(invoke(*base, "--out", out), f"--out: {out} is {SPECIAL[kind]}")
     (tmp_path / "venv").mkdir()
-    refused(invoke(*base, "--out", tmp_path / "venv" / "b.json", "--venv", tmp_path / "venv"),
-            "which is deleted at the end")
+    refused(
+        invoke(*base, "--out", tmp_path / "venv" / "b.json", "--venv", tmp_path / "venv"),
+        "which is deleted at the end",
+    )
     assert {k: v for k, v in state(tmp_path).items() if k in before} == before
 
 
@@ -379,7 +506,17 @@ WRITERS = {  # command and option; OUT stands for the path under test
     "run --markdown": ["run", "pyleak", *FAST, "--markdown", "OUT"],
     "check --html": ["check", "ok.py:bounded", *FAST, "--html", "OUT"],
     "repeat --out": ["repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "OUT"],
-    "calibrate --out": ["calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "OUT"],
+    "calibrate --out": [
+        "calibrate",
+        "--holders",
+        "python",
+        "--sizes",
+        "0",
+        "--runs",
+        "1",
+        "--out",
+        "OUT",
+    ],
 }
 
 
@@ -391,7 +528,10 @@ def test_a_special_output_is_refused_before_anything_is_measured(here, writer, k
     option = writer.split()[1]
     # what could hang or fill memory: a child
     command = leakbench if kind in ("fifo", "dev-full") else invoke
-    refused(command(*[out if a == "OUT" else a for a in WRITERS[writer]]), f"{option}: {out} is {SPECIAL[kind]}")
+    refused(
+        command(*[out if a == "OUT" else a for a in WRITERS[writer]]),
+        f"{option}: {out} is {SPECIAL[kind]}",
+    )
     assert state(here) == before
 
 
@@ -401,8 +541,11 @@ def test_a_special_table_beside_out_is_refused(here, command):
     (here / "out.json").write_text("{}")  # not resumable either: the table is refused first
     before = state(here)
     args = WRITERS[f"{command} --out"]
-    refused(leakbench(*[here / "out.json" if a == "OUT" else a for a in args]),
-            "--out's table: ", "out.md is a named pipe (FIFO)")
+    refused(
+        leakbench(*[here / "out.json" if a == "OUT" else a for a in args]),
+        "--out's table: ",
+        "out.md is a named pipe (FIFO)",
+    )
     assert state(here) == before
 
 
@@ -410,18 +553,39 @@ def test_special_inputs_are_refused(here):
     records = here / "results" / "records" / "vm"
     os.mkfifo(here / "pipe.jsonl")
     before = state(here)
-    refused(leakbench("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "c.json",
-                      "--suite-records", "pipe.jsonl"), "--suite-records: pipe.jsonl is a named pipe (FIFO)")
+    refused(
+        leakbench(
+            "calibrate",
+            "--holders",
+            "python",
+            "--sizes",
+            "0",
+            "--runs",
+            "1",
+            "--out",
+            "c.json",
+            "--suite-records",
+            "pipe.jsonl",
+        ),
+        "--suite-records: pipe.jsonl is a named pipe (FIFO)",
+    )
     refused(leakbench("compare", "pipe.jsonl", records / "tf-2.16.2.jsonl"), "pipe.jsonl")
     assert state(here) == before
     (records / "tf-2.17.1.jsonl").symlink_to("/dev/zero")
-    refused(leakbench("matrix", "--results", "results"), "tf-2.17.1.jsonl is a character device, not a regular file")
+    refused(
+        leakbench("matrix", "--results", "results"),
+        "tf-2.17.1.jsonl is a character device, not a regular file",
+    )
     (records / "tf-2.17.1.jsonl").unlink()
     os.mkfifo(records / "tf-2.17.1.jsonl")
-    refused(leakbench("matrix", "--results", "results"), "tf-2.17.1.jsonl is a named pipe (FIFO), not a regular file")
+    refused(
+        leakbench("matrix", "--results", "results"),
+        "tf-2.17.1.jsonl is a named pipe (FIFO), not a regular file",
+    )
 
 
 # --- size and JSON --------------------------------------------------------------------------------
+
 
 def sparse(path: Path, size: int) -> Path:
     """A file of `size` bytes that takes no room on disk."""
@@ -435,19 +599,31 @@ def test_a_file_over_max_bytes_is_refused_unread(here):
     sparse(records / "tf-2.17.1.jsonl", jsonfile.MAX_BYTES + 1)
     sparse(here / "big.json", jsonfile.MAX_BYTES + 1)
     before = state(here)
-    refused(invoke("matrix", "--results", "results"),
-            f"tf-2.17.1.jsonl holds {jsonfile.MAX_BYTES + 1:,} B, more than the 256 MiB leakbench reads")
-    refused(invoke("repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "big.json"),
-            "big.json holds", "it is kept: use another --out, or --fresh")
-    refused(invoke("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "big.json"),
-            "big.json holds", "it is kept")
+    refused(
+        invoke("matrix", "--results", "results"),
+        f"tf-2.17.1.jsonl holds {jsonfile.MAX_BYTES + 1:,} B, more than the 256 MiB leakbench reads",
+    )
+    refused(
+        invoke("repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "big.json"),
+        "big.json holds",
+        "it is kept: use another --out, or --fresh",
+    )
+    refused(
+        invoke(
+            "calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "big.json"
+        ),
+        "big.json holds",
+        "it is kept",
+    )
     assert state(here) == before
 
 
-BAD_JSON = {"a 5,000-digit integer": ("1" * 5000, "an integer of 5,000 digits, past a float's range"),
-            "nesting 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-            "not UTF-8": (b'{"schema": \xff}', "byte 0xff at offset 11"),
-            "broken": ("{", "Expecting property name")}
+BAD_JSON = {
+    "a 5,000-digit integer": ("1" * 5000, "an integer of 5,000 digits, past a float's range"),
+    "nesting 100,000 deep": ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    "not UTF-8": (b'{"schema": \xff}', "byte 0xff at offset 11"),
+    "broken": ("{", "Expecting property name"),
+}
 
 
 @pytest.mark.parametrize("case", BAD_JSON)
@@ -462,8 +638,11 @@ def test_bad_json_is_one_line_everywhere(here, case):
         assert "line 1: corrupt JSON" in line
         with pytest.raises(schema.SchemaError, match="corrupt JSON"):
             schema.loads(text)
-    refused(invoke("repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "resume.json"),
-            "resume.json cannot be read as JSON", why)
+    refused(
+        invoke("repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "resume.json"),
+        "resume.json cannot be read as JSON",
+        why,
+    )
     assert state(here) == before
     with pytest.raises(jsonfile.Unreadable, match="cannot be read as JSON"):
         jsonfile.load(here / "resume.json")
@@ -476,7 +655,10 @@ def test_max_bytes_has_room_over_the_biggest_committed_file():
 
 # --- result files written whole: jsonfile.write_text_atomic --------------------
 
-def test_a_failure_mid_write_keeps_the_previous_file_and_leaves_nothing_beside_it(tmp_path, monkeypatch):
+
+def test_a_failure_mid_write_keeps_the_previous_file_and_leaves_nothing_beside_it(
+    tmp_path, monkeypatch
+):
     path = tmp_path / "result.md"
     path.write_text("old\n")
     with pytest.raises(UnicodeEncodeError):  # fails inside the write, after some text went out
@@ -485,6 +667,7 @@ def test_a_failure_mid_write_keeps_the_previous_file_and_leaves_nothing_beside_i
 
     def broken(fd):
         raise OSError(errno.EIO, "Input/output error")
+
     monkeypatch.setattr(os, "fsync", broken)  # the disk fails the flush: nothing replaces the file
     with pytest.raises(OSError, match="Input/output"):
         jsonfile.write_text_atomic(path, "new\n")
@@ -512,11 +695,18 @@ def _umask() -> int:
     return mask
 
 
-@pytest.mark.parametrize("command", [["calibrate", "--holders", "python", "--sizes", "0", "--runs", "1"],
-                                     ["repeat", "pyleak", "--runs", "1", *FAST]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["calibrate", "--holders", "python", "--sizes", "0", "--runs", "1"],
+        ["repeat", "pyleak", "--runs", "1", *FAST],
+    ],
+)
 @pytest.mark.parametrize("how", ["option", "ASV_MACHINE"])
 @pytest.mark.parametrize("name", ["a/b", ".."])
-def test_a_machine_name_that_is_no_folder_is_refused_before_anything_is_made(here, monkeypatch, command, how, name):
+def test_a_machine_name_that_is_no_folder_is_refused_before_anything_is_made(
+    here, monkeypatch, command, how, name
+):
     before = sorted(p.relative_to(here) for p in here.rglob("*"))
     if how == "option":
         done = invoke(*command, "--machine", name)
@@ -527,9 +717,14 @@ def test_a_machine_name_that_is_no_folder_is_refused_before_anything_is_made(her
     assert sorted(p.relative_to(here) for p in here.rglob("*")) == before  # no folder made
 
 
-@pytest.mark.parametrize("args", [["repeat", "pyleak", "--runs", "1", *FAST, "--out", "y" * 300 + ".json"],
-                                  ["calibrate", "--holders", "python", "--sizes", "0", "--out", "y" * 300 + ".json"],
-                                  ["check", "y" * 300 + ".py:make"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["repeat", "pyleak", "--runs", "1", *FAST, "--out", "y" * 300 + ".json"],
+        ["calibrate", "--holders", "python", "--sizes", "0", "--out", "y" * 300 + ".json"],
+        ["check", "y" * 300 + ".py:make"],
+    ],
+)
 def test_a_name_no_filesystem_takes_is_one_line(here, args):
     before = sorted(p.relative_to(here) for p in here.rglob("*"))
     refused(invoke(*args), "File name too long")
@@ -558,5 +753,11 @@ def test_an_error_in_the_repetitions_is_told_whole_on_one_line(here):
     (here / "two_lines.py").write_text(TWO_LINES)
     done = leakbench("run", "two_lines.py", "--timeout", "30", "--reps", "5", "--cap", "1GiB")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    told = [line for line in done.stderr.splitlines() if line.startswith("two_lines (file): error in warm-up: ")]
-    assert told == ["two_lines (file): error in warm-up: ValueError: first line of the reason\\nsecond line"]
+    told = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("two_lines (file): error in warm-up: ")
+    ]
+    assert told == [
+        "two_lines (file): error in warm-up: ValueError: first line of the reason\\nsecond line"
+    ]

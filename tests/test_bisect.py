@@ -2,6 +2,7 @@
 pages trimmed from PyPI's tensorflow-cpu and tf-nightly), their PEP 440 order, the search with a fake
 installer and a fake measurer, the disk budget, the output file and the command's bad input.
 No TensorFlow, no network: the registry is the saved sample, the venv and its measurements are fakes."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,10 @@ from leakbench.reporters import bisect as views
 from leakbench.units import GIB, MIB
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "pypi-simple-tf.json").read_text())
-HERE = {Tag("cp311", "cp311", p) for p in ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")}
+HERE = {
+    Tag("cp311", "cp311", p)
+    for p in ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+}
 
 
 def fetch(dist: str) -> dict:
@@ -33,15 +37,23 @@ def served() -> list[Build]:
 
 # --- the registry and the candidates -------------------------------------------------------------
 
+
 def test_registry_keeps_builds_with_a_wheel_for_this_interpreter():
     found = {b.version: b for b in registry.builds(SAMPLE["tf-nightly"], "tf-nightly", HERE)}
-    assert list(found) == ["2.21.0.dev20260203", "2.22.0.dev20260204", "2.22.0.dev20260205",
-                           "2.23.0.dev20261025", "2.23.0.dev20261026"]
+    assert list(found) == [
+        "2.21.0.dev20260203",
+        "2.22.0.dev20260204",
+        "2.22.0.dev20260205",
+        "2.23.0.dev20261025",
+        "2.23.0.dev20261026",
+    ]
     assert found["2.23.0.dev20261026"].date == "2026-10-26"  # a nightly's date: its version's
     # the cp311 manylinux wheel's, not win's
     assert found["2.23.0.dev20261026"].wheel_bytes == 644791456
     assert found["2.23.0.dev20261026"].requirement == "tf-nightly==2.23.0.dev20261026"
-    releases = {b.version: b for b in registry.builds(SAMPLE["tensorflow-cpu"], "tensorflow-cpu", HERE)}
+    releases = {
+        b.version: b for b in registry.builds(SAMPLE["tensorflow-cpu"], "tensorflow-cpu", HERE)
+    }
     assert releases["2.16.2"].date == "2024-06-28"  # a release's: its wheel's upload time
     # a build with cp312 or Windows wheels only is not served here
     only_other = {Tag("cp312", "cp312", "manylinux_2_27_aarch64")}
@@ -57,22 +69,35 @@ def test_registry_reads_pep691_only():
 
 def test_candidates_in_pep440_order_nightlies_and_rcs():
     versions = [b.version for b in bisect.between(served(), "2.21.0", "2.23.0.dev20261026")]
-    assert versions == ["2.21.0", "2.22.0.dev20260204", "2.22.0.dev20260205", "2.22.0rc0",
-                        # 2.21.0.dev… comes before 2.21.0
-                        "2.23.0.dev20261025", "2.23.0.dev20261026"]
+    assert versions == [
+        "2.21.0",
+        "2.22.0.dev20260204",
+        "2.22.0.dev20260205",
+        "2.22.0rc0",
+        # 2.21.0.dev… comes before 2.21.0
+        "2.23.0.dev20261025",
+        "2.23.0.dev20261026",
+    ]
     dists = {b.version: b.dist for b in served()}
     assert dists["2.22.0rc0"] == "tensorflow-cpu" and dists["2.22.0.dev20260204"] == "tf-nightly"
-    assert [b.version for b in bisect.between(served(), "2.15.1", "2.16.2")] == ["2.15.1", "2.16.0rc0", "2.16.1",
-                                                                                  "2.16.2"]
+    assert [b.version for b in bisect.between(served(), "2.15.1", "2.16.2")] == [
+        "2.15.1",
+        "2.16.0rc0",
+        "2.16.1",
+        "2.16.2",
+    ]
 
 
-@pytest.mark.parametrize("good, bad, fragment", [
-    ("2.16.2", "2.15.1", "not before"),
-    ("2.15.1", "2.15.1", "not before"),
-    ("two", "2.16.2", "--good 'two': not a PEP 440 version"),
-    ("2.15.1", "2.16.9", "--bad 2.16.9: the registry serves no such"),
-    ("2.21.0", "2.23.0.dev20261020", "2.22.0rc0, 2.23.0.dev20261025, 2.23.0.dev20261026)"),
-])
+@pytest.mark.parametrize(
+    "good, bad, fragment",
+    [
+        ("2.16.2", "2.15.1", "not before"),
+        ("2.15.1", "2.15.1", "not before"),
+        ("two", "2.16.2", "--good 'two': not a PEP 440 version"),
+        ("2.15.1", "2.16.9", "--bad 2.16.9: the registry serves no such"),
+        ("2.21.0", "2.23.0.dev20261020", "2.22.0rc0, 2.23.0.dev20261025, 2.23.0.dev20261026)"),
+    ],
+)
 def test_bad_ends(good, bad, fragment):
     with pytest.raises(bisect.BisectError, match=".") as e:
         bisect.between(served(), good, bad)
@@ -80,6 +105,7 @@ def test_bad_ends(good, bad, fragment):
 
 
 # --- the search, with fakes ----------------------------------------------------------------------
+
 
 def line(n: int) -> list[Build]:
     return [Build(f"2.22.0.dev2026{i:04d}", "tf-nightly", None, 600 * MIB) for i in range(n)]
@@ -105,9 +131,18 @@ class Fake:
         if isinstance(word, list):
             word = word[self.counts.get(i, 0) % len(word)]
         self.counts[i] = self.counts.get(i, 0) + 1
-        rec = {"verdict": word, "seconds": 10.0, "signals": ["python objects"] if word == "leak" else [],
-               "environment": {"tensorflow": build.version, "tensorflow_git": f"v1.12.1-{i}-gabcdef{i:05d}"},
-               "metrics": {"python_objects_growth": {"slope": 133.0, "first_half": 133.0, "second_half": 133.0}}}
+        rec = {
+            "verdict": word,
+            "seconds": 10.0,
+            "signals": ["python objects"] if word == "leak" else [],
+            "environment": {
+                "tensorflow": build.version,
+                "tensorflow_git": f"v1.12.1-{i}-gabcdef{i:05d}",
+            },
+            "metrics": {
+                "python_objects_growth": {"slope": 133.0, "first_half": 133.0, "second_half": 133.0}
+            },
+        }
         if word == "over-cap-import":
             rec.update(verdict="over-cap", phase="import")
         return rec
@@ -117,12 +152,17 @@ def run(fake, confirm=3):
     return bisect.search(fake.builds, fake.install, fake.measure, confirm=confirm)
 
 
-@pytest.mark.parametrize("n, flip", [(2, 1), (3, 1), (3, 2), (100, 1), (100, 37), (100, 99), (166, 57)])
+@pytest.mark.parametrize(
+    "n, flip", [(2, 1), (3, 1), (3, 2), (100, 1), (100, 37), (100, 99), (166, 57)]
+)
 def test_boundary_found_in_about_log2_measurements(n, flip):
     fake = Fake(line(n), lambda i: "leak" if i < flip else "no-leak")
     found = run(fake)
     assert found.status == bisect.FOUND and found.exit_code == 0
-    assert (found.good.version, found.bad.version) == (fake.builds[flip - 1].version, fake.builds[flip].version)
+    assert (found.good.version, found.bad.version) == (
+        fake.builds[flip - 1].version,
+        fake.builds[flip].version,
+    )
     search = math.ceil(math.log2(n - 1)) if n > 2 else 0
     assert found.steps <= search
     # ends, halvings, two more readings per boundary build
@@ -136,12 +176,22 @@ def test_boundary_found_in_about_log2_measurements(n, flip):
 def test_unusable_builds_are_skipped_for_a_neighbour():
     # the middle of 0..99 is 49: it, then its neighbours 48 and 50, read nothing usable; 47 does
     broken_install, import_over_cap, errors = 50, 49, {48}
-    verdict = lambda i: ("over-cap-import" if i == import_over_cap else "error" if i in errors  # noqa: E731
-                         else "leak" if i < 60 else "no-leak")
+    verdict = lambda i: (
+        "over-cap-import"
+        if i == import_over_cap
+        else "error"
+        if i in errors  # noqa: E731
+        else "leak"
+        if i < 60
+        else "no-leak"
+    )
     fake = Fake(line(100), verdict, broken=[broken_install])
     found = run(fake)
     assert found.status == bisect.FOUND
-    assert (found.good.version, found.bad.version) == (fake.builds[59].version, fake.builds[60].version)
+    assert (found.good.version, found.bad.version) == (
+        fake.builds[59].version,
+        fake.builds[60].version,
+    )
     assert found.skipped[:3] == [fake.builds[i].version for i in (49, 48, 50)]
     failed = next(r for r in found.readings if r.version == fake.builds[broken_install].version)
     assert (failed.verdict, failed.phase, failed.usable) == ("error", "install", False)
@@ -151,12 +201,17 @@ def test_boundary_among_unusable_builds_is_unresolved():
     fake = Fake(line(10), lambda i: "hang" if i in (4, 5, 6) else "leak" if i < 5 else "no-leak")
     found = run(fake)
     assert found.status == bisect.UNRESOLVED and found.exit_code == 1
-    assert (found.good.version, found.bad.version) == (fake.builds[3].version, fake.builds[7].version)
+    assert (found.good.version, found.bad.version) == (
+        fake.builds[3].version,
+        fake.builds[7].version,
+    )
     assert "one of 3 unusable builds" in found.message
 
 
 def test_unstable_boundary_is_reported_with_the_verdicts_seen():
-    fake = Fake(line(20), lambda i: "leak" if i < 12 else ["no-leak", "leak"] if i == 12 else "no-leak")
+    fake = Fake(
+        line(20), lambda i: "leak" if i < 12 else ["no-leak", "leak"] if i == 12 else "no-leak"
+    )
     found = run(fake)
     assert found.status == bisect.UNSTABLE and found.exit_code == 1
     assert "not stable" in found.message and "no-leak, leak, no-leak" in found.message
@@ -182,13 +237,23 @@ def test_confirm_one_measures_no_more():
 
 
 def test_result_names_the_rate_and_the_commits():
-    builds = [Build("2.15.1", "tensorflow-cpu", "2024-03-08"), Build("2.16.0rc0", "tensorflow-cpu", "2024-02-23"),
-              Build("2.16.1", "tensorflow-cpu", "2024-03-09")]
+    builds = [
+        Build("2.15.1", "tensorflow-cpu", "2024-03-08"),
+        Build("2.16.0rc0", "tensorflow-cpu", "2024-02-23"),
+        Build("2.16.1", "tensorflow-cpu", "2024-03-09"),
+    ]
     found = run(Fake(builds, lambda i: "leak" if i == 0 else "no-leak"))
     data = found.as_dict()
-    assert data["boundary"]["compare_url"] == "https://github.com/tensorflow/tensorflow/compare/v2.15.1...v2.16.0-rc0"
+    assert (
+        data["boundary"]["compare_url"]
+        == "https://github.com/tensorflow/tensorflow/compare/v2.15.1...v2.16.0-rc0"
+    )
     leak = data["measurements"][0]
-    assert (leak["rate_label"], leak["rate"], leak["rate_unit"]) == ("Python objects", 133.0, "objects/repetition")
+    assert (leak["rate_label"], leak["rate"], leak["rate_unit"]) == (
+        "Python objects",
+        133.0,
+        "objects/repetition",
+    )
     assert views.rate_text(leak) == "+133 objects/rep"
     nightly = Build("2.23.0.dev20261026", "tf-nightly", "2026-10-26")
     assert bisect.git_ref(nightly, "v1.12.1-148158-gef696751006") == "ef696751006"
@@ -196,6 +261,7 @@ def test_result_names_the_rate_and_the_commits():
 
 
 # --- the disk budget -----------------------------------------------------------------------------
+
 
 def test_disk_budget_refuses_an_install_that_would_go_over(tmp_path, monkeypatch):
     venv = tmp_path / "venv"
@@ -214,6 +280,7 @@ def test_disk_budget_refuses_an_install_that_would_go_over(tmp_path, monkeypatch
 
 # --- the command --------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
     """The registry is the saved sample; the venv is a fake whose measurements read leak up to 2.16.0rc0."""
@@ -223,9 +290,16 @@ def offline(monkeypatch, tmp_path):
     seen = []
     monkeypatch.setattr(installer.Venv, "ensure", lambda self, root: seen.append("ensure"))
     monkeypatch.setattr(installer.Venv, "install", lambda self, build: seen.append(build.version))
-    monkeypatch.setattr(installer.Venv, "measure", lambda self, root, pair, variant, cap, timeout: {
-        "verdict": verdicts[seen[-1]], "seconds": 12.5, "signals": [],
-        "environment": {"tensorflow": seen[-1], "tensorflow_git": "v2.16.1-19-g810f233968c"}})
+    monkeypatch.setattr(
+        installer.Venv,
+        "measure",
+        lambda self, root, pair, variant, cap, timeout: {
+            "verdict": verdicts[seen[-1]],
+            "seconds": 12.5,
+            "signals": [],
+            "environment": {"tensorflow": seen[-1], "tensorflow_git": "v2.16.1-19-g810f233968c"},
+        },
+    )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return seen
 
@@ -237,7 +311,9 @@ def invoke(*args):
 def one_line(result, fragment):
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.output
-    assert result.stderr.startswith("leakbench: error: ") and fragment in result.stderr, result.stderr
+    assert result.stderr.startswith("leakbench: error: ") and fragment in result.stderr, (
+        result.stderr
+    )
 
 
 def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
@@ -246,7 +322,10 @@ def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert (data["boundary"]["good"]["version"], data["boundary"]["bad"]["version"]) == ("2.16.0rc0", "2.16.1")
+    assert (data["boundary"]["good"]["version"], data["boundary"]["bad"]["version"]) == (
+        "2.16.0rc0",
+        "2.16.1",
+    )
     assert data["candidates"] == 4 and data["disk_budget_bytes"] == 6 * GIB and data["seconds"] >= 0
     assert data["boundary"]["compare_url"].endswith("/compare/v2.16.0-rc0...v2.16.1")
     assert "compare/v2.16.0-rc0...v2.16.1" in result.stdout and "2024-03-09" in result.stdout
@@ -259,16 +338,31 @@ def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
     assert invoke(*args, "--force").exit_code == 0
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["nope", "--good", "2.15.1", "--bad", "2.16.2"], "unknown scenario 'nope'"),
-    (["py_function_map", "--variant", "both", "--good", "2.15.1", "--bad", "2.16.2"], "--variant"),
-    (["py_function_map", "--good", "2.16.2", "--bad", "2.15.1"], "not before"),
-    (["py_function_map", "--good", "2.15.1", "--bad", "2.16.3"], "serves no such TensorFlow build"),
-    (["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--disk-budget", "lots"], "--disk-budget"),
-    (["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--disk-budget", "1GiB"], "past the budget"),
-    (["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--cap", "0"], "--cap"),
-    (["py_function_map", "--good", "2.15.1"], "--bad"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["nope", "--good", "2.15.1", "--bad", "2.16.2"], "unknown scenario 'nope'"),
+        (
+            ["py_function_map", "--variant", "both", "--good", "2.15.1", "--bad", "2.16.2"],
+            "--variant",
+        ),
+        (["py_function_map", "--good", "2.16.2", "--bad", "2.15.1"], "not before"),
+        (
+            ["py_function_map", "--good", "2.15.1", "--bad", "2.16.3"],
+            "serves no such TensorFlow build",
+        ),
+        (
+            ["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--disk-budget", "lots"],
+            "--disk-budget",
+        ),
+        (
+            ["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--disk-budget", "1GiB"],
+            "past the budget",
+        ),
+        (["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--cap", "0"], "--cap"),
+        (["py_function_map", "--good", "2.15.1"], "--bad"),
+    ],
+)
 def test_command_bad_input_one_line(offline, tmp_path, args, fragment):
     one_line(invoke(*args, "--out", tmp_path / "r.json"), fragment)
     assert offline == [] and not (tmp_path / "r.json").exists()
@@ -280,26 +374,47 @@ def test_command_refuses_an_unwritable_out_and_a_foreign_venv(offline, tmp_path)
     mine = tmp_path / "project"
     mine.mkdir()
     (mine / "keep.txt").write_text("mine")
-    one_line(invoke(*base, "--out", tmp_path / "r.json", "--venv", mine), "is not a bisect virtualenv")
+    one_line(
+        invoke(*base, "--out", tmp_path / "r.json", "--venv", mine), "is not a bisect virtualenv"
+    )
     assert (mine / "keep.txt").exists() and offline == []
 
 
 def test_an_unwritable_out_is_refused_before_the_registry_is_asked(offline, tmp_path, monkeypatch):
     asked = []
     monkeypatch.setattr(registry, "fetch_index", lambda *a, **k: asked.append(a) or fetch(*a, **k))
-    one_line(invoke("py_function_map", "--good", "2.21.0", "--bad", "nightly", "--out",
-                    tmp_path / "missing" / "r.json"), "does not exist")
+    one_line(
+        invoke(
+            "py_function_map",
+            "--good",
+            "2.21.0",
+            "--bad",
+            "nightly",
+            "--out",
+            tmp_path / "missing" / "r.json",
+        ),
+        "does not exist",
+    )
     assert asked == [] and offline == []
 
 
 def test_command_bad_nightly_is_the_newest_nightly_served(offline, tmp_path, monkeypatch):
     """--bad nightly: the newest tf-nightly in the registry's index (the saved sample's)."""
     newest = max((b.version for b in registry.served(fetch=fetch) if b.nightly), key=Version)
-    monkeypatch.setattr(installer.Venv, "measure", lambda self, root, pair, variant, cap, timeout: {
-        "verdict": "no-leak" if offline[-1] == newest else "leak", "seconds": 1.0, "signals": [],
-        "environment": {"tensorflow": offline[-1], "tensorflow_git": "v1.12.1-1-gabc"}})
+    monkeypatch.setattr(
+        installer.Venv,
+        "measure",
+        lambda self, root, pair, variant, cap, timeout: {
+            "verdict": "no-leak" if offline[-1] == newest else "leak",
+            "seconds": 1.0,
+            "signals": [],
+            "environment": {"tensorflow": offline[-1], "tensorflow_git": "v1.12.1-1-gabc"},
+        },
+    )
     out = tmp_path / "n.json"
-    result = invoke("py_function_map", "--good", "2.21.0", "--bad", "nightly", "--out", out, "--cap", "1GiB")
+    result = invoke(
+        "py_function_map", "--good", "2.21.0", "--bad", "nightly", "--out", out, "--cap", "1GiB"
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert data["boundary"]["bad"]["version"] == newest and f"to {newest}" in result.output
@@ -307,16 +422,43 @@ def test_command_bad_nightly_is_the_newest_nightly_served(offline, tmp_path, mon
 
 def test_command_refuses_a_venv_another_bisect_holds(offline, tmp_path):
     import fcntl
+
     venv = tmp_path / "v"
     with open(tmp_path / "v.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        one_line(invoke("py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--out", tmp_path / "r.json",
-                        "--venv", venv), "another leakbench bisect is using")
+        one_line(
+            invoke(
+                "py_function_map",
+                "--good",
+                "2.15.1",
+                "--bad",
+                "2.16.2",
+                "--out",
+                tmp_path / "r.json",
+                "--venv",
+                venv,
+            ),
+            "another leakbench bisect is using",
+        )
     assert offline == [] and not venv.exists()
 
 
 def test_command_refused_for_its_budget_makes_no_folder(offline, tmp_path):
     venv = tmp_path / "a" / "b" / "v"
-    one_line(invoke("py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--venv", venv,
-                    "--disk-budget", "1KiB", "--results", tmp_path / "res"), "past the budget")
+    one_line(
+        invoke(
+            "py_function_map",
+            "--good",
+            "2.15.1",
+            "--bad",
+            "2.16.2",
+            "--venv",
+            venv,
+            "--disk-budget",
+            "1KiB",
+            "--results",
+            tmp_path / "res",
+        ),
+        "past the budget",
+    )
     assert not (tmp_path / "a").exists() and not (tmp_path / "res").exists()

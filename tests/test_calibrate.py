@@ -1,6 +1,7 @@
 """leakbench calibrate's statistics on synthetic observations (no process started),
 its resume rules with a stub measure, and its designed-leak files against the
 contract. The command itself, killed and resumed, is in test_interrupts.py."""
+
 from __future__ import annotations
 
 import json
@@ -21,27 +22,69 @@ KIB = 1 << 10
 
 def trend(slope: float, p: float = 0.0001, halves: tuple = (None, None)) -> dict:
     first, second = (slope if h is None else h for h in halves)
-    return {"slope": slope, "low": slope, "high": slope, "p_increasing": p, "first_half": first,
-            "second_half": second, "unit": "bytes/repetition"}
+    return {
+        "slope": slope,
+        "low": slope,
+        "high": slope,
+        "p_increasing": p,
+        "first_half": first,
+        "second_half": second,
+        "unit": "bytes/repetition",
+    }
 
 
-def rec(rss: dict | None, heap: dict | None, verdict_: str = "no-leak", peak: int = 500 << 20,
-        phase: str | None = None) -> dict:
-    return {"metrics": {"rss_growth": rss, "retained_heap": heap}, "runs": [
-        {"seconds": {"import": 3.0, "setup": 0.1, "warm-up": 0.3, "repetitions": 2.4, "heap": 1.8},
-         "high_water_mark_bytes": peak, "max_rss_bytes": peak, "heap": {"heap_source": "snapshots"}}],
-        "verdict": verdict_, "signals": [], "phase": phase, "error": None, "seconds": 9.0,
-        "environment": {"tensorflow": "2.21.0"}}
+def rec(
+    rss: dict | None,
+    heap: dict | None,
+    verdict_: str = "no-leak",
+    peak: int = 500 << 20,
+    phase: str | None = None,
+) -> dict:
+    return {
+        "metrics": {"rss_growth": rss, "retained_heap": heap},
+        "runs": [
+            {
+                "seconds": {
+                    "import": 3.0,
+                    "setup": 0.1,
+                    "warm-up": 0.3,
+                    "repetitions": 2.4,
+                    "heap": 1.8,
+                },
+                "high_water_mark_bytes": peak,
+                "max_rss_bytes": peak,
+                "heap": {"heap_source": "snapshots"},
+            }
+        ],
+        "verdict": verdict_,
+        "signals": [],
+        "phase": phase,
+        "error": None,
+        "seconds": 9.0,
+        "environment": {"tensorflow": "2.21.0"},
+    }
 
 
 def observations() -> list[dict]:
     found = []
     for run, noise in enumerate((0.9, 1.0, 1.1), 1):
-        found.append(calibrate.observe(rec(trend(0.0, p=1.0), trend(700.0, p=0.004)),
-                                       calibrate.Case("tensorflow", 0), run))
-        found.append(calibrate.observe(rec(trend(noise * 1024 * KIB), trend(noise * 2 * KIB), "leak",
-                                           peak=(500 << 20) + (60 << 20)),
-                                       calibrate.Case("tensorflow", 1024 * KIB), run))
+        found.append(
+            calibrate.observe(
+                rec(trend(0.0, p=1.0), trend(700.0, p=0.004)), calibrate.Case("tensorflow", 0), run
+            )
+        )
+        found.append(
+            calibrate.observe(
+                rec(
+                    trend(noise * 1024 * KIB),
+                    trend(noise * 2 * KIB),
+                    "leak",
+                    peak=(500 << 20) + (60 << 20),
+                ),
+                calibrate.Case("tensorflow", 1024 * KIB),
+                run,
+            )
+        )
     return found
 
 
@@ -51,7 +94,8 @@ def test_summary_counts_detections_bias_and_cv():
     assert control["rss"]["detected"]["k"] == 0 and control["heap"]["detected"]["k"] == 0
     assert control["heap"]["trend_only"]["k"] == 3  # rising, below the 64 KiB bar: not an alarm
     assert leak["rss"]["detected"] == pytest.approx(
-        {"k": 3, "n": 3, "rate": 1.0, "low": 0.4385, "high": 1.0}, abs=1e-3)  # Wilson, 95 %
+        {"k": 3, "n": 3, "rate": 1.0, "low": 0.4385, "high": 1.0}, abs=1e-3
+    )  # Wilson, 95 %
     assert leak["heap"]["detected"]["k"] == 0  # 2 KiB/rep seen, under HEAP_SLOPE_MIN
     assert leak["rss"]["slope"]["relative_bias"] == pytest.approx(0.0, abs=1e-9)
     assert leak["rss"]["slope"]["cv"] == pytest.approx(0.1)  # std(0.9, 1.0, 1.1) / 1.0
@@ -68,11 +112,23 @@ def test_reach_is_the_largest_threshold_that_still_moves():
     assert stats.reach(trend(100 * KIB, p=0.5)) is None
 
 
-def committed_record(variant: str = "fixed", verdict_: str = "no-leak", pair: str = "p", **metrics_) -> dict:
+def committed_record(
+    variant: str = "fixed", verdict_: str = "no-leak", pair: str = "p", **metrics_
+) -> dict:
     """A record as results/records keeps it, at this leakbench's schema."""
-    return {"schema": SCHEMA, "pair": pair, "variant": variant, "verdict": verdict_, "signals": [],
-            "phase": None, "metrics": metrics_ or None, "environment": {"tensorflow": "2.21.0"},
-            "reported": None, "expects": None, "requires": None}
+    return {
+        "schema": SCHEMA,
+        "pair": pair,
+        "variant": variant,
+        "verdict": verdict_,
+        "signals": [],
+        "phase": None,
+        "metrics": metrics_ or None,
+        "environment": {"tensorflow": "2.21.0"},
+        "reported": None,
+        "expects": None,
+        "requires": None,
+    }
 
 
 def write_records(folder: Path, name: str, records: list[dict]) -> None:
@@ -88,11 +144,16 @@ def test_signals_and_thresholds_come_from_the_registry():
 
 
 def test_noise_floor_from_controls_and_committed_fixes(tmp_path):
-    write_records(tmp_path / "records" / "vm", "tf-2.21.0.jsonl", [
-        committed_record(rss_growth=trend(200 * KIB), retained_heap=trend(6 * KIB)),
-        # a fix that reads leak is an alarm, not noise; a leaky variant is no fix
-        committed_record(verdict_="leak", pair="q", rss_growth=trend(900 * KIB)),
-        committed_record(variant="leaky", verdict_="leak", rss_growth=trend(800 * KIB))])
+    write_records(
+        tmp_path / "records" / "vm",
+        "tf-2.21.0.jsonl",
+        [
+            committed_record(rss_growth=trend(200 * KIB), retained_heap=trend(6 * KIB)),
+            # a fix that reads leak is an alarm, not noise; a leaky variant is no fix
+            committed_record(verdict_="leak", pair="q", rss_growth=trend(900 * KIB)),
+            committed_record(variant="leaky", verdict_="leak", rss_growth=trend(800 * KIB)),
+        ],
+    )
     fixes, unreadable = committed.fixed_records(tmp_path / "records")
     assert [label for label, _ in fixes] == ["vm/tf-2.21.0", "vm/tf-2.21.0"] and unreadable == []
     floor = committed.noise_floor(observations(), fixes)
@@ -102,25 +163,43 @@ def test_noise_floor_from_controls_and_committed_fixes(tmp_path):
 
 
 def test_a_fix_is_a_false_alarm_where_the_expectation_refuses_it(tmp_path):
-    write_records(tmp_path / "vm", "tf-2.21.0.jsonl", [
-        committed_record(), committed_record(verdict_="fragmentation", pair="frag"),
-        committed_record(verdict_="error", pair="broken"), committed_record(verdict_="skipped", pair="gpu")])
+    write_records(
+        tmp_path / "vm",
+        "tf-2.21.0.jsonl",
+        [
+            committed_record(),
+            committed_record(verdict_="fragmentation", pair="frag"),
+            committed_record(verdict_="error", pair="broken"),
+            committed_record(verdict_="skipped", pair="gpu"),
+        ],
+    )
     (tmp_path / "vm" / "tf-2.20.0.jsonl").write_text("{not json\n")
     found = committed.committed_fix_verdicts(*committed.fixed_records(tmp_path))
     assert found["records"] == 3 and found["skipped"] == 1  # skipped measured nothing
-    assert found["false_alarms"] == 2 and [a.split(":")[1].split()[0] for a in found["alarms"]] == ["frag", "broken"]
+    assert found["false_alarms"] == 2 and [a.split(":")[1].split()[0] for a in found["alarms"]] == [
+        "frag",
+        "broken",
+    ]
     assert len(found["unreadable"]) == 1 and found["unreadable"][0].startswith("vm/tf-2.20.0: ")
 
 
 def test_a_control_alarm_is_any_verdict_no_leak_does_not_accept():
-    seen = observations() + [calibrate.observe(rec(trend(0.0, p=1.0), None, "over-cap", phase="repetitions"),
-                                               calibrate.Case("tensorflow", 0), 4)]
+    seen = observations() + [
+        calibrate.observe(
+            rec(trend(0.0, p=1.0), None, "over-cap", phase="repetitions"),
+            calibrate.Case("tensorflow", 0),
+            4,
+        )
+    ]
     assert not expectation.NO_LEAK.accepts(seen[-1])
     control = next(r for r in stats.summarize(seen) if r["bytes_per_rep"] == 0)
     assert control["false_alarms"]["k"] == 1 and control["false_alarms"]["n"] == 4
     found = {t["target"]: t for t in stats.targets(stats.summarize(seen), {}, None)}
     assert found["tensorflow: no false alarm on the control"]["met"] is False
-    assert found["tensorflow: no false alarm on the control"]["measured"] == "1/4 runs read other than no-leak"
+    assert (
+        found["tensorflow: no false alarm on the control"]["measured"]
+        == "1/4 runs read other than no-leak"
+    )
 
 
 def test_targets_say_what_is_not_met():
@@ -135,35 +214,70 @@ def test_targets_say_what_is_not_met():
 def test_cost_compares_tracked_repetitions_and_shows_the_fixed_cost_beside():
     settings = Settings(cap_bytes=1 << 30, timeout_seconds=60)  # 12 repetitions, a heap pass of 6
     timed = {"import": 3.0, "setup": 0.1, "warm-up": 0.3, "repetitions": 0.6}  # plain: 0.05 s/rep
-    split = [{"holder": "tensorflow", "wall_seconds": 9.0, "seconds": {
-        **timed, "heap": 0.06 * k, "heap_tracker": 0.3, "heap_analysis": 0.12}} for k in (1, 1, 2)]
+    split = [
+        {
+            "holder": "tensorflow",
+            "wall_seconds": 9.0,
+            "seconds": {**timed, "heap": 0.06 * k, "heap_tracker": 0.3, "heap_analysis": 0.12},
+        }
+        for k in (1, 1, 2)
+    ]
     c = stats.cost(split, settings)["tensorflow"]
-    assert c["heap_seconds_per_rep"] == pytest.approx(0.01) and c["heap_over_plain"] == pytest.approx(0.2)
-    assert c["heap_tracker_seconds"] == pytest.approx(0.3) and c["heap_analysis_seconds"] == pytest.approx(0.12)
+    assert c["heap_seconds_per_rep"] == pytest.approx(0.01) and c[
+        "heap_over_plain"
+    ] == pytest.approx(0.2)
+    assert c["heap_tracker_seconds"] == pytest.approx(0.3) and c[
+        "heap_analysis_seconds"
+    ] == pytest.approx(0.12)
     assert c["heap_total_seconds_per_rep"] == pytest.approx(0.08)  # (0.06 + 0.3 + 0.12) / 6
     assert c["heap_total_over_plain"] == pytest.approx(1.6)
-    target = next(t for t in stats.targets(stats.summarize(observations()), {"tensorflow": c}, None)
-                  if "memray pass" in t["target"])
+    target = next(
+        t
+        for t in stats.targets(stats.summarize(observations()), {"tensorflow": c}, None)
+        if "memray pass" in t["target"]
+    )
     # judged on the whole pass: 1.6x misses the 1.5x aim although its tracked repetitions cost 0.2x
-    assert target["met"] is False and target["measured"] == "1.60x (its tracked repetitions alone 0.20x)"
+    assert (
+        target["met"] is False
+        and target["measured"] == "1.60x (its tracked repetitions alone 0.20x)"
+    )
     # a child from before the split: seconds["heap"] is the whole pass, no per-repetition figure
-    whole = stats.cost([{"holder": "tensorflow", "wall_seconds": 9.0, "seconds": {**timed, "heap": 0.9}}],
-                       settings)["tensorflow"]
+    whole = stats.cost(
+        [{"holder": "tensorflow", "wall_seconds": 9.0, "seconds": {**timed, "heap": 0.9}}], settings
+    )["tensorflow"]
     assert whole["heap_seconds_per_rep"] is None and whole["heap_tracker_seconds"] is None
     assert whole["heap_total_over_plain"] == pytest.approx(3.0)
-    text = markdown({"machine": "m", "environment": {"tensorflow": "2.21.0"},
-                     "settings": {"warmup": 3, "reps": 12, "heap_reps": 6}, "summary": [], "peer_summary": [],
-                     "cost": {"tensorflow": c, "old": whole}, "targets": []})
-    table = [line for line in text.split("### Cost")[1].split("###")[0].splitlines() if line.startswith("|")]
+    text = markdown(
+        {
+            "machine": "m",
+            "environment": {"tensorflow": "2.21.0"},
+            "settings": {"warmup": 3, "reps": 12, "heap_reps": 6},
+            "summary": [],
+            "peer_summary": [],
+            "cost": {"tensorflow": c, "old": whole},
+            "targets": [],
+        }
+    )
+    table = [
+        line
+        for line in text.split("### Cost")[1].split("###")[0].splitlines()
+        if line.startswith("|")
+    ]
     assert len({row.count("|") for row in table}) == 1
     assert "| 0.050 | 0.010 | 0.20 | 0.30 | 0.12 | 0.080 | 1.60 |" in table[2]
     assert table[3].endswith("| 0.050 | — | — | — | — | 0.150 | 3.00 |")
 
 
 def test_markdown_has_a_row_per_case():
-    result = {"machine": "m", "environment": {"tensorflow": "2.21.0"},
-              "settings": {"warmup": 3, "reps": 12, "heap_reps": 6}, "summary": stats.summarize(observations()),
-              "peer_summary": [], "cost": {}, "targets": []}
+    result = {
+        "machine": "m",
+        "environment": {"tensorflow": "2.21.0"},
+        "settings": {"warmup": 3, "reps": 12, "heap_reps": 6},
+        "summary": stats.summarize(observations()),
+        "peer_summary": [],
+        "cost": {},
+        "targets": [],
+    }
     text = markdown(result)
     assert "| tensorflow | 0 (control) | 3/3 |" in text and "| tensorflow | 1 MiB | 3/3 |" in text
     # every table's header has as many columns as its rows (no peer ran here)
@@ -178,12 +292,15 @@ def test_designed_leak_files_follow_the_contract(holder):
     assert scenario.kind == "growth" and scenario.size_param == "bytes_per_rep"
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--holders", "perl"], "--holders: unknown perl"),
-    (["--peers", "valgrind"], "--peers: unknown valgrind"),
-    (["--sizes", "0,lots"], "--sizes: 'lots'"),
-    (["--cap", "lots"], "--cap: 'lots'"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--holders", "perl"], "--holders: unknown perl"),
+        (["--peers", "valgrind"], "--peers: unknown valgrind"),
+        (["--sizes", "0,lots"], "--sizes: 'lots'"),
+        (["--cap", "lots"], "--cap: 'lots'"),
+    ],
+)
 def test_bad_input_is_one_line_and_runs_nothing(args, fragment, tmp_path, monkeypatch):
     from click.testing import CliRunner
 
@@ -203,8 +320,15 @@ def test_a_peer_runs_in_its_own_capped_process():
     from leakbench.calibrate import peers
 
     path = Path(leakbench.__file__).parent / "calibrate" / "designs" / "python_held.py"
-    found = peers.run_peer("limit_leaks", path, {"bytes_per_rep": 1 << 20}, warmup=3, reps=12,
-                           cap_bytes=1 << 30, timeout_seconds=60)
+    found = peers.run_peer(
+        "limit_leaks",
+        path,
+        {"bytes_per_rep": 1 << 20},
+        warmup=3,
+        reps=12,
+        cap_bytes=1 << 30,
+        timeout_seconds=60,
+    )
     assert found["status"] == "ok" and found["leak"] is True, found
     assert 0 < found["max_rss_bytes"] < 1 << 30
 
@@ -233,37 +357,60 @@ def test_resume_measures_only_the_missing_runs(tmp_path, stub_measure):
     result = calibrate.calibrate(["python"], [0, KIB], 2, SETTINGS, out, machine="m")
     assert stub_measure == [0, KIB, 0, KIB]  # run 1 of the control was kept, not measured again
     assert sorted((o["bytes_per_rep"], o["run"]) for o in result["observations"]) == [
-        (0, 1), (0, 2), (KIB, 1), (KIB, 2)]
+        (0, 1),
+        (0, 2),
+        (KIB, 1),
+        (KIB, 2),
+    ]
 
 
-@pytest.mark.parametrize("change, named", [
-    ({"settings": Settings(cap_bytes=1 << 30, timeout_seconds=60, reps=6)}, "reps 12 there, 6 here"),
-    ({"machine": "other"}, "machine m there, other here"),
-])
-def test_resume_with_other_settings_raises_and_keeps_the_file(tmp_path, stub_measure, change, named):
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (
+            {"settings": Settings(cap_bytes=1 << 30, timeout_seconds=60, reps=6)},
+            "reps 12 there, 6 here",
+        ),
+        ({"machine": "other"}, "machine m there, other here"),
+    ],
+)
+def test_resume_with_other_settings_raises_and_keeps_the_file(
+    tmp_path, stub_measure, change, named
+):
     out = tmp_path / "c.json"
     calibrate.calibrate(["python"], [0], 1, SETTINGS, out, machine="m")
     before = out.read_bytes()
     args = {"settings": SETTINGS, "machine": "m", **change}
     with pytest.raises(calibrate.CalibrateError) as e:
-        calibrate.calibrate(["python"], [0], 2, args["settings"], out, resume=True, machine=args["machine"])
+        calibrate.calibrate(
+            ["python"], [0], 2, args["settings"], out, resume=True, machine=args["machine"]
+        )
     message = str(e.value)
     assert "\n" not in message and named in message and str(out) in message and "--fresh" in message
     assert out.read_bytes() == before and stub_measure == [0]  # untouched, and nothing measured
     # --fresh replaces it
-    result = calibrate.calibrate(["python"], [0], 1, args["settings"], out, resume=False, machine=args["machine"])
+    result = calibrate.calibrate(
+        ["python"], [0], 1, args["settings"], out, resume=False, machine=args["machine"]
+    )
     assert json.loads(out.read_text())["machine"] == result["machine"] == args["machine"]
 
 
-@pytest.mark.parametrize("content, named", [
-    (b"{\"format\": 2, \"observ", "cannot be read as JSON"),
-    (b"\xff\xfe", "cannot be read as JSON"),
-    (b"[1, 2]", "is not a calibration result of format 2"),
-    (json.dumps({"format": 2, "machine": "m", "jobs": 1, "observations": {}}).encode(),
-     "is not a calibration result"),  # a repeatability result, say
-    (json.dumps({"format": 1, "machine": "m", "settings": {}, "observations": []}).encode(),
-     "is not a calibration result of format 2"),
-])
+@pytest.mark.parametrize(
+    "content, named",
+    [
+        (b'{"format": 2, "observ', "cannot be read as JSON"),
+        (b"\xff\xfe", "cannot be read as JSON"),
+        (b"[1, 2]", "is not a calibration result of format 2"),
+        (
+            json.dumps({"format": 2, "machine": "m", "jobs": 1, "observations": {}}).encode(),
+            "is not a calibration result",
+        ),  # a repeatability result, say
+        (
+            json.dumps({"format": 1, "machine": "m", "settings": {}, "observations": []}).encode(),
+            "is not a calibration result of format 2",
+        ),
+    ],
+)
 def test_a_corrupt_or_foreign_out_raises_and_is_kept(tmp_path, stub_measure, content, named):
     out = tmp_path / "c.json"
     out.write_bytes(content)
@@ -277,10 +424,14 @@ def caught_row(holder: str, size: int, k: int, n: int = 10) -> dict:
 
 
 def test_smallest_caught_needs_every_holder_every_run_and_every_larger_size():
-    rows = [caught_row(h, s, 10) for h in ("python", "tensorflow") for s in (16 << 10, 32 << 10, 64 << 10)]
+    rows = [
+        caught_row(h, s, 10)
+        for h in ("python", "tensorflow")
+        for s in (16 << 10, 32 << 10, 64 << 10)
+    ]
     rows += [caught_row("python", 8 << 10, 10), caught_row("tensorflow", 8 << 10, 3)]
     rows += [caught_row(h, 0, 0) for h in ("python", "tensorflow")]
-    assert stats.smallest_caught(rows) == 16 << 10        # 8 KiB: caught 3/10 with TF tensors
+    assert stats.smallest_caught(rows) == 16 << 10  # 8 KiB: caught 3/10 with TF tensors
     # a miss at 32 KiB: 16 KiB no longer counts
     rows[1] = caught_row("python", 32 << 10, 9)
     assert stats.smallest_caught(rows) == 64 << 10
@@ -293,6 +444,8 @@ def test_run_output_says_what_no_leak_means(tmp_path):
     (tmp_path / "vm-tf-2.21.0.json").write_text(json.dumps({"summary": rows}))
     line = committed.sensitivity(tmp_path, "vm", "2.21.0")
     assert "less than 16 KiB/repetition" in line and "vm-tf-2.21.0.json" in line
-    assert "not calibrated on vm for TensorFlow 2.15.1" in committed.sensitivity(tmp_path, "vm", "2.15.1")
+    assert "not calibrated on vm for TensorFlow 2.15.1" in committed.sensitivity(
+        tmp_path, "vm", "2.15.1"
+    )
     (tmp_path / "vm-tf-2.20.0.json").write_text("[1")  # not a calibration result: says nothing
     assert "not calibrated" in committed.sensitivity(tmp_path, "vm", "2.20.0")

@@ -4,6 +4,7 @@ and attribution to the right stage.
 
 Every measurement passes an explicit cap and timeout (project rule).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,22 +42,32 @@ def on_tf(test):
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).with_name("leakbench")), *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("leakbench")), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # --- without TensorFlow ---
 
-@pytest.mark.parametrize("spec, message", [
-    ("nosuch.py:make", "no file at nosuch.py"),
-    ("nosuch_module_xyz:make", "no module named 'nosuch_module_xyz'"),
-    ("just_a_word", "give FILE.py:NAME or module:NAME"),
-    (f"{PY}:1bad", "is not a Python name"),
-])
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("nosuch.py:make", "no file at nosuch.py"),
+        ("nosuch_module_xyz:make", "no module named 'nosuch_module_xyz'"),
+        ("just_a_word", "give FILE.py:NAME or module:NAME"),
+        (f"{PY}:1bad", "is not a Python name"),
+    ],
+)
 def test_bad_target_is_one_line_and_exit_2_before_running(spec, message):
     done = cli("check", spec, "--cap", "1GiB", "--timeout", "30")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [f"leakbench: error: {done.stderr.strip()[len('leakbench: error: '):]}"]
+    assert done.stderr.strip().splitlines() == [
+        f"leakbench: error: {done.stderr.strip()[len('leakbench: error: ') :]}"
+    ]
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
@@ -80,12 +91,19 @@ def test_bounded_function_is_no_leak():
     assert check_exit_code(rec) == 0 and not rec["diagnosis"]["hints"]
 
 
-@pytest.mark.parametrize("name, phase, message", [
-    ("missing", "import", "has no name 'missing' (it defines: bounded, hangs, leaky, needs_arguments, raises)"),
-    ("NOT_CALLABLE", "setup", "is a int object: neither a tf.data.Dataset"),
-    ("needs_arguments", "setup", "takes arguments (size)"),
-    ("raises", "setup", "RuntimeError: the pipeline's own failure"),
-])
+@pytest.mark.parametrize(
+    "name, phase, message",
+    [
+        (
+            "missing",
+            "import",
+            "has no name 'missing' (it defines: bounded, hangs, leaky, needs_arguments, raises)",
+        ),
+        ("NOT_CALLABLE", "setup", "is a int object: neither a tf.data.Dataset"),
+        ("needs_arguments", "setup", "takes arguments (size)"),
+        ("raises", "setup", "RuntimeError: the pipeline's own failure"),
+    ],
+)
 def test_target_that_fails_in_the_child_is_an_error_in_one_line(name, phase, message):
     rec = check.check(f"{PY}:{name}", SETTINGS)
     assert (rec["verdict"], rec["phase"]) == ("error", phase)
@@ -98,13 +116,28 @@ def test_hanging_target_is_a_hang_with_its_phase_on_the_cli():
     done = cli("check", f"{PY}:hangs", "--cap", "1GiB", "--timeout", "8", "--json")
     rec = json.loads(done.stdout)
     assert (rec["verdict"], rec["phase"], done.returncode) == ("hang", "setup", 2)
-    assert re.match(r"leakbench: hang in setup: no progress for \d+(\.\d)? s in setup \(timeout_seconds 8 s per step\)",
-                    done.stderr.strip().splitlines()[-1])
+    assert re.match(
+        r"leakbench: hang in setup: no progress for \d+(\.\d)? s in setup \(timeout_seconds 8 s per step\)",
+        done.stderr.strip().splitlines()[-1],
+    )
 
 
 def test_cli_json_and_exit_1_on_leak():
-    done = cli("check", f"{PY}:leaky", "--cap", "1GiB", "--timeout", "60", "--reps", "6", "--heap-reps", "5",
-               "--warmup", "1", "--json")
+    done = cli(
+        "check",
+        f"{PY}:leaky",
+        "--cap",
+        "1GiB",
+        "--timeout",
+        "60",
+        "--reps",
+        "6",
+        "--heap-reps",
+        "5",
+        "--warmup",
+        "1",
+        "--json",
+    )
     assert done.returncode == 1, done.stderr
     rec = json.loads(done.stdout)
     assert rec["verdict"] == "leak" and rec["pair"] == f"{PY}:leaky"
@@ -129,16 +162,54 @@ def test_pytest_helper_takes_module_level_functions_only():
 def test_attribution_names_the_deepest_stage_holding_most_bytes():
     mib = 1 << 20
     nodes = [  # Root -> Prefetch -> Batch -> ParallelInterleave -> 2 × (Prefetch -> Map)
-        {"id": 1, "name": "Root", "buffered_bytes": 0, "buffered_elements": 0, "inputs": [2], "growth_bytes": 0},
-        {"id": 2, "name": "Prefetch", "buffered_bytes": 4 * mib, "buffered_elements": 2, "inputs": [3],
-         "growth_bytes": 0},
-        {"id": 3, "name": "BatchV2", "buffered_bytes": 0, "buffered_elements": 0, "inputs": [4], "growth_bytes": 0},
-        {"id": 4, "name": "ParallelInterleaveV4", "buffered_bytes": 12 * mib, "buffered_elements": 48,
-         "inputs": [5, 6], "growth_bytes": 0},
-        {"id": 5, "name": "Prefetch", "buffered_bytes": 32 * mib, "buffered_elements": 16, "inputs": [],
-         "growth_bytes": 0},
-        {"id": 6, "name": "Prefetch", "buffered_bytes": 32 * mib, "buffered_elements": 16, "inputs": [],
-         "growth_bytes": 0},
+        {
+            "id": 1,
+            "name": "Root",
+            "buffered_bytes": 0,
+            "buffered_elements": 0,
+            "inputs": [2],
+            "growth_bytes": 0,
+        },
+        {
+            "id": 2,
+            "name": "Prefetch",
+            "buffered_bytes": 4 * mib,
+            "buffered_elements": 2,
+            "inputs": [3],
+            "growth_bytes": 0,
+        },
+        {
+            "id": 3,
+            "name": "BatchV2",
+            "buffered_bytes": 0,
+            "buffered_elements": 0,
+            "inputs": [4],
+            "growth_bytes": 0,
+        },
+        {
+            "id": 4,
+            "name": "ParallelInterleaveV4",
+            "buffered_bytes": 12 * mib,
+            "buffered_elements": 48,
+            "inputs": [5, 6],
+            "growth_bytes": 0,
+        },
+        {
+            "id": 5,
+            "name": "Prefetch",
+            "buffered_bytes": 32 * mib,
+            "buffered_elements": 16,
+            "inputs": [],
+            "growth_bytes": 0,
+        },
+        {
+            "id": 6,
+            "name": "Prefetch",
+            "buffered_bytes": 32 * mib,
+            "buffered_elements": 16,
+            "inputs": [],
+            "growth_bytes": 0,
+        },
     ]
     found = check.attribution({"elements": [4, 64], "nodes": nodes})
     assert found["holder"]["stage"] == "ParallelInterleaveV4"
@@ -151,14 +222,35 @@ def test_attribution_names_the_deepest_stage_holding_most_bytes():
 def test_check_view_names_the_users_frame_first_and_the_chain():
     from rich.console import Console
 
-    rec = {"pair": "p.py:make", "verdict": "leak", "phase": None, "repetition": "one call of the function",
-           "signals": ["heap"], "metrics": {"peak_above_baseline_bytes": 0}, "seconds": 1.0,
-           "diagnosis": {"target_kind": "function", "types": [], "attribution": {"na": "no TF"}, "top_stacks": [],
-                         "stack_growth": [{"frames": ["_call_unconverted (tensorflow/api.py:460)",
-                                                      "<lambda> (p.py:7)"], "user_frame": "<lambda> (p.py:7)",
-                                           "bytes": [1024, 2048, 3072], "bytes_per_rep": 1024.0}],
-                         "reference_chain": {"type": "traceback", "chain": ["state tuple", "list [1]"],
-                                             "seconds": 0.5}, "hints": []}}
+    rec = {
+        "pair": "p.py:make",
+        "verdict": "leak",
+        "phase": None,
+        "repetition": "one call of the function",
+        "signals": ["heap"],
+        "metrics": {"peak_above_baseline_bytes": 0},
+        "seconds": 1.0,
+        "diagnosis": {
+            "target_kind": "function",
+            "types": [],
+            "attribution": {"na": "no TF"},
+            "top_stacks": [],
+            "stack_growth": [
+                {
+                    "frames": ["_call_unconverted (tensorflow/api.py:460)", "<lambda> (p.py:7)"],
+                    "user_frame": "<lambda> (p.py:7)",
+                    "bytes": [1024, 2048, 3072],
+                    "bytes_per_rep": 1024.0,
+                }
+            ],
+            "reference_chain": {
+                "type": "traceback",
+                "chain": ["state tuple", "list [1]"],
+                "seconds": 0.5,
+            },
+            "hints": [],
+        },
+    }
     console = Console(width=200, record=True)
     for item in report.check_view(rec):
         console.print(item)
@@ -172,27 +264,59 @@ def test_check_view_shows_the_types_middle_count_and_says_none_by_the_rule():
     from rich.console import Console
 
     def text(types: list) -> str:
-        rec = {"pair": "p.py:make", "verdict": "leak", "phase": None, "repetition": "one call",
-               "signals": ["python objects"], "metrics": {"peak_above_baseline_bytes": 0}, "seconds": 1.0,
-               "diagnosis": {"target_kind": "function", "types": types, "attribution": {"na": "no TF"},
-                             "top_stacks": [], "stack_growth": [], "reference_chain": {}, "hints": []}}
+        rec = {
+            "pair": "p.py:make",
+            "verdict": "leak",
+            "phase": None,
+            "repetition": "one call",
+            "signals": ["python objects"],
+            "metrics": {"peak_above_baseline_bytes": 0},
+            "seconds": 1.0,
+            "diagnosis": {
+                "target_kind": "function",
+                "types": types,
+                "attribution": {"na": "no TF"},
+                "top_stacks": [],
+                "stack_growth": [],
+                "reference_chain": {},
+                "hints": [],
+            },
+        }
         console = Console(width=200, record=True)
         for item in report.check_view(rec):
             console.print(item)
         return console.export_text()
 
-    shown = text([{"type": "Leak", "per_repetition": 5.0, "baseline": 100, "middle": 130, "end": 160},
-                  # an older record: no middle
-                  {"type": "Old", "per_repetition": 4.0, "baseline": 1, "end": 49}])
-    cells = {row[0]: row[1:] for line in shown.splitlines() if line.startswith("│")
-             for row in [[c.strip() for c in line.split("│")[1:-1]]]}
-    assert cells["Leak"] == ["+5.0", "100", "130", "160"] and cells["Old"] == ["+4.0", "1", "—", "49"]
-    assert "Python types that grew: none (≥ 3 objects/repetition over the repetitions and over each half)" in text([])
+    shown = text(
+        [
+            {"type": "Leak", "per_repetition": 5.0, "baseline": 100, "middle": 130, "end": 160},
+            # an older record: no middle
+            {"type": "Old", "per_repetition": 4.0, "baseline": 1, "end": 49},
+        ]
+    )
+    cells = {
+        row[0]: row[1:]
+        for line in shown.splitlines()
+        if line.startswith("│")
+        for row in [[c.strip() for c in line.split("│")[1:-1]]]
+    }
+    assert cells["Leak"] == ["+5.0", "100", "130", "160"] and cells["Old"] == [
+        "+4.0",
+        "1",
+        "—",
+        "49",
+    ]
+    assert (
+        "Python types that grew: none (≥ 3 objects/repetition over the repetitions and over each half)"
+        in text([])
+    )
 
 
 # --- on TensorFlow ---
 
-SCENARIO_FILES = [(name, variant) for name in catalog.pair_names(ROOT) for variant in ("leaky", "fixed")]
+SCENARIO_FILES = [
+    (name, variant) for name in catalog.pair_names(ROOT) for variant in ("leaky", "fixed")
+]
 # tf_records (tests/conftest.py): `leakbench check` of every scenario and fix file and of
 # the factories in check_tf.py, each measured once per test run
 
@@ -208,11 +332,14 @@ def test_check_gives_the_run_verdict_on_every_scenario_and_fix(tf_records, name,
 
 
 @on_tf
-@pytest.mark.parametrize("name, stage", [
-    ("unbounded_cache", "MemoryCache"),
-    ("oversized_prefetch", "Prefetch"),
-    ("unbounded_interleave", "ParallelInterleave"),
-])
+@pytest.mark.parametrize(
+    "name, stage",
+    [
+        ("unbounded_cache", "MemoryCache"),
+        ("oversized_prefetch", "Prefetch"),
+        ("unbounded_interleave", "ParallelInterleave"),
+    ],
+)
 def test_attribution_names_the_stage_of_the_peak_pairs(tf_records, name, stage):
     att = tf_records[(name, "leaky")]["diagnosis"]["attribution"]
     assert att["holder"] and att["holder"]["stage"].startswith(stage), att
@@ -238,13 +365,21 @@ def test_leaking_dataset_factory_and_its_stack(tf_records):
 @on_tf
 def test_leaking_dataset_factory_grows_at_the_line_that_keeps_the_elements(tf_records):
     rec = tf_records[("stateful_map", "factory")]
-    line = next(i for i, text in enumerate(TF.read_text().splitlines(), 1) if "KEPT.append(x.copy())" in text)
+    line = next(
+        i
+        for i, text in enumerate(TF.read_text().splitlines(), 1)
+        if "KEPT.append(x.copy())" in text
+    )
     top = rec["runs"][0]["heap"]["stack_growth"][0]
     assert top["user_frame"] == f"_keep (tests/data/check_tf.py:{line})", top
     assert top["bytes_per_rep"] >= 3 << 20 and len(top["bytes"]) == TF_SETTINGS.heap_reps
-    assert any(f"comes from _keep (tests/data/check_tf.py:{line})" in h for h in rec["diagnosis"]["hints"])
+    assert any(
+        f"comes from _keep (tests/data/check_tf.py:{line})" in h for h in rec["diagnosis"]["hints"]
+    )
     stages = rec["runs"][0]["stages"]
-    assert stages["tensorflow"] and {"stage", "inside", "bytes", "autotune"} <= set(stages["stages"][0])
+    assert stages["tensorflow"] and {"stage", "inside", "bytes", "autotune"} <= set(
+        stages["stages"][0]
+    )
 
 
 @on_tf
@@ -260,14 +395,16 @@ def test_check_and_run_agree_on_a_real_run(tf_records):
     """One real comparison: `run`'s measurement of a pair against check's record, on both verdicts
     (dataset_per_step: leak and no-leak on every release measured, at about 9 s a side)."""
     for variant in ("leaky", "fixed"):
-        target = Target(read_metadata(ROOT / catalog.VARIANT_DIRS[variant] / "dataset_per_step.py"), variant)
+        target = Target(
+            read_metadata(ROOT / catalog.VARIANT_DIRS[variant] / "dataset_per_step.py"), variant
+        )
         ran = measure(target, target.scenario.params, TF_SETTINGS)  # the settings tf_records used
         assert ran["verdict"] == tf_records[("dataset_per_step", variant)]["verdict"]
-
 
 
 def test_the_pytest_plugin_is_registered_as_an_entry_point():
     """pytest finds the plugin (and its marker) without a pytest_plugins line: pyproject's pytest11."""
     from importlib import metadata
+
     found = [e for e in metadata.entry_points(group="pytest11") if e.name == "leakbench"]
     assert [e.value for e in found] == ["leakbench.pytest_plugin"]

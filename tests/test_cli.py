@@ -4,6 +4,7 @@ pure-Python pair through the installed entry point, JSON lines, exit codes.
 LEAKBENCH_ROOT points at a temporary checkout whose scenarios/ and fixes/ hold
 copies of tests/data/ files, so no TensorFlow scenario is ever selected.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,7 +26,9 @@ SAFE = ["--cap", "1GiB", "--timeout", "60"]  # every run here is capped and time
 FAST = [*SAFE, "--warmup", "1", "--reps", "6", "--heap-reps", "5"]
 
 
-def make_root(base: Path, leaky: str = "python_leak", fixed: str = "python_bounded", name: str = "pyleak") -> Path:
+def make_root(
+    base: Path, leaky: str = "python_leak", fixed: str = "python_bounded", name: str = "pyleak"
+) -> Path:
     root = base / "root"
     for sub, source in (("scenarios", leaky), ("fixes", fixed)):
         (root / sub).mkdir(parents=True, exist_ok=True)
@@ -61,15 +64,24 @@ def assert_bad_input(result, *fragments: str) -> str:
 
 # --- bad input ------------------------------------------------------------------
 
+
 def test_unknown_scenario_name(root):
-    assert_bad_input(invoke(["run", "no_such_pair", *SAFE]), "unknown scenario 'no_such_pair'", "known: pyleak")
+    assert_bad_input(
+        invoke(["run", "no_such_pair", *SAFE]), "unknown scenario 'no_such_pair'", "known: pyleak"
+    )
 
 
 def test_file_without_the_contract_is_not_executed(root, tmp_path):
     marker = tmp_path / "executed"
     plain = tmp_path / "plain.py"
     plain.write_text(f"open({str(marker)!r}, 'w').close()\nprint('hello')\n")
-    assert_bad_input(invoke(["run", str(plain), *SAFE]), str(plain), "not a leakbench scenario", "TITLE", "setup()")
+    assert_bad_input(
+        invoke(["run", str(plain), *SAFE]),
+        str(plain),
+        "not a leakbench scenario",
+        "TITLE",
+        "setup()",
+    )
     assert not marker.exists()  # metadata is read with ast, the file never ran
 
 
@@ -91,13 +103,19 @@ def test_missing_file(root, tmp_path):
 
 
 def test_unknown_param(root):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--param", "unknown=1"]), "--param unknown",
-                     "no selected scenario has such a parameter")
+    assert_bad_input(
+        invoke(["run", "pyleak", *SAFE, "--param", "unknown=1"]),
+        "--param unknown",
+        "no selected scenario has such a parameter",
+    )
 
 
 def test_param_not_a_number(root):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=lots"]),
-                     "bytes_per_rep='lots'", "is not int")
+    assert_bad_input(
+        invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=lots"]),
+        "bytes_per_rep='lots'",
+        "is not int",
+    )
 
 
 def test_param_float_for_int(root):
@@ -105,11 +123,15 @@ def test_param_float_for_int(root):
 
 
 def test_param_not_positive(root):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=0"]), "must be positive")
+    assert_bad_input(
+        invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=0"]), "must be positive"
+    )
 
 
 def test_param_without_equals(root):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep"]), "is not NAME=VALUE")
+    assert_bad_input(
+        invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep"]), "is not NAME=VALUE"
+    )
 
 
 @pytest.mark.parametrize("cap", ["nonsense", "12 parsecs", "-1GiB", "0", "GiB", ""])
@@ -124,7 +146,9 @@ def test_bad_scales(root, scales):
 
 def test_json_into_missing_directory(root, tmp_path):
     target = tmp_path / "no" / "such" / "dir" / "out.jsonl"
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--json", str(target)]), "--json", "does not exist")
+    assert_bad_input(
+        invoke(["run", "pyleak", *SAFE, "--json", str(target)]), "--json", "does not exist"
+    )
     assert not target.parent.exists()
 
 
@@ -156,20 +180,28 @@ def test_tensorflow_not_installed(root, monkeypatch):
     # The word is enough for the CLI's check; the file never imports it, so a
     # broken check would run a harmless scenario, not TensorFlow.
     tf_file = root / "scenarios" / "tf_pair.py"
-    tf_file.write_text((DATA / "python_bounded.py").read_text()
-                       + "\n\ndef _unused():\n    import tensorflow  # noqa: F401  (never called)\n")
+    tf_file.write_text(
+        (DATA / "python_bounded.py").read_text()
+        + "\n\ndef _unused():\n    import tensorflow  # noqa: F401  (never called)\n"
+    )
     shutil.copy(tf_file, root / "fixes" / "tf_pair.py")
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a, **k: None if name == "tensorflow" else real(name, *a, **k))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a, **k: None if name == "tensorflow" else real(name, *a, **k),
+    )
     line = assert_bad_input(invoke(["run", "tf_pair", *SAFE]), "TensorFlow is not installed")
     assert "leakbench[tf]" in line
 
 
 def test_tensorflow_check_ignores_pure_python_scenarios(root, monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a, **k: None if name == "tensorflow" else real(name, *a, **k))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a, **k: None if name == "tensorflow" else real(name, *a, **k),
+    )
     result = invoke(["run", "pyleak", *FAST])
     assert result.exit_code == 0, result.output
 
@@ -183,16 +215,24 @@ def test_list(root):
     at = [i for i, line in enumerate(lines) if "pyleak" in line]
     assert len(at) == 1  # one row per pair, not per variant: the size parameter on the line below
     row = lines[at[0]] + " " + lines[at[0] + 1]
-    for cell in ("growth", "stateful functions", "bytes_per_rep=1048576", "bytes appended to a global list"):
+    for cell in (
+        "growth",
+        "stateful functions",
+        "bytes_per_rep=1048576",
+        "bytes appended to a global list",
+    ):
         assert cell in row, cell
     assert result.stderr == ""
 
 
 # --- real runs through the installed entry point ------------------------------------
 
+
 def leakbench(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "LEAKBENCH_ROOT": str(root)}
-    return subprocess.run([str(LEAKBENCH), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(LEAKBENCH), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_entry_point_is_installed():
@@ -216,7 +256,9 @@ def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
     assert len(lines) == 2
     records = [json.loads(line) for line in lines]
     assert [(r["pair"], r["variant"], r["verdict"]) for r in records] == [
-        ("pyleak", "leaky", "leak"), ("pyleak", "fixed", "no-leak")]
+        ("pyleak", "leaky", "leak"),
+        ("pyleak", "fixed", "no-leak"),
+    ]
     assert all(r["settings"]["cap_bytes"] == 1 << 30 for r in records)
     assert records[0]["path"] == str(root / "scenarios" / "pyleak.py")
     assert records[1]["path"] == str(root / "fixes" / "pyleak.py")
@@ -234,7 +276,9 @@ def test_fixed_variant_that_leaks_exits_one(tmp_path):
     root = make_root(tmp_path, leaky="python_leak", fixed="python_leak")
     result = leakbench(["run", "pyleak", *FAST, "--json", "out.jsonl"], root, tmp_path)
     assert result.returncode == 1, result.stderr
-    verdicts = [json.loads(line)["verdict"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    verdicts = [
+        json.loads(line)["verdict"] for line in (tmp_path / "out.jsonl").read_text().splitlines()
+    ]
     # the leaky one was as expected: the fixed one alone made it 1
     assert verdicts == ["leak", "leak"]
 
@@ -251,8 +295,26 @@ def test_swapped_pair_exits_one(tmp_path):
 def test_over_cap_leaky_variant_is_as_expected(tmp_path):
     """A leak cut short by the cap is still the leak: exit 0 for the leaky variant alone."""
     root = make_root(tmp_path, leaky="python_over_cap", fixed="python_bounded")
-    result = leakbench(["run", "pyleak", "--variant", "leaky", "--cap", "300MiB", "--timeout", "60",
-                        "--warmup", "1", "--reps", "50", "--heap-reps", "0"], root, tmp_path)
+    result = leakbench(
+        [
+            "run",
+            "pyleak",
+            "--variant",
+            "leaky",
+            "--cap",
+            "300MiB",
+            "--timeout",
+            "60",
+            "--warmup",
+            "1",
+            "--reps",
+            "50",
+            "--heap-reps",
+            "0",
+        ],
+        root,
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "over-cap" in result.stdout
 
@@ -262,7 +324,10 @@ def test_error_in_scenario_exits_one_with_its_message(tmp_path):
     root = make_root(tmp_path, leaky="python_raises", fixed="python_bounded")
     result = leakbench(["run", "pyleak", "--variant", "leaky", *FAST], root, tmp_path)
     assert result.returncode == 1
-    assert "pyleak (leaky): error in warm-up: RuntimeError: scenario exploded with code 42" in result.stderr
+    assert (
+        "pyleak (leaky): error in warm-up: RuntimeError: scenario exploded with code 42"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr
 
 
@@ -278,15 +343,40 @@ def test_check_of_a_file_that_is_not_python_is_one_line(target):
     assert_bad_input(invoke(["check", target, *SAFE]), ".py")
 
 
-@pytest.mark.parametrize("args, option", [
-    (["run", "pyleak", *SAFE, "--markdown", "/proc/leakbench-x.md"], "--markdown"),
-    (["run", "pyleak", *SAFE, "--json", "/proc/leakbench-x.jsonl"], "--json"),
-    (["run", "pyleak", *SAFE, "--json", "/nonexistent-leakbench/x.jsonl"], "--json"),
-    (["repeat", "pyleak", *SAFE, "--out", "/proc/leakbench-x.json"], "--out"),
-    (["repeat", "pyleak", *SAFE, "--out", "/nonexistent-leakbench/x.json"], "--out"),
-    (["calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--out", "/proc/leakbench-x.json"], "--out"),
-    (["check", "tests/data/check_python.py:bounded", *SAFE, "--html", "/proc/leakbench-x.html"], "--html"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["run", "pyleak", *SAFE, "--markdown", "/proc/leakbench-x.md"], "--markdown"),
+        (["run", "pyleak", *SAFE, "--json", "/proc/leakbench-x.jsonl"], "--json"),
+        (["run", "pyleak", *SAFE, "--json", "/nonexistent-leakbench/x.jsonl"], "--json"),
+        (["repeat", "pyleak", *SAFE, "--out", "/proc/leakbench-x.json"], "--out"),
+        (["repeat", "pyleak", *SAFE, "--out", "/nonexistent-leakbench/x.json"], "--out"),
+        (
+            [
+                "calibrate",
+                "--holders",
+                "python",
+                "--sizes",
+                "0",
+                "--runs",
+                "1",
+                "--out",
+                "/proc/leakbench-x.json",
+            ],
+            "--out",
+        ),
+        (
+            [
+                "check",
+                "tests/data/check_python.py:bounded",
+                *SAFE,
+                "--html",
+                "/proc/leakbench-x.html",
+            ],
+            "--html",
+        ),
+    ],
+)
 def test_an_output_that_cannot_be_written_is_refused_before_measuring(root, args, option):
     """These used to measure first and end in a traceback (run --json/--markdown, repeat and
     calibrate --out), or to create a mistyped folder and measure into it (repeat --out)."""
@@ -299,8 +389,11 @@ def test_only_an_import_makes_a_file_need_tensorflow(tmp_path, monkeypatch):
     TensorFlow; one that imports it (even inside a function) is refused in one line."""
     from leakbench import contract
     from leakbench.cli import base
+
     cites = tmp_path / "cites.py"
-    cites.write_text('"""Like tensorflow/tensorflow#37653, in plain Python (import tensorflow not needed)."""\nX = 1\n')
+    cites.write_text(
+        '"""Like tensorflow/tensorflow#37653, in plain Python (import tensorflow not needed)."""\nX = 1\n'
+    )
     inside = tmp_path / "inside.py"
     inside.write_text("def setup():\n    from tensorflow import data\n    return data\n")
     plain = tmp_path / "plain.py"
@@ -318,57 +411,102 @@ PAIR = ["pyleak", "--cap", "1GiB"]
 BISECT = ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2"]  # refused before any network
 
 
-@pytest.mark.parametrize("args, option", [
-    (["run", *PAIR, "--timeout", "nan"], "--timeout"),  # a deadline that never comes
-    (["run", *PAIR, "--timeout", "inf"], "--timeout"),
-    (["run", *PAIR, "--timeout", "-inf"], "--timeout"),
-    (["run", *SAFE, "pyleak", "--teardown-timeout", "nan"], "--teardown-timeout"),
-    (["run", *SAFE, "pyleak", "--teardown-timeout", "inf"], "--teardown-timeout"),
-    (["check", "tests/data/check_python.py:bounded", "--cap", "1GiB", "--timeout", "nan"], "--timeout"),
-    (["repeat", *PAIR, "--timeout", "inf"], "--timeout"),
-    (["calibrate", "--holders", "python", "--timeout", "nan"], "--timeout"),
-    ([*BISECT, "--timeout", "inf"], "--timeout"),
-    (["compare", "2.13.1", "2.21.0", "--factor", "nan"], "--factor"),
-    (["compare", "2.13.1", "2.21.0", "--factor", "inf"], "--factor"),
-    (["run", "pyleak", *SAFE, "--scales", "1,inf"], "--scales"),  # crashed in leakbench/measure.py
-    (["run", "pyleak", *SAFE, "--scales", "1,nan"], "--scales"),
-    (["repeat", "pyleak", *SAFE, "--scales", "nan,4"], "--scales"),
-    # truncated to 0: the default cap
-    (["run", "pyleak", "--cap", "0.5", "--timeout", "60"], "--cap"),
-    (["run", "pyleak", "--cap", "1.5", "--timeout", "60"], "--cap"),
-    (["run", "pyleak", "--cap", BIG, "--timeout", "60"], "--cap"),
-    (["run", "pyleak", "--cap", BIG + "GiB", "--timeout", "60"], "--cap"),  # OverflowError
-    (["calibrate", "--holders", "python", "--cap", "0.5"], "--cap"),
-    (["calibrate", "--holders", "python", "--cap", BIG + "GiB"], "--cap"),
-    (["calibrate", "--holders", "python", "--sizes", "0,0.5"], "--sizes"),  # became the control
-    (["calibrate", "--holders", "python", "--sizes", f"0,{BIG}KiB"], "--sizes"),
-    ([*BISECT, "--cap", "0.5"], "--cap"),
-    ([*BISECT, "--disk-budget", BIG + "GiB"], "--disk-budget"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["run", *PAIR, "--timeout", "nan"], "--timeout"),  # a deadline that never comes
+        (["run", *PAIR, "--timeout", "inf"], "--timeout"),
+        (["run", *PAIR, "--timeout", "-inf"], "--timeout"),
+        (["run", *SAFE, "pyleak", "--teardown-timeout", "nan"], "--teardown-timeout"),
+        (["run", *SAFE, "pyleak", "--teardown-timeout", "inf"], "--teardown-timeout"),
+        (
+            ["check", "tests/data/check_python.py:bounded", "--cap", "1GiB", "--timeout", "nan"],
+            "--timeout",
+        ),
+        (["repeat", *PAIR, "--timeout", "inf"], "--timeout"),
+        (["calibrate", "--holders", "python", "--timeout", "nan"], "--timeout"),
+        ([*BISECT, "--timeout", "inf"], "--timeout"),
+        (["compare", "2.13.1", "2.21.0", "--factor", "nan"], "--factor"),
+        (["compare", "2.13.1", "2.21.0", "--factor", "inf"], "--factor"),
+        (
+            ["run", "pyleak", *SAFE, "--scales", "1,inf"],
+            "--scales",
+        ),  # crashed in leakbench/measure.py
+        (["run", "pyleak", *SAFE, "--scales", "1,nan"], "--scales"),
+        (["repeat", "pyleak", *SAFE, "--scales", "nan,4"], "--scales"),
+        # truncated to 0: the default cap
+        (["run", "pyleak", "--cap", "0.5", "--timeout", "60"], "--cap"),
+        (["run", "pyleak", "--cap", "1.5", "--timeout", "60"], "--cap"),
+        (["run", "pyleak", "--cap", BIG, "--timeout", "60"], "--cap"),
+        (["run", "pyleak", "--cap", BIG + "GiB", "--timeout", "60"], "--cap"),  # OverflowError
+        (["calibrate", "--holders", "python", "--cap", "0.5"], "--cap"),
+        (["calibrate", "--holders", "python", "--cap", BIG + "GiB"], "--cap"),
+        (["calibrate", "--holders", "python", "--sizes", "0,0.5"], "--sizes"),  # became the control
+        (["calibrate", "--holders", "python", "--sizes", f"0,{BIG}KiB"], "--sizes"),
+        ([*BISECT, "--cap", "0.5"], "--cap"),
+        ([*BISECT, "--disk-budget", BIG + "GiB"], "--disk-budget"),
+    ],
+)
 def test_numbers_must_be_finite_and_sizes_whole_bytes(root, args, option):
     assert_bad_input(invoke(args), option)
 
 
-@pytest.mark.parametrize("param", ["rep_seconds=nan", "rep_seconds=inf", "rep_seconds=-inf",
-                                   f"size_bytes={BIG}", f"size_bytes={'1' * 400}"])
+@pytest.mark.parametrize(
+    "param",
+    [
+        "rep_seconds=nan",
+        "rep_seconds=inf",
+        "rep_seconds=-inf",
+        f"size_bytes={BIG}",
+        f"size_bytes={'1' * 400}",
+    ],
+)
 def test_param_must_be_finite_even_times_a_scale(tmp_path, monkeypatch, param):
     """nan and inf reached the scenario; 309 digits times the scale 4 crashed in leakbench/measure.py."""
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(make_root(tmp_path, "python_peak", "python_peak_bounded", "pypeak")))
+    monkeypatch.setenv(
+        "LEAKBENCH_ROOT", str(make_root(tmp_path, "python_peak", "python_peak_bounded", "pypeak"))
+    )
     monkeypatch.chdir(tmp_path)
     assert_bad_input(invoke(["run", "pypeak", *SAFE, "--param", param]), "pypeak")
 
 
-@pytest.mark.parametrize("text, size", [("4GiB", 4 << 30), ("512M", 512 << 20), ("1.5KiB", 1536), (" 2 MiB ", 2 << 20),
-                                        ("1", 1), (str((1 << 63) - 1), (1 << 63) - 1)])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("4GiB", 4 << 30),
+        ("512M", 512 << 20),
+        ("1.5KiB", 1536),
+        (" 2 MiB ", 2 << 20),
+        ("1", 1),
+        (str((1 << 63) - 1), (1 << 63) - 1),
+    ],
+)
 def test_sizes_are_read_exactly(text, size):
     from leakbench.units import parse_size
+
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["0", "0.5", "1.5", "0.0GiB", "1.0000000000000000000000000001KiB",
-                                  str(1 << 63), BIG, BIG + "GiB", "0" * 5000 + "1", "nan", "inf", ""])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0",
+        "0.5",
+        "1.5",
+        "0.0GiB",
+        "1.0000000000000000000000000001KiB",
+        str(1 << 63),
+        BIG,
+        BIG + "GiB",
+        "0" * 5000 + "1",
+        "nan",
+        "inf",
+        "",
+    ],
+)
 def test_a_size_is_a_whole_number_of_bytes_from_1_to_8_eib(text):
     from leakbench.units import parse_size
+
     with pytest.raises(ValueError):
         parse_size(text)
 
@@ -376,24 +514,45 @@ def test_a_size_is_a_whole_number_of_bytes_from_1_to_8_eib(text):
 @pytest.mark.parametrize("scales", [(1, float("nan")), (1, float("inf")), (float("nan"), 4)])
 def test_settings_refuse_scales_that_are_not_finite(scales):
     from leakbench.measure import Settings
+
     with pytest.raises(ValueError, match="finite"):
         Settings(scales=scales)
 
 
 def test_format_bytes_is_the_one_byte_formatter():
     from leakbench.units import GIB, KIB, MIB, format_bytes
+
     assert [format_bytes(n, whole=True) for n in (256 * MIB, 4 * GIB, 16 * KIB, 1536, 100, 0)] == [
-        "256 MiB", "4 GiB", "16 KiB", "1.5 KiB", "100 B", "0 B"]  # sizes as labels
-    assert [format_bytes(n) for n in (8 * MIB, 1.5 * GIB, 3 * KIB + 5, None)] == ["8.0 MiB", "1.5 GiB", "3 KiB", "—"]
-    assert format_bytes(268_435_457, unit=1) == "268,435,457 B" and format_bytes(GIB, unit=GIB) == "1.0 GiB"
+        "256 MiB",
+        "4 GiB",
+        "16 KiB",
+        "1.5 KiB",
+        "100 B",
+        "0 B",
+    ]  # sizes as labels
+    assert [format_bytes(n) for n in (8 * MIB, 1.5 * GIB, 3 * KIB + 5, None)] == [
+        "8.0 MiB",
+        "1.5 GiB",
+        "3 KiB",
+        "—",
+    ]
+    assert (
+        format_bytes(268_435_457, unit=1) == "268,435,457 B"
+        and format_bytes(GIB, unit=GIB) == "1.0 GiB"
+    )
     assert format_bytes(-0.2 * MIB, unit=MIB, digits=0, label=False) == "0"  # never "-0"
     assert format_bytes(1536.0, unit=KIB, label=False) == "1.5"
 
 
 def test_markdown_table_is_the_one_table_builder():
     from leakbench.reporters import markdown_table
+
     assert markdown_table(["a", "n"], [["x", "1"], ["y", "22"]], "lr") == [
-        "| a | n |", "|---|---:|", "| x | 1 |", "| y | 22 |"]
+        "| a | n |",
+        "|---|---:|",
+        "| x | 1 |",
+        "| y | 22 |",
+    ]
     assert markdown_table(["a"], [])[1] == "|---|"
     with pytest.raises(ValueError):
         markdown_table(["a", "b"], [], "l")

@@ -4,6 +4,7 @@ pure-Python scenarios in tests/data/, each in a fresh subprocess.
 Project rule: nothing leaky runs without a cap and a timeout, so every run
 here passes an explicit small cap_bytes and timeout_seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,17 +38,26 @@ def target(name: str) -> Target:
 
 
 def settings(**overrides) -> Settings:
-    base = dict(warmup=1, reps=6, heap_reps=5, cap_bytes=CAP, timeout_seconds=TIMEOUT, scales=(1, 2, 4))
+    base = dict(
+        warmup=1, reps=6, heap_reps=5, cap_bytes=CAP, timeout_seconds=TIMEOUT, scales=(1, 2, 4)
+    )
     base.update(overrides)
     # never the defaults (half of RAM, 5 min)
     assert base["cap_bytes"] > 0 and base["timeout_seconds"] > 0
     return Settings(**base)
 
 
-def run(name: str, params: dict | None = None, env: dict | None = None, on_message=None, **overrides) -> dict:
+def run(
+    name: str, params: dict | None = None, env: dict | None = None, on_message=None, **overrides
+) -> dict:
     t = target(name)
-    return measure(t, {**t.scenario.params, **(params or {})}, settings(**overrides), env=env,
-                   on_message=on_message)
+    return measure(
+        t,
+        {**t.scenario.params, **(params or {})},
+        settings(**overrides),
+        env=env,
+        on_message=on_message,
+    )
 
 
 @pytest.fixture
@@ -89,6 +99,7 @@ def own_children() -> set[int]:
 
 # --- growth scenarios ------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 def test_python_leak_is_a_leak(spawned):
     before = own_children()
@@ -122,10 +133,13 @@ def test_bounded_twin_is_no_leak():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("name, signal, metric", [
-    ("python_thread_leak", "threads", "threads_growth"),
-    ("python_fd_leak", "open files", "open_files_growth"),
-])
+@pytest.mark.parametrize(
+    "name, signal, metric",
+    [
+        ("python_thread_leak", "threads", "threads_growth"),
+        ("python_fd_leak", "open files", "open_files_growth"),
+    ],
+)
 def test_count_leaks_are_leaks(name, signal, metric):
     rec = run(name, heap_reps=0)
     assert rec["verdict"] == "leak"
@@ -135,6 +149,7 @@ def test_count_leaks_are_leaks(name, signal, metric):
 
 
 # --- failures: over-cap, hang, error ----------------------------------------
+
 
 @pytest.mark.timeout(90)
 def test_over_cap_is_killed_near_the_cap(spawned):
@@ -162,8 +177,11 @@ def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
     elapsed = time.monotonic() - start
     assert rec["verdict"] == "hang"
     assert rec["phase"] == "warm-up"  # warmup=1: the first repetition is a warm-up one
-    assert re.match(r"no progress for 1\d s in warm-up \(timeout_seconds 10 s per step\): "
-                    r"the last sign was warm-up begun, \d+(\.\d)? s into the run$", rec["error"]), rec["error"]
+    assert re.match(
+        r"no progress for 1\d s in warm-up \(timeout_seconds 10 s per step\): "
+        r"the last sign was warm-up begun, \d+(\.\d)? s into the run$",
+        rec["error"],
+    ), rec["error"]
     assert rec["signals"] == []
     assert timeout <= rec["runs"][0]["wall_seconds"] < timeout + 10
     assert elapsed < timeout + 10
@@ -178,8 +196,10 @@ def test_hang_in_teardown_keeps_the_measurement(spawned):
     rec = run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
     assert (rec["verdict"], rec["phase"]) == ("leak", None)
     assert rec["runs"][0]["status"] == "hang" and rec["runs"][0]["phase"] == "teardown"
-    assert re.match(r"teardown did not end within \d\.\d s of the result \(teardown_timeout_seconds 3 s\)",
-                    rec["teardown_stalled"]), rec["teardown_stalled"]
+    assert re.match(
+        r"teardown did not end within \d\.\d s of the result \(teardown_timeout_seconds 3 s\)",
+        rec["teardown_stalled"],
+    ), rec["teardown_stalled"]
     assert "held" in rec["signals"]
     assert rec["metrics"]["held_growth"]["slope"] == pytest.approx(1 << 20, rel=0.2)
     assert time.monotonic() - start < TIMEOUT / 2
@@ -200,7 +220,6 @@ def test_hang_without_warmup_is_in_repetitions():
 STEP, PER_STEP = 1.0, 4.0
 
 
-
 def timed_messages():
     """(on_message, list of (time.monotonic(), message)) for a run."""
     seen = []
@@ -213,8 +232,15 @@ def test_steady_slow_progress_outlasts_the_timeout_and_ends_ok(spawned):
     run, lasts longer than the timeout, yet each step is well inside it."""
     before = own_children()
     on_message, seen = timed_messages()
-    rec = run("python_hang", {"seconds": STEP}, on_message=on_message, timeout_seconds=PER_STEP,
-              warmup=5, reps=5, heap_reps=5)
+    rec = run(
+        "python_hang",
+        {"seconds": STEP},
+        on_message=on_message,
+        timeout_seconds=PER_STEP,
+        warmup=5,
+        reps=5,
+        heap_reps=5,
+    )
     run_ = rec["runs"][0]
     assert [r["status"] for r in rec["runs"]] == ["ok"], (rec["phase"], rec["error"])
     assert rec["verdict"] == "no-leak" and rec["error"] is None
@@ -222,9 +248,11 @@ def test_steady_slow_progress_outlasts_the_timeout_and_ends_ok(spawned):
         assert run_["seconds"][phase] > PER_STEP, (phase, run_["seconds"])
     assert run_["wall_seconds"] > 3 * PER_STEP
     progress = [m for _, m in seen if "progress" in m]
-    assert progress == ([{"progress": "warm-up", "rep": i} for i in range(5)]
-                        + [{"progress": "heap", "rep": i} for i in range(5)]
-                        + [{"progress": "stages"}, {"progress": "reference chain"}])
+    assert progress == (
+        [{"progress": "warm-up", "rep": i} for i in range(5)]
+        + [{"progress": "heap", "rep": i} for i in range(5)]
+        + [{"progress": "stages"}, {"progress": "reference chain"}]
+    )
     gaps = [b - a for (a, _), (b, _) in zip(seen, seen[1:])]
     assert max(gaps) < PER_STEP
     assert_no_process_left(spawned, before)
@@ -237,8 +265,14 @@ def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_pro
     timeout_seconds after the last sign of progress, `hang` in repetitions."""
     before = own_children()
     on_message, seen = timed_messages()
-    rec = run("python_slow_then_stuck", {"seconds": STEP, "stuck_at": 7}, on_message=on_message,
-              timeout_seconds=PER_STEP, warmup=2, heap_reps=0)
+    rec = run(
+        "python_slow_then_stuck",
+        {"seconds": STEP, "stuck_at": 7},
+        on_message=on_message,
+        timeout_seconds=PER_STEP,
+        warmup=2,
+        heap_reps=0,
+    )
     ended = time.monotonic()
     assert (rec["verdict"], rec["phase"]) == ("hang", "repetitions")
     last_at, last = seen[-1]
@@ -246,8 +280,11 @@ def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_pro
     assert PER_STEP <= ended - last_at < PER_STEP + 5
     # it made progress past one timeout first
     assert rec["runs"][0]["wall_seconds"] > PER_STEP + 6 * STEP
-    assert re.match(r"no progress for \d\.\d s in repetitions \(timeout_seconds 4 s per step\): the last "
-                    r"sign was measured repetition 4 of 6 done, \d+(\.\d)? s into the run$", rec["error"]), rec["error"]
+    assert re.match(
+        r"no progress for \d\.\d s in repetitions \(timeout_seconds 4 s per step\): the last "
+        r"sign was measured repetition 4 of 6 done, \d+(\.\d)? s into the run$",
+        rec["error"],
+    ), rec["error"]
     # the samples sent before it stopped are kept
     assert len(rec["runs"][0]["series"]["rss_bytes"]) == 4
     assert_no_process_left(spawned, before)
@@ -258,10 +295,16 @@ def test_hang_in_setup_kills_the_whole_tree(spawned, tmp_path):
     """Setup starts a grandchild (`sleep`) and then hangs: the kill must reach both."""
     before = own_children()
     pidfile = tmp_path / "grandchild.pid"
-    rec = run("python_hang_setup", timeout_seconds=6.0, heap_reps=0, env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)})
+    rec = run(
+        "python_hang_setup",
+        timeout_seconds=6.0,
+        heap_reps=0,
+        env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)},
+    )
     assert (rec["verdict"], rec["phase"]) == ("hang", "setup")
-    assert re.match(r"no progress for \d\.\d s in setup .*: the last sign was setup begun, ",
-                    rec["error"]), rec["error"]
+    assert re.match(
+        r"no progress for \d\.\d s in setup .*: the last sign was setup begun, ", rec["error"]
+    ), rec["error"]
     grandchild_pid = int(pidfile.read_text())
     try:
         grandchild = psutil.Process(grandchild_pid)
@@ -283,8 +326,12 @@ def test_process_left_by_a_finished_child_does_not_make_a_hang(spawned, tmp_path
     before = own_children()
     pidfile = tmp_path / "forked.pid"
     timeout = 20.0
-    rec = run("python_fork_leftover", timeout_seconds=timeout, heap_reps=0,
-              env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)})
+    rec = run(
+        "python_fork_leftover",
+        timeout_seconds=timeout,
+        heap_reps=0,
+        env={"LEAKBENCH_TEST_PIDFILE": str(pidfile)},
+    )
     assert rec["verdict"] == "no-leak", (rec["verdict"], rec["phase"], rec["error"])
     assert rec["runs"][0]["teardown_seconds"] is not None
     assert rec["seconds"] < timeout / 2
@@ -392,8 +439,14 @@ def test_peak_run_stops_at_the_first_size_that_fails():
     Ten warm-up repetitions of 50 ms keep the 96 MiB child above the cap for
     0.5 s, ten of the runner's 50 ms polls (a child that passes the cap for less
     than one poll is not caught; the runner documents that overshoot)."""
-    rec = run("python_peak", {"rep_seconds": 0.05}, cap_bytes=80 * MIB, scales=(1, 4, 8), warmup=10,
-              heap_reps=0)
+    rec = run(
+        "python_peak",
+        {"rep_seconds": 0.05},
+        cap_bytes=80 * MIB,
+        scales=(1, 4, 8),
+        warmup=10,
+        heap_reps=0,
+    )
     assert [r["status"] for r in rec["runs"]] == ["ok", "over-cap"]
     assert [r["params"]["size_bytes"] for r in rec["runs"]] == [PEAK_SIZE, 4 * PEAK_SIZE]
     assert rec["verdict"] == "over-cap"
@@ -401,6 +454,7 @@ def test_peak_run_stops_at_the_first_size_that_fails():
 
 
 # --- the record ----------------------------------------------------------------
+
 
 @pytest.mark.timeout(60)
 def test_record_is_json_with_schema_environment_and_units():
@@ -424,10 +478,16 @@ def test_record_is_json_with_schema_environment_and_units():
     assert env["tensorflow"] is None  # the child never imported it
 
     metrics = rec["metrics"]
-    units = {"held_growth": "bytes/repetition", "rss_growth": "bytes/repetition", "uss_growth": "bytes/repetition",
-             "heap_used_growth": "bytes/repetition", "retained_heap": "bytes/repetition",
-             "threads_growth": "threads/repetition", "open_files_growth": "file descriptors/repetition",
-             "python_objects_growth": "objects/repetition"}
+    units = {
+        "held_growth": "bytes/repetition",
+        "rss_growth": "bytes/repetition",
+        "uss_growth": "bytes/repetition",
+        "heap_used_growth": "bytes/repetition",
+        "retained_heap": "bytes/repetition",
+        "threads_growth": "threads/repetition",
+        "open_files_growth": "file descriptors/repetition",
+        "python_objects_growth": "objects/repetition",
+    }
     for name, unit in units.items():
         assert metrics[name]["unit"] == unit, name
         for key in ("slope", "low", "high", "p_increasing"):
@@ -451,20 +511,42 @@ def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
     flame graph (after build's own keys); record.confirmed returns a new record with the verdict
     the confirmation gives, "confirmation" after every key the first record had."""
     t = Target(contract.read_metadata(DATA / "python_leak.py"), "check", "python_leak.py:leaky")
-    told = runner.Outcome("ok", None, {}, 1.0, result={"samples": [], "versions": {},
-                                                      "repetition": "one call of the function"})
-    rec = record.build(t.scenario, t.variant, {}, {"reps": 6}, [told], pair=t.pair, flamegraph={"error": "none"})
-    assert (rec["pair"], rec["variant"], rec["repetition"]) == ("python_leak.py:leaky", "check",
-                                                                "one call of the function")
+    told = runner.Outcome(
+        "ok",
+        None,
+        {},
+        1.0,
+        result={"samples": [], "versions": {}, "repetition": "one call of the function"},
+    )
+    rec = record.build(
+        t.scenario, t.variant, {}, {"reps": 6}, [told], pair=t.pair, flamegraph={"error": "none"}
+    )
+    assert (rec["pair"], rec["variant"], rec["repetition"]) == (
+        "python_leak.py:leaky",
+        "check",
+        "one call of the function",
+    )
     assert list(rec)[-2:] == ["seconds", "flamegraph"]
-    plain = record.build(t.scenario, "file", {}, {"reps": 6}, [runner.Outcome("error", "import", {}, 1.0)])
+    plain = record.build(
+        t.scenario, "file", {}, {"reps": 6}, [runner.Outcome("error", "import", {}, 1.0)]
+    )
     assert (plain["pair"], plain["repetition"]) == ("python_leak", t.scenario.repetition)
     assert "flamegraph" not in plain
 
     first = {**rec, "verdict": "leak", "signals": ["held"]}
-    again = record.confirmed(first, t.scenario, 18, runner.Outcome("over-cap", "repetitions", {}, 2.0))
-    assert list(again) == [*first, "confirmation"] and first["verdict"] == "leak" and "confirmation" not in first
-    assert (again["verdict"], again["signals"], again["seconds"]) == ("leak", ["held"], first["seconds"] + 2.0)
+    again = record.confirmed(
+        first, t.scenario, 18, runner.Outcome("over-cap", "repetitions", {}, 2.0)
+    )
+    assert (
+        list(again) == [*first, "confirmation"]
+        and first["verdict"] == "leak"
+        and "confirmation" not in first
+    )
+    assert (again["verdict"], again["signals"], again["seconds"]) == (
+        "leak",
+        ["held"],
+        first["seconds"] + 2.0,
+    )
     assert again["confirmation"]["reps"] == 18 and again["confirmation"]["status"] == "over-cap"
 
 
@@ -474,7 +556,8 @@ def test_killing_the_runner_kills_the_child(tmp_path):
     script = (
         "import sys; from leakbench.engine import runner;"
         f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, warmup=1, reps=5, heap_reps=0,"
-        " cap_bytes=1 << 30, timeout_seconds=120)")
+        " cap_bytes=1 << 30, timeout_seconds=120)"
+    )
     runner_proc = subprocess.Popen([sys.executable, "-c", script])
     children = []
     try:
@@ -499,17 +582,26 @@ def test_killing_the_runner_kills_the_child(tmp_path):
 
 def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
     """run_child used to leave both ends of its pipe open when Popen raised."""
+
     def refuse(*args, **kwargs):
         raise OSError(24, "Too many open files")
 
     before = len(os.listdir("/proc/self/fd"))
     monkeypatch.setattr(supervise.subprocess, "Popen", refuse)
-    outcome = runner.run_child(DATA / "python_leak.py", {}, warmup=0, reps=5, heap_reps=0, cap_bytes=CAP,
-                               timeout_seconds=TIMEOUT)
-    assert (outcome.status, outcome.phase) == ("error", "import") and "could not start" in outcome.error
+    outcome = runner.run_child(
+        DATA / "python_leak.py",
+        {},
+        warmup=0,
+        reps=5,
+        heap_reps=0,
+        cap_bytes=CAP,
+        timeout_seconds=TIMEOUT,
+    )
+    assert (outcome.status, outcome.phase) == (
+        "error",
+        "import",
+    ) and "could not start" in outcome.error
     assert len(os.listdir("/proc/self/fd")) == before
-
-
 
 
 @pytest.mark.timeout(120)
@@ -517,6 +609,8 @@ def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
 def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(spawned, kind):
     before = own_children()
     rec = run("python_garbler", {"kind": kind}, timeout_seconds=60, warmup=1, heap_reps=0)
-    assert rec["verdict"] == "error" and "is not a message of leakbench's child" in rec["error"], rec["error"]
+    assert rec["verdict"] == "error" and "is not a message of leakbench's child" in rec["error"], (
+        rec["error"]
+    )
     assert "\n" not in rec["error"]
     assert_no_process_left(spawned, before)

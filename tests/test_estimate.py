@@ -1,5 +1,6 @@
 """The estimator (leakbench.analysis.estimate) and the verdict rules (leakbench.analysis.verdict)
 on synthetic series: no subprocess, no TensorFlow."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,15 @@ import numpy as np
 import pytest
 
 from leakbench.analysis import estimate, record, verdict
-from leakbench.analysis.verdict import (COUNT_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN, OBJECT_SLOPE_MIN, PEAK_EXPONENT_MIN,
-                               PEAK_RISE_MIN, RSS_SLOPE_MIN)
+from leakbench.analysis.verdict import (
+    COUNT_SLOPE_MIN,
+    HEAP_SLOPE_MIN,
+    HELD_SLOPE_MIN,
+    OBJECT_SLOPE_MIN,
+    PEAK_EXPONENT_MIN,
+    PEAK_RISE_MIN,
+    RSS_SLOPE_MIN,
+)
 
 KIB, MIB = 1 << 10, 1 << 20
 N = 12  # the default number of measured repetitions (Settings.reps)
@@ -31,6 +39,7 @@ def moved_rss(values) -> bool:
 
 # --- trend: slopes ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("slope", [0.0, 1.0, 64 * KIB, 256 * KIB, 1 * MIB, 7.5 * MIB, -512 * KIB])
 def test_exact_linear_slope_is_recovered(slope):
     found = estimate.trend(line(slope))
@@ -38,12 +47,15 @@ def test_exact_linear_slope_is_recovered(slope):
     assert found.low <= found.slope <= found.high
 
 
-@pytest.mark.parametrize("slope, sd, seed", [
-    (1 * MIB, 128 * KIB, 0),
-    (1 * MIB, 512 * KIB, 1),
-    (512 * KIB, 64 * KIB, 2),
-    (3 * MIB, 1 * MIB, 3),
-])
+@pytest.mark.parametrize(
+    "slope, sd, seed",
+    [
+        (1 * MIB, 128 * KIB, 0),
+        (1 * MIB, 512 * KIB, 1),
+        (512 * KIB, 64 * KIB, 2),
+        (3 * MIB, 1 * MIB, 3),
+    ],
+)
 def test_noisy_linear_slope_is_recovered(slope, sd, seed):
     found = estimate.trend(noisy(line(slope), sd, seed))
     # Gaussian noise of sd bytes on 12 points: the slope's standard error is
@@ -72,8 +84,10 @@ def test_flat_noisy_series_has_no_trend():
 def test_trend_test_is_calibrated_on_white_noise():
     """Mann–Kendall at TREND_P_MAX should flag about that share of pure-noise
     series (a two-sided or wrong-way test would flag more or none)."""
-    flagged = sum(estimate.trend(noisy(line(0.0), 1 * MIB, seed)).p_increasing < verdict.TREND_P_MAX
-                  for seed in range(400))
+    flagged = sum(
+        estimate.trend(noisy(line(0.0), 1 * MIB, seed)).p_increasing < verdict.TREND_P_MAX
+        for seed in range(400)
+    )
     assert 1 <= flagged <= 12  # expected 4 of 400 at p < 0.01 (these seeds give exactly 4)
 
 
@@ -112,6 +126,7 @@ def test_five_points_is_the_fewest_that_can_move():
 
 
 # --- trend: what must not read as a leak -----------------------------------
+
 
 def step(size: float, at: int, n: int = N) -> np.ndarray:
     values = np.full(n, float(BASE))
@@ -162,18 +177,24 @@ SIZES = [24 * MIB, 48 * MIB, 96 * MIB]
 
 def test_proportional_peaks_scale_with_exponent_one():
     assert estimate.scaling_exponent(SIZES, SIZES) == pytest.approx(1.0, abs=1e-9)
-    assert estimate.scaling_exponent([10, 20, 40], [3 * MIB, 6 * MIB, 12 * MIB]) == pytest.approx(1.0, abs=1e-9)
+    assert estimate.scaling_exponent([10, 20, 40], [3 * MIB, 6 * MIB, 12 * MIB]) == pytest.approx(
+        1.0, abs=1e-9
+    )
 
 
 def test_middle_of_three_log_spaced_sizes_does_not_move_the_exponent():
     """Why Settings.scales is (1, 4): at sizes 1, 2, 4 the least-squares slope is the end points' slope."""
     ends = estimate.scaling_exponent([1, 4], [30 * MIB, 90 * MIB])
     for middle in (31 * MIB, 60 * MIB, 89 * MIB):
-        assert estimate.scaling_exponent([1, 2, 4], [30 * MIB, middle, 90 * MIB]) == pytest.approx(ends, abs=1e-12)
+        assert estimate.scaling_exponent([1, 2, 4], [30 * MIB, middle, 90 * MIB]) == pytest.approx(
+            ends, abs=1e-12
+        )
 
 
 def test_quadratic_peaks_scale_with_exponent_two():
-    assert estimate.scaling_exponent([1, 2, 4], [4 * MIB, 16 * MIB, 64 * MIB]) == pytest.approx(2.0, abs=1e-9)
+    assert estimate.scaling_exponent([1, 2, 4], [4 * MIB, 16 * MIB, 64 * MIB]) == pytest.approx(
+        2.0, abs=1e-9
+    )
 
 
 def test_constant_peaks_scale_with_exponent_zero():
@@ -190,21 +211,27 @@ def test_noisy_proportional_peaks_scale_near_one():
     assert estimate.scaling_exponent(SIZES, peaks) == pytest.approx(1.0, abs=0.05)
 
 
-@pytest.mark.parametrize("sizes, peaks", [
-    ([24 * MIB], [24 * MIB]),
-    ([24 * MIB, 24 * MIB], [24 * MIB, 48 * MIB]),
-    ([24 * MIB, 48 * MIB], [24 * MIB, None]),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    "sizes, peaks",
+    [
+        ([24 * MIB], [24 * MIB]),
+        ([24 * MIB, 24 * MIB], [24 * MIB, 48 * MIB]),
+        ([24 * MIB, 48 * MIB], [24 * MIB, None]),
+        ([], []),
+    ],
+)
 def test_fewer_than_two_sizes_give_no_exponent(sizes, peaks):
     assert estimate.scaling_exponent(sizes, peaks) is None
 
 
 def test_missing_peak_is_skipped():
-    assert estimate.scaling_exponent(SIZES, [24 * MIB, None, 96 * MIB]) == pytest.approx(1.0, abs=1e-9)
+    assert estimate.scaling_exponent(SIZES, [24 * MIB, None, 96 * MIB]) == pytest.approx(
+        1.0, abs=1e-9
+    )
 
 
 # --- verdict.decide --------------------------------------------------------
+
 
 def trend_dict(values, unit="bytes/repetition") -> dict:
     return {**estimate.trend(values).as_dict(), "unit": unit}
@@ -228,7 +255,10 @@ def test_decide_bounded_is_no_leak():
 
 
 def test_decide_leak_via_held_memory():
-    metrics = {**flat_metrics(), "held_growth": trend_dict(noisy(line(2 * HELD_SLOPE_MIN), 8 * KIB, seed=9))}
+    metrics = {
+        **flat_metrics(),
+        "held_growth": trend_dict(noisy(line(2 * HELD_SLOPE_MIN), 8 * KIB, seed=9)),
+    }
     assert verdict.decide(["ok"], metrics) == ("leak", ["held"])
 
 
@@ -252,8 +282,12 @@ def test_rss_growth_alone_is_context_not_a_leak_where_held_memory_is_measured():
 
 
 def test_rss_decides_where_malloc_counters_are_na():
-    metrics = {**flat_metrics(), "held_growth": None, "malloc_heap_unavailable": "libjemalloc is loaded",
-               "rss_growth": trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9))}
+    metrics = {
+        **flat_metrics(),
+        "held_growth": None,
+        "malloc_heap_unavailable": "libjemalloc is loaded",
+        "rss_growth": trend_dict(noisy(line(1 * MIB), 64 * KIB, seed=9)),
+    }
     assert verdict.decide(["ok"], metrics) == ("leak", ["rss"])
     assert verdict.memory_basis(metrics).words.startswith("rss (held memory n/a: libjemalloc")
     assert verdict.memory_basis(flat_metrics()).words == "held"
@@ -273,19 +307,27 @@ def test_a_record_without_held_memory_has_one_memory_basis():
     assert basis.metric.key == "rss_growth" and basis.words == "rss (held memory not measured)"
     assert verdict.memory_basis({**metrics, "held_growth": None}) == basis
     assert verdict.memory_rate(metrics) == verdict.rate(rss)
-    assert "rss_growth" in verdict.deciding_signals(metrics) and "held_growth" not in verdict.deciding_signals(metrics)
+    assert "rss_growth" in verdict.deciding_signals(
+        metrics
+    ) and "held_growth" not in verdict.deciding_signals(metrics)
     assert verdict.decide(["ok"], metrics) == ("leak", ["rss"])
     assert verdict.memory_basis(flat_metrics()).metric.key == "held_growth"
 
 
 def test_decide_leak_via_heap():
-    metrics = {**flat_metrics(), "retained_heap": trend_dict(line(2 * HEAP_SLOPE_MIN, n=6, base=MIB))}
+    metrics = {
+        **flat_metrics(),
+        "retained_heap": trend_dict(line(2 * HEAP_SLOPE_MIN, n=6, base=MIB)),
+    }
     assert verdict.decide(["ok"], metrics) == ("leak", ["heap"])
 
 
 def test_decide_leak_via_threads():
     # about 4 threads per live tf.data iterator, one iterator kept per repetition
-    metrics = {**flat_metrics(), "threads_growth": trend_dict(9 + 4 * np.arange(N), "threads/repetition")}
+    metrics = {
+        **flat_metrics(),
+        "threads_growth": trend_dict(9 + 4 * np.arange(N), "threads/repetition"),
+    }
     assert verdict.decide(["ok"], metrics) == ("leak", ["threads"])
 
 
@@ -297,7 +339,10 @@ def test_decide_threads_one_every_two_repetitions_is_a_leak():
 
 
 def test_decide_leak_via_open_files():
-    metrics = {**flat_metrics(), "open_files_growth": trend_dict(12 + np.arange(N), "file descriptors/repetition")}
+    metrics = {
+        **flat_metrics(),
+        "open_files_growth": trend_dict(12 + np.arange(N), "file descriptors/repetition"),
+    }
     assert verdict.decide(["ok"], metrics) == ("leak", ["open files"])
 
 
@@ -312,30 +357,44 @@ def test_decide_leak_via_python_objects_alone():
 def test_python_objects_threshold(per_rep, leaks):
     """Fixes and controls read 0 objects/repetition; py_function_map on TF 2.21 reads 2."""
     objects = trend_dict(40_000 + per_rep * np.arange(N), "objects/repetition")
-    assert (verdict.decide(["ok"], {**flat_metrics(), "python_objects_growth": objects})[0] == "leak") is leaks
+    assert (
+        verdict.decide(["ok"], {**flat_metrics(), "python_objects_growth": objects})[0] == "leak"
+    ) is leaks
 
 
 def test_python_objects_that_plateau_are_not_a_leak():
     """A cache filled in the first repetitions (a step), then flat: not sustained."""
     objects = [40_000 + min(i, 3) * 500 for i in range(N)]
-    assert verdict.decide(["ok"], {**flat_metrics(), "python_objects_growth": trend_dict(objects)}) == ("no-leak", [])
+    assert verdict.decide(
+        ["ok"], {**flat_metrics(), "python_objects_growth": trend_dict(objects)}
+    ) == ("no-leak", [])
 
 
 def test_decide_uss_does_not_vote():
     """Only the deciding signals decide; other series are reported, not judged."""
-    metrics = {**flat_metrics(), "uss_growth": trend_dict(line(1 * MIB)),
-               "malloc_heap_growth": trend_dict(line(1 * MIB))}
+    metrics = {
+        **flat_metrics(),
+        "uss_growth": trend_dict(line(1 * MIB)),
+        "malloc_heap_growth": trend_dict(line(1 * MIB)),
+    }
     assert verdict.decide(["ok"], metrics) == ("no-leak", [])
 
 
 # --- confirmation of marginal leaks ----------------------------------------
 
+
 def test_marginal_byte_leak_needs_confirmation_and_a_clear_one_does_not():
-    marginal = {**flat_metrics(), "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN)),
-                "retained_heap": trend_dict(line(1.5 * HEAP_SLOPE_MIN))}
+    marginal = {
+        **flat_metrics(),
+        "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN)),
+        "retained_heap": trend_dict(line(1.5 * HEAP_SLOPE_MIN)),
+    }
     assert verdict.needs_confirmation(marginal, ["held", "heap"])
-    clear = {**flat_metrics(), "held_growth": trend_dict(line(verdict.CONFIRM_MARGIN * HELD_SLOPE_MIN)),
-             "retained_heap": trend_dict(line(verdict.CONFIRM_MARGIN * HEAP_SLOPE_MIN))}
+    clear = {
+        **flat_metrics(),
+        "held_growth": trend_dict(line(verdict.CONFIRM_MARGIN * HELD_SLOPE_MIN)),
+        "retained_heap": trend_dict(line(verdict.CONFIRM_MARGIN * HEAP_SLOPE_MIN)),
+    }
     assert not verdict.needs_confirmation(clear, ["held", "heap"])
     # two byte signals moved, one of them clearly: they corroborate each other
     mixed = {**clear, "retained_heap": trend_dict(line(1.5 * HEAP_SLOPE_MIN))}
@@ -361,12 +420,32 @@ def test_count_signals_and_peaks_never_need_confirmation():
 def held_run(values) -> dict:
     """A confirmation run as record.run_entry stores it, its held memory `values` (bytes), the rest flat."""
     n = len(values)
-    series = {name: [0] * n for name in ("rss_bytes", "rss_anon_bytes", "uss_bytes", "heap_used_bytes",
-                                         "mmap_used_bytes", "malloc_used_bytes", "heap_free_bytes",
-                                         "threads", "open_files", "python_objects")}
+    series = {
+        name: [0] * n
+        for name in (
+            "rss_bytes",
+            "rss_anon_bytes",
+            "uss_bytes",
+            "heap_used_bytes",
+            "mmap_used_bytes",
+            "malloc_used_bytes",
+            "heap_free_bytes",
+            "threads",
+            "open_files",
+            "python_objects",
+        )
+    }
     series.update(held_bytes=list(values), gpu_current_bytes=[None] * n)
-    return {"series": series, "malloc_heap_unavailable": None, "trim": None, "baseline": None,
-            "import_baseline": None, "heap": None, "peak_above_baseline_bytes": None, "seconds": {}}
+    return {
+        "series": series,
+        "malloc_heap_unavailable": None,
+        "trim": None,
+        "baseline": None,
+        "import_baseline": None,
+        "heap": None,
+        "peak_above_baseline_bytes": None,
+        "seconds": {},
+    }
 
 
 def scenario():
@@ -401,49 +480,79 @@ def test_a_leak_turned_away_by_its_confirmation_can_still_read_fragmentation():
     """shuffle_fragmentation on TF 2.16.2: held memory rose 1 MiB once in the first run, which its
     confirmation turned away; malloc kept 342 of the 350 MiB held as free bytes, and the trim gave
     back 287: the first run reads as if nothing had moved."""
-    first = {**flat_metrics(), "trim_returned_bytes": 287 * MIB, "rss_held_bytes": 350 * MIB,
-             "rss_growth_bytes": -99 * MIB, "malloc_free_growth_bytes": -101 * MIB,
-             "malloc_free_held_bytes": 342 * MIB, "malloc_heap_unavailable": None}
+    first = {
+        **flat_metrics(),
+        "trim_returned_bytes": 287 * MIB,
+        "rss_held_bytes": 350 * MIB,
+        "rss_growth_bytes": -99 * MIB,
+        "malloc_free_growth_bytes": -101 * MIB,
+        "malloc_free_held_bytes": 342 * MIB,
+        "malloc_heap_unavailable": None,
+    }
     assert verdict.confirm(["held"], "ok", flat_metrics(), first) == ("fragmentation", [], [])
 
 
 def test_decide_leak_via_peak_scaling():
-    metrics = {**flat_metrics(), "peak_scaling": {
-        "sizes": SIZES, "peaks_bytes": SIZES, "exponent": estimate.scaling_exponent(SIZES, SIZES)}}
+    metrics = {
+        **flat_metrics(),
+        "peak_scaling": {
+            "sizes": SIZES,
+            "peaks_bytes": SIZES,
+            "exponent": estimate.scaling_exponent(SIZES, SIZES),
+        },
+    }
     assert verdict.decide(["ok", "ok", "ok"], metrics) == ("leak", ["peak"])
 
 
 def test_decide_bounded_peak_is_no_leak():
     peaks = [40 * MIB] * 3
-    metrics = {**flat_metrics(), "peak_scaling": {
-        "sizes": SIZES, "peaks_bytes": peaks, "exponent": estimate.scaling_exponent(SIZES, peaks)}}
+    metrics = {
+        **flat_metrics(),
+        "peak_scaling": {
+            "sizes": SIZES,
+            "peaks_bytes": peaks,
+            "exponent": estimate.scaling_exponent(SIZES, peaks),
+        },
+    }
     assert verdict.decide(["ok", "ok", "ok"], metrics) == ("no-leak", [])
 
 
 def test_decide_reports_every_signal_that_moved_in_order():
-    metrics = {"held_growth": trend_dict(line(1 * MIB)),
-               "rss_growth": trend_dict(line(1 * MIB)),
-               "retained_heap": trend_dict(line(1 * MIB, n=6)),
-               "threads_growth": trend_dict(4 * np.arange(N), "threads/repetition"),
-               "open_files_growth": trend_dict(np.arange(N), "file descriptors/repetition"),
-               "python_objects_growth": trend_dict(100 * np.arange(N), "objects/repetition"),
-               "peak_scaling": {"sizes": SIZES, "peaks_bytes": SIZES, "exponent": 1.0}}
+    metrics = {
+        "held_growth": trend_dict(line(1 * MIB)),
+        "rss_growth": trend_dict(line(1 * MIB)),
+        "retained_heap": trend_dict(line(1 * MIB, n=6)),
+        "threads_growth": trend_dict(4 * np.arange(N), "threads/repetition"),
+        "open_files_growth": trend_dict(np.arange(N), "file descriptors/repetition"),
+        "python_objects_growth": trend_dict(100 * np.arange(N), "objects/repetition"),
+        "peak_scaling": {"sizes": SIZES, "peaks_bytes": SIZES, "exponent": 1.0},
+    }
     assert verdict.decide(["ok"] * 3, metrics) == (
-        "leak", ["held", "heap", "threads", "open files", "python objects", "peak"])
+        "leak",
+        ["held", "heap", "threads", "open files", "python objects", "peak"],
+    )
 
 
 def test_decide_missing_metrics_are_no_signal():
-    metrics = {"held_growth": None, "rss_growth": None, "retained_heap": None, "threads_growth": None}
+    metrics = {
+        "held_growth": None,
+        "rss_growth": None,
+        "retained_heap": None,
+        "threads_growth": None,
+    }
     assert verdict.decide(["ok"], metrics) == ("no-leak", [])
 
 
-@pytest.mark.parametrize("statuses, expected", [
-    (["over-cap"], "over-cap"),
-    (["hang"], "hang"),
-    (["error"], "error"),
-    (["ok", "over-cap"], "over-cap"),
-    (["ok", "hang", "error"], "hang"),
-])
+@pytest.mark.parametrize(
+    "statuses, expected",
+    [
+        (["over-cap"], "over-cap"),
+        (["hang"], "hang"),
+        (["error"], "error"),
+        (["ok", "over-cap"], "over-cap"),
+        (["ok", "hang", "error"], "hang"),
+    ],
+)
 def test_decide_returns_a_failed_status_as_is(statuses, expected):
     # The signals of a finished measurement are kept (a hang in teardown after a leak).
     leaking = {"held_growth": trend_dict(line(1 * MIB))}
@@ -453,6 +562,7 @@ def test_decide_returns_a_failed_status_as_is(statuses, expected):
 
 
 # --- verdict.peak_scales ---------------------------------------------------
+
 
 def test_peak_scales_needs_both_exponent_and_rise():
     small = [4 * MIB, 8 * MIB, 16 * MIB]  # proportional, but rises by only 12 MiB
@@ -476,12 +586,15 @@ def test_peak_scales_rise_is_smallest_to_largest_size():
     assert not verdict.peak_scales(1.0, [100 * MIB, 10 * MIB, 60 * MIB])
 
 
-@pytest.mark.parametrize("exponent, peaks", [
-    (None, SIZES),
-    (1.0, [24 * MIB]),
-    (1.0, [None, None, 96 * MIB]),
-    (1.0, []),
-])
+@pytest.mark.parametrize(
+    "exponent, peaks",
+    [
+        (None, SIZES),
+        (1.0, [24 * MIB]),
+        (1.0, [None, None, 96 * MIB]),
+        (1.0, []),
+    ],
+)
 def test_peak_scales_without_enough_data_is_false(exponent, peaks):
     assert not verdict.peak_scales(exponent, peaks)
 
@@ -491,6 +604,7 @@ def test_peak_scales_skips_missing_peaks():
 
 
 # --- verdict.rate: growth must hold in both halves -------------------------
+
 
 def test_one_step_of_held_memory_is_not_a_leak():
     """Measured on stateful_map's fix (TF 2.21, two children at once): held memory crept

@@ -4,6 +4,7 @@ per tf.data stage with AUTOTUNE's values, and the reference chain that keeps a l
 Unit tests without TensorFlow for the user-frame walk, the stage table and the chain's text; on
 TensorFlow, every pipeline runs through the engine (capped, timed child), never in this process.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,7 +16,13 @@ import pytest
 
 from leakbench import catalog
 from leakbench.engine import evidence
-from leakbench.engine.chain import REFERENCE_SECONDS, describe_chain, new_instances, object_ids, reference_chain
+from leakbench.engine.chain import (
+    REFERENCE_SECONDS,
+    describe_chain,
+    new_instances,
+    object_ids,
+    reference_chain,
+)
 from leakbench.engine.frames import is_user_file, resolve_frames, user_frame
 from leakbench.check import run as check
 from leakbench.measure import Settings
@@ -38,13 +45,20 @@ def _line(path: Path, text: str) -> int:
 
 # --- without TensorFlow ---
 
+
 def test_user_frame_skips_libraries_stdlib_and_leakbench():
     site = "/venv/lib/python3.11/site-packages/tensorflow/python/autograph/impl/api.py"
     stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "contextlib.py")
     own = str(Path(evidence.__file__).resolve().parent.parent / "engine" / "heap.py")
     user = "/home/me/project/input.py"
-    frames = [("_call_unconverted", site, 460), ("__exit__", stdlib, 191), ("heap_pass", own, 49),
-              ("<frozen>", "<frozen runpy>", 1), ("keep", user, 12), ("main", "/home/me/project/run.py", 3)]
+    frames = [
+        ("_call_unconverted", site, 460),
+        ("__exit__", stdlib, 191),
+        ("heap_pass", own, 49),
+        ("<frozen>", "<frozen runpy>", 1),
+        ("keep", user, 12),
+        ("main", "/home/me/project/run.py", 3),
+    ]
     assert user_frame(frames) == f"keep ({user}:12)"
     assert user_frame(frames[:4]) is None
     assert not is_user_file("/usr/lib/python3/dist-packages/numpy/core.py")
@@ -54,7 +68,10 @@ def test_user_frame_skips_libraries_stdlib_and_leakbench():
 def test_autograph_frames_map_back_to_the_source_line():
     generated = "/tmp/__autograph_generated_file1y0dvksq.py"
     origins = {(generated, 5): ("/home/me/input.py", 64)}
-    frames = [("_call_unconverted", "/x/site-packages/tensorflow/api.py", 460), ("<lambda>", generated, 5)]
+    frames = [
+        ("_call_unconverted", "/x/site-packages/tensorflow/api.py", 460),
+        ("<lambda>", generated, 5),
+    ]
     resolved = resolve_frames(frames, origins)
     assert user_frame(resolved) == "<lambda> (/home/me/input.py:64)"
     assert user_frame(frames) is None  # unresolved, the copy is nobody's code
@@ -96,35 +113,67 @@ def test_reference_chain_from_a_module_in_process():
     finally:
         del sys.modules[module.__name__]
     assert found["chain"][0] == "module leakbench_test_chain_module", found
-    assert found["chain"][-1].startswith(Grown.__qualname__) and found["seconds"] < REFERENCE_SECONDS
+    assert (
+        found["chain"][-1].startswith(Grown.__qualname__) and found["seconds"] < REFERENCE_SECONDS
+    )
     assert reference_chain([], None, [])["na"].startswith("no Python type grew")
 
 
 def test_stages_from_readings_sum_interleave_inputs_and_keep_autotune():
     def node(i, name, nbytes, inputs=(), parameters=None):
-        return {"id": i, "name": name, "buffered_bytes": nbytes, "buffered_elements": 1,
-                "inputs": list(inputs), "parameters": parameters or {}}
+        return {
+            "id": i,
+            "name": name,
+            "buffered_bytes": nbytes,
+            "buffered_elements": 1,
+            "inputs": list(inputs),
+            "parameters": parameters or {},
+        }
 
-    first = [node(1, "Root", 0, [2]), node(2, "Prefetch", 10, [3], {"buffer_size": 2}),
-             node(3, "ParallelInterleaveV4", 0, [4, 5], {"parallelism": 4}), node(4, "MemoryCacheImpl", 5),
-             node(5, "MemoryCacheImpl", 5)]
-    last = [node(1, "Root", 0, [2]), node(2, "Prefetch", 20, [3], {"buffer_size": 8}),
-            node(3, "ParallelInterleaveV4", 0, [6], {"parallelism": 2}), node(6, "MemoryCacheImpl", 40)]
-    found = evidence.stages({"readings": [(4, first), (64, last)], "seconds": 0.1, "tensorflow": "x"})
+    first = [
+        node(1, "Root", 0, [2]),
+        node(2, "Prefetch", 10, [3], {"buffer_size": 2}),
+        node(3, "ParallelInterleaveV4", 0, [4, 5], {"parallelism": 4}),
+        node(4, "MemoryCacheImpl", 5),
+        node(5, "MemoryCacheImpl", 5),
+    ]
+    last = [
+        node(1, "Root", 0, [2]),
+        node(2, "Prefetch", 20, [3], {"buffer_size": 8}),
+        node(3, "ParallelInterleaveV4", 0, [6], {"parallelism": 2}),
+        node(6, "MemoryCacheImpl", 40),
+    ]
+    found = evidence.stages(
+        {"readings": [(4, first), (64, last)], "seconds": 0.1, "tensorflow": "x"}
+    )
     assert found["readings"] == [4, 64] and found["tensorflow"] == "x"
     assert found["stages"] == [
         {"stage": "Prefetch", "inside": None, "bytes": [10, 20], "autotune": {"buffer_size": 8}},
-        {"stage": "ParallelInterleaveV4", "inside": "Prefetch", "bytes": [0, 0], "autotune": {"parallelism": 2}},
-        {"stage": "MemoryCache", "inside": "ParallelInterleaveV4", "bytes": [10, 40], "autotune": {}},
+        {
+            "stage": "ParallelInterleaveV4",
+            "inside": "Prefetch",
+            "bytes": [0, 0],
+            "autotune": {"parallelism": 2},
+        },
+        {
+            "stage": "MemoryCache",
+            "inside": "ParallelInterleaveV4",
+            "bytes": [10, 40],
+            "autotune": {},
+        },
     ]
     assert evidence.stages({"na": "why"}) == {"na": "why"}
-    att = evidence.attribution_from({"readings": [(4, first), (64, last)], "seconds": 0.1, "tensorflow": "x"})
+    att = evidence.attribution_from(
+        {"readings": [(4, first), (64, last)], "seconds": 0.1, "tensorflow": "x"}
+    )
     assert att["elements"] == [4, 64] and all("parameters" not in n for n in att["nodes"])
 
 
 def test_every_measurement_has_stages_and_a_chain_without_tensorflow():
-    rec = check.check(f"{DATA / 'check_python.py'}:leaky",
-                      Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 << 30, timeout_seconds=60))
+    rec = check.check(
+        f"{DATA / 'check_python.py'}:leaky",
+        Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 << 30, timeout_seconds=60),
+    )
     run = rec["runs"][0]
     assert run["stages"] == {"na": "the target does not use TensorFlow"}
     assert "reference_chain" in run and "stages" in run["seconds"]
@@ -137,10 +186,14 @@ def test_every_measurement_has_stages_and_a_chain_without_tensorflow():
 
 # --- on TensorFlow, through the engine ---
 
+
 @pytest.fixture(scope="module")
 def scenario_records(tf_records):
     """The leaky sides' records, as `leakbench check` measured them for the whole session (conftest)."""
-    return {name: tf_records[(name, "leaky")] for name in ("stateful_map", "unbounded_cache", "kept_iterators")}
+    return {
+        name: tf_records[(name, "leaky")]
+        for name in ("stateful_map", "unbounded_cache", "kept_iterators")
+    }
 
 
 @on_tf
@@ -150,7 +203,9 @@ def test_stateful_map_growing_stack_names_the_scenario_line(scenario_records):
     line = _line(ROOT / "scenarios" / "stateful_map.py", "SEEN.append(x.copy())")
     assert top["user_frame"] == f"record (scenarios/stateful_map.py:{line})", top
     assert top["bytes_per_rep"] > 3 << 20
-    assert any(f"stateful_map.py:{line}" in h for h in rec["diagnosis"]["hints"]), rec["diagnosis"]["hints"]
+    assert any(f"stateful_map.py:{line}" in h for h in rec["diagnosis"]["hints"]), rec["diagnosis"][
+        "hints"
+    ]
 
 
 @on_tf
@@ -177,12 +232,17 @@ def test_kept_iterators_chain_runs_to_the_kept_exception(scenario_records):
 def test_inline_lambda_leak_is_blamed_on_the_users_line_through_the_pytest_helper():
     line = _line(TF_FILE, "LAMBDA_KEPT.append(a.copy())")
     with pytest.raises(LeakError) as caught:
-        assert_no_leak(f"{TF_FILE}:lambda_map", cap="3GiB", timeout=180, reps=6, heap_reps=5, warmup=1)
+        assert_no_leak(
+            f"{TF_FILE}:lambda_map", cap="3GiB", timeout=180, reps=6, heap_reps=5, warmup=1
+        )
     message = str(caught.value)
     assert f"comes from <lambda> (tests/data/check_tf.py:{line})" in message, message
     assert "comes from _call_unconverted" not in message
     top = caught.value.record["runs"][0]["heap"]["stack_growth"][0]
-    assert top["user_frame"] == f"<lambda> (tests/data/check_tf.py:{line})" and "_call_unconverted" in top["frames"][0]
+    assert (
+        top["user_frame"] == f"<lambda> (tests/data/check_tf.py:{line})"
+        and "_call_unconverted" in top["frames"][0]
+    )
 
 
 def test_new_instances_are_the_ones_made_after_the_baseline():
@@ -201,6 +261,7 @@ def test_new_instances_are_the_ones_made_after_the_baseline():
 
 # --- the types that grew, by the verdict's rule (issue 19) ---
 
+
 def _growth(series: dict, reps: int) -> list[dict]:
     """type_growth of count series (one value at the baseline, then one per repetition) read as the
     child reads them: at the baseline, after middle_reps(reps) and at the end."""
@@ -215,9 +276,18 @@ def test_a_one_off_jump_is_no_growth_and_a_steady_climb_reads_its_rate(reps):
     # a jump of +46 (ReferenceType's on fixes/stateful_map) after any repetition
     for at in range(1, reps + 1):
         jump = [88 + (46 if i >= at else 0) for i in range(reps + 1)]
-        growth = _growth({"ReferenceType": jump, "Leak": climb,
-                          "Both": [c + j - 88 for c, j in zip(climb, jump)]}, reps)
-        assert [(g["type"], g["per_repetition"]) for g in growth] == [("Leak", 5.0), ("Both", 5.0)], (at, growth)
+        growth = _growth(
+            {
+                "ReferenceType": jump,
+                "Leak": climb,
+                "Both": [c + j - 88 for c, j in zip(climb, jump)],
+            },
+            reps,
+        )
+        assert [(g["type"], g["per_repetition"]) for g in growth] == [
+            ("Leak", 5.0),
+            ("Both", 5.0),
+        ], (at, growth)
         assert growth[0]["baseline"] == 100 and growth[0]["end"] == 100 + 5 * reps
     alone = _growth({"ReferenceType": [88] + [134] * reps}, reps)
     assert alone == [] and new_instances(alone, object_ids()) == []
@@ -233,16 +303,23 @@ def test_the_chain_follows_only_a_type_whose_rate_passes():
     made = [Jumped() for _ in range(46)]
     old_rule = [{"type": Jumped.__qualname__, "per_repetition": 46 / 12, "baseline": 0, "end": 46}]
     assert new_instances(old_rule, ids) != []  # 3.8 >= TYPE_GROWTH_MIN: the old rule chased it
-    low = [{"type": Jumped.__qualname__, "per_repetition": 0.0, "baseline": 0, "middle": 46, "end": 46}]
-    assert new_instances(low, ids) == [] and reference_chain(low, None, list(made))["na"].startswith(
-        "no Python type grew")
+    low = [
+        {"type": Jumped.__qualname__, "per_repetition": 0.0, "baseline": 0, "middle": 46, "end": 46}
+    ]
+    assert new_instances(low, ids) == [] and reference_chain(low, None, list(made))[
+        "na"
+    ].startswith("no Python type grew")
 
 
 def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
     from leakbench.analysis.verdict import rate
     from leakbench.metrics import OBJECT_SLOPE_MIN
 
-    assert evidence.type_rate(0, 60, 120, 12) == rate({"slope": 10, "first_half": 10, "second_half": 10}) == 10
+    assert (
+        evidence.type_rate(0, 60, 120, 12)
+        == rate({"slope": 10, "first_half": 10, "second_half": 10})
+        == 10
+    )
     assert evidence.type_rate(0, 46, 46, 12) == 0 and evidence.type_rate(0, 0, 46, 12) == 0
     assert evidence.type_rate(0, None, 46, 1) == 46  # one repetition: no halves, the whole rate
     assert evidence.TYPE_GROWTH_MIN < OBJECT_SLOPE_MIN

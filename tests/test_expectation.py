@@ -1,5 +1,6 @@
 """The one expectation model (leakbench.expectation): what each variant should read,
 as its contract declares, and nothing else passes."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,10 +12,18 @@ CLAIM = {"issue": "tensorflow/tensorflow#61344", "leaks_on": ["2.13.0"], "fixed_
 WORDS = ("leak", "no-leak", "fragmentation", "over-cap", "hang", "error", "skipped")
 
 
-def rec(word: str, variant: str = "leaky", phase: str | None = None, signals=(), **contract) -> dict:
-    return {"verdict": word, "variant": variant, "phase": phase, "signals": list(signals),
-            "reported": contract.get("reported"), "expects": contract.get("expects"),
-            "requires": contract.get("requires")}
+def rec(
+    word: str, variant: str = "leaky", phase: str | None = None, signals=(), **contract
+) -> dict:
+    return {
+        "verdict": word,
+        "variant": variant,
+        "phase": phase,
+        "signals": list(signals),
+        "reported": contract.get("reported"),
+        "expects": contract.get("expects"),
+        "requires": contract.get("requires"),
+    }
 
 
 def accepted(variant: str, **contract) -> set:
@@ -37,8 +46,17 @@ def test_both_sides_reading_fragmentation_do_not_pass_undeclared():
     assert not expectation.accepts(rec("fragmentation", "fixed"))
 
 
-@pytest.mark.parametrize("phase, ok", [("import", False), ("setup", False), ("warm-up", True),
-                                       ("repetitions", True), ("heap", True), ("teardown", False)])
+@pytest.mark.parametrize(
+    "phase, ok",
+    [
+        ("import", False),
+        ("setup", False),
+        ("warm-up", True),
+        ("repetitions", True),
+        ("heap", True),
+        ("teardown", False),
+    ],
+)
 def test_an_over_cap_passes_for_a_leak_only_once_the_pipeline_runs(phase, ok):
     assert expectation.accepts(rec("over-cap", "leaky", phase)) is ok
     assert not expectation.accepts(rec("over-cap", "fixed", phase))
@@ -50,10 +68,18 @@ def test_a_teardown_stall_passes_only_after_the_signals_moved():
     assert not expectation.accepts(rec("hang", "leaky", "repetitions", ["threads"]))
 
 
-@pytest.mark.parametrize("word, phase, signals, code", [
-    ("no-leak", None, [], 0), ("fragmentation", None, [], 0), ("skipped", None, [], 0),
-    ("leak", None, ["held"], 1), ("over-cap", "repetitions", [], 1), ("hang", "teardown", ["threads"], 1),
-    ("hang", "repetitions", [], 2), ("error", "setup", [], 2),
-])
+@pytest.mark.parametrize(
+    "word, phase, signals, code",
+    [
+        ("no-leak", None, [], 0),
+        ("fragmentation", None, [], 0),
+        ("skipped", None, [], 0),
+        ("leak", None, ["held"], 1),
+        ("over-cap", "repetitions", [], 1),
+        ("hang", "teardown", ["threads"], 1),
+        ("hang", "repetitions", [], 2),
+        ("error", "setup", [], 2),
+    ],
+)
 def test_check_exit_code_asks_the_check_expectation(word, phase, signals, code):
     assert check_exit_code(rec(word, "check", phase, signals)) == code

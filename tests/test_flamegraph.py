@@ -4,6 +4,7 @@ A pure-Python leak (tests/data/python_leak.py) in a temporary checkout, as in
 test_cli.py: no TensorFlow. The flame graph is drawn by `memray flamegraph
 --leaks` from the heap pass's capture, after the child has exited.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,20 @@ def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "graphs" / "tf-none"  # created by the option
-    result = CliRunner().invoke(cli.main, ["run", "pyleak", "--variant", "leaky", *FAST,
-                                           "--flamegraph-dir", str(folder), "--json", "out.jsonl"])
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "run",
+            "pyleak",
+            "--variant",
+            "leaky",
+            *FAST,
+            "--flamegraph-dir",
+            str(folder),
+            "--json",
+            "out.jsonl",
+        ],
+    )
     assert result.exit_code == 0, result.output
     page = folder / "pyleak-leaky.html"
     assert f"flame graph {page}" in result.stderr
@@ -39,17 +52,23 @@ def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
 def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
     root = make_root(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    result = CliRunner().invoke(cli.main, ["run", "pyleak", *FAST[:-2], "--heap-reps", "0",
-                                           "--flamegraph-dir", str(tmp_path / "g")])
+    result = CliRunner().invoke(
+        cli.main,
+        ["run", "pyleak", *FAST[:-2], "--heap-reps", "0", "--flamegraph-dir", str(tmp_path / "g")],
+    )
     assert result.exit_code == 2 and "--heap-reps 0 skips it" in result.stderr
 
 
 def test_a_folder_that_takes_no_file_is_bad_input_before_measuring(tmp_path, monkeypatch):
     root = make_root(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    result = CliRunner().invoke(cli.main, ["run", "pyleak", *FAST[:-2], "--flamegraph-dir", "/proc/self"])
+    result = CliRunner().invoke(
+        cli.main, ["run", "pyleak", *FAST[:-2], "--flamegraph-dir", "/proc/self"]
+    )
     assert result.exit_code == 2 and result.stdout == "", result.output
-    assert result.stderr.startswith("leakbench: error: --flamegraph-dir: cannot write in /proc/self")
+    assert result.stderr.startswith(
+        "leakbench: error: --flamegraph-dir: cannot write in /proc/self"
+    )
     assert len(result.stderr.splitlines()) == 1
 
 
@@ -83,9 +102,14 @@ def test_asv_glue_stores_the_leaky_graphs(tmp_path):
     (folder / "a-leaky.html").write_text("old a")
     # b's graph failed this time: the old one must go
     (folder / "b-leaky.html").write_text("old b")
-    (folder / "c-leaky.html").write_text("old c")    # c not measured now: kept
-    records = [{"pair": "a", "variant": "leaky", "flamegraph": {"file": "a-leaky.html"}},
-               {"pair": "a", "variant": "fixed"},
-               {"pair": "b", "variant": "leaky", "flamegraph": {"error": "memray flamegraph failed: x"}}]
+    (folder / "c-leaky.html").write_text("old c")  # c not measured now: kept
+    records = [
+        {"pair": "a", "variant": "leaky", "flamegraph": {"file": "a-leaky.html"}},
+        {"pair": "a", "variant": "fixed"},
+        {"pair": "b", "variant": "leaky", "flamegraph": {"error": "memray flamegraph failed: x"}},
+    ]
     _store_flamegraphs(drawn, records, folder)
-    assert {p.name: p.read_text() for p in folder.iterdir()} == {"a-leaky.html": "new a", "c-leaky.html": "old c"}
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {
+        "a-leaky.html": "new a",
+        "c-leaky.html": "old c",
+    }

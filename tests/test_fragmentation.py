@@ -5,6 +5,7 @@ repetition; python_fragments frees everything yet its RSS grows, because its
 environment tells glibc never to trim. The rule is also tested on its own.
 Last, the allocator pair on TensorFlow (scenarios/shuffle_fragmentation.py).
 """
+
 from pathlib import Path
 
 import pytest
@@ -29,13 +30,17 @@ def run(name: str, env: dict | None = None) -> dict:
 def test_designed_fragmentation_reads_fragmentation():
     rec = run("python_fragments")
     m = rec["metrics"]
-    assert rec["verdict"] == "fragmentation", (rec["signals"], m["trim_returned_bytes"], m["rss_growth_bytes"])
+    assert rec["verdict"] == "fragmentation", (
+        rec["signals"],
+        m["trim_returned_bytes"],
+        m["rss_growth_bytes"],
+    )
     assert rec["signals"] == ["rss"]
     blocks = rec["params"]["blocks"]
     # each block grows by 4 KiB each repetition
     assert m["rss_growth"]["slope"] > blocks * 4096 * 0.5
-    assert abs(m["malloc_heap_growth"]["slope"]) < 64 * 1024      # nothing is held ...
-    assert m["held_growth"]["slope"] < verdict.HELD_SLOPE_MIN     # ... and held memory says so
+    assert abs(m["malloc_heap_growth"]["slope"]) < 64 * 1024  # nothing is held ...
+    assert m["held_growth"]["slope"] < verdict.HELD_SLOPE_MIN  # ... and held memory says so
     assert m["trim_returned_bytes"] >= 0.5 * m["rss_growth_bytes"]
     # malloc keeps it as free bytes
     assert m["malloc_free_growth_bytes"] >= 0.5 * m["rss_growth_bytes"]
@@ -51,7 +56,9 @@ def test_designed_leak_reads_leak_not_fragmentation():
     assert m["trim_returned_bytes"] < 0.5 * m["rss_growth_bytes"]
 
 
-@pytest.mark.skipif(not JEMALLOC.exists(), reason="libjemalloc2 is not installed (apt-get install libjemalloc2)")
+@pytest.mark.skipif(
+    not JEMALLOC.exists(), reason="libjemalloc2 is not installed (apt-get install libjemalloc2)"
+)
 def test_malloc_heap_is_na_under_a_preloaded_allocator():
     rec = run("python_leak", env={"LD_PRELOAD": str(JEMALLOC)})
     m = rec["metrics"]
@@ -70,75 +77,117 @@ def test_missing_preload_is_an_error_not_a_silent_glibc_run():
 
 def frag_metrics(returned, grown, unavailable=None, freed="grown"):
     """freed: how much malloc's free bytes rose over the repetitions; by default as much as RSS grew."""
-    return {"trim_returned_bytes": returned, "rss_growth_bytes": grown, "malloc_heap_unavailable": unavailable,
-            "malloc_free_growth_bytes": grown if freed == "grown" else freed}
+    return {
+        "trim_returned_bytes": returned,
+        "rss_growth_bytes": grown,
+        "malloc_heap_unavailable": unavailable,
+        "malloc_free_growth_bytes": grown if freed == "grown" else freed,
+    }
 
 
-@pytest.mark.parametrize("returned, grown, unavailable, freed, expected", [
-    (32 << 20, 40 << 20, None, "grown", True),
-    (20 << 20, 40 << 20, None, "grown", True),           # exactly TRIM_SHARE_MIN
-    # most of the growth is still resident: held
-    (16 << 20, 40 << 20, None, "grown", False),
-    (32 << 20, 40 << 20, "libjemalloc is loaded", "grown", False),
-    (None, 40 << 20, None, "grown", False),
-    (1 << 20, 0, None, "grown", False),
-    # a fix's creep of a few MiB, given back by the trim: it comes and goes between runs of
-    # the same fix (stateful_map's fix read fragmentation in one run of three): below TRIM_HELD_MIN
-    (3 << 20, 3 << 20, None, "grown", False),
-    # measured (calibration, TF 2.21): 256 KiB/repetition held in tensors. RSS +2.1 MiB,
-    # the trim gave back 1.2 MiB of free pages the import left, malloc's free bytes flat: held
-    (1228800, 2129920, None, 4096, False),
-    # no free-bytes figure (older records): no claim
-    (32 << 20, 40 << 20, None, None, False),
-])
+@pytest.mark.parametrize(
+    "returned, grown, unavailable, freed, expected",
+    [
+        (32 << 20, 40 << 20, None, "grown", True),
+        (20 << 20, 40 << 20, None, "grown", True),  # exactly TRIM_SHARE_MIN
+        # most of the growth is still resident: held
+        (16 << 20, 40 << 20, None, "grown", False),
+        (32 << 20, 40 << 20, "libjemalloc is loaded", "grown", False),
+        (None, 40 << 20, None, "grown", False),
+        (1 << 20, 0, None, "grown", False),
+        # a fix's creep of a few MiB, given back by the trim: it comes and goes between runs of
+        # the same fix (stateful_map's fix read fragmentation in one run of three): below TRIM_HELD_MIN
+        (3 << 20, 3 << 20, None, "grown", False),
+        # measured (calibration, TF 2.21): 256 KiB/repetition held in tensors. RSS +2.1 MiB,
+        # the trim gave back 1.2 MiB of free pages the import left, malloc's free bytes flat: held
+        (1228800, 2129920, None, 4096, False),
+        # no free-bytes figure (older records): no claim
+        (32 << 20, 40 << 20, None, None, False),
+    ],
+)
 def test_fragmented_rule(returned, grown, unavailable, freed, expected):
     assert verdict.fragmented(frag_metrics(returned, grown, unavailable, freed)) is expected
 
 
-@pytest.mark.parametrize("returned, held, grew, expected", [
-    (511 << 20, 574 << 20, False, True),    # measured: shuffle of 1 M scalars on glibc, no trend
-    (46 << 20, 140 << 20, False, False),    # the trim gave back a third: most is resident
-    # below TRIM_HELD_MIN: every other pair's trim is 2.5-7 MiB
-    (6 << 20, 8 << 20, False, False),
-    # the held form also covers a growth that the trim returns
-    (511 << 20, 574 << 20, True, True),
-])
+@pytest.mark.parametrize(
+    "returned, held, grew, expected",
+    [
+        (511 << 20, 574 << 20, False, True),  # measured: shuffle of 1 M scalars on glibc, no trend
+        (46 << 20, 140 << 20, False, False),  # the trim gave back a third: most is resident
+        # below TRIM_HELD_MIN: every other pair's trim is 2.5-7 MiB
+        (6 << 20, 8 << 20, False, False),
+        # the held form also covers a growth that the trim returns
+        (511 << 20, 574 << 20, True, True),
+    ],
+)
 def test_fragmented_rule_on_held_rss(returned, held, grew, expected):
-    metrics = {"trim_returned_bytes": returned, "rss_growth_bytes": 0, "rss_held_bytes": held,
-               "malloc_heap_unavailable": None}
+    metrics = {
+        "trim_returned_bytes": returned,
+        "rss_growth_bytes": 0,
+        "rss_held_bytes": held,
+        "malloc_heap_unavailable": None,
+    }
     assert verdict.fragmented(metrics, grew=grew) is expected
 
 
-@pytest.mark.parametrize("returned, held, free, expected", [
-    # measured: shuffle_fragmentation's leaky side on TF 2.19.1 (an earlier sweep): the trim gave
-    # back 89 of 231 MiB held, and malloc kept 218 MiB of them as free bytes: stranded chunks
-    (89 << 20, 231 << 20, 218 << 20, True),
-    (95 << 20, 300 << 20, 291 << 20, True),    # measured: the same pair on TF 2.20.0
-    # measured: the most free bytes above the process before setup of any other record,
-    # generator_closure's fix on TF 2.18.1 (44 MiB of 53 held): under FREE_HELD_MIN
-    (3 << 20, 53 << 20, 44 << 20, False),
-    (10 << 20, 400 << 20, 120 << 20, False),   # most of what is held is not free bytes: held
-    (10 << 20, 231 << 20, None, False),        # no free-bytes figure (older records): no claim
-])
+@pytest.mark.parametrize(
+    "returned, held, free, expected",
+    [
+        # measured: shuffle_fragmentation's leaky side on TF 2.19.1 (an earlier sweep): the trim gave
+        # back 89 of 231 MiB held, and malloc kept 218 MiB of them as free bytes: stranded chunks
+        (89 << 20, 231 << 20, 218 << 20, True),
+        (95 << 20, 300 << 20, 291 << 20, True),  # measured: the same pair on TF 2.20.0
+        # measured: the most free bytes above the process before setup of any other record,
+        # generator_closure's fix on TF 2.18.1 (44 MiB of 53 held): under FREE_HELD_MIN
+        (3 << 20, 53 << 20, 44 << 20, False),
+        (10 << 20, 400 << 20, 120 << 20, False),  # most of what is held is not free bytes: held
+        (10 << 20, 231 << 20, None, False),  # no free-bytes figure (older records): no claim
+    ],
+)
 def test_fragmented_rule_on_free_bytes(returned, held, free, expected):
-    metrics = {"trim_returned_bytes": returned, "rss_growth_bytes": 0, "rss_held_bytes": held,
-               "malloc_free_held_bytes": free, "malloc_heap_unavailable": None}
+    metrics = {
+        "trim_returned_bytes": returned,
+        "rss_growth_bytes": 0,
+        "rss_held_bytes": held,
+        "malloc_free_held_bytes": free,
+        "malloc_heap_unavailable": None,
+    }
     assert verdict.fragmented(metrics, grew=False) is expected
-    assert verdict.fragmented({**metrics, "malloc_heap_unavailable": "jemalloc"}, grew=False) is False
+    assert (
+        verdict.fragmented({**metrics, "malloc_heap_unavailable": "jemalloc"}, grew=False) is False
+    )
 
 
 def test_held_rss_given_back_without_a_trend_reads_fragmentation():
-    flat = {"slope": 0.0, "low": 0.0, "high": 0.0, "p_increasing": 0.5, "first_half": 0.0, "second_half": 0.0}
-    metrics = {"rss_growth": flat, "trim_returned_bytes": 511 << 20, "rss_growth_bytes": 0,
-               "rss_held_bytes": 574 << 20, "malloc_heap_unavailable": None}
+    flat = {
+        "slope": 0.0,
+        "low": 0.0,
+        "high": 0.0,
+        "p_increasing": 0.5,
+        "first_half": 0.0,
+        "second_half": 0.0,
+    }
+    metrics = {
+        "rss_growth": flat,
+        "trim_returned_bytes": 511 << 20,
+        "rss_growth_bytes": 0,
+        "rss_held_bytes": 574 << 20,
+        "malloc_heap_unavailable": None,
+    }
     assert verdict.decide(["ok"], metrics) == ("fragmentation", [])
-    assert verdict.decide(["ok"], {**metrics, "malloc_heap_unavailable": "jemalloc"}) == ("no-leak", [])
+    assert verdict.decide(["ok"], {**metrics, "malloc_heap_unavailable": "jemalloc"}) == (
+        "no-leak",
+        [],
+    )
 
 
 def test_fragmentation_needs_nothing_held_to_move():
     rss = {"slope": 4 << 20, "p_increasing": 1e-6, "first_half": 4 << 20, "second_half": 4 << 20}
-    base = {"rss_growth": rss, "held_growth": {**rss, "slope": 0, "first_half": 0, "second_half": 0},
-            **frag_metrics(40 << 20, 48 << 20)}
+    base = {
+        "rss_growth": rss,
+        "held_growth": {**rss, "slope": 0, "first_half": 0, "second_half": 0},
+        **frag_metrics(40 << 20, 48 << 20),
+    }
     assert verdict.decide(["ok"], base) == ("fragmentation", ["rss"])
     assert verdict.decide(["ok"], {**base, "threads_growth": {**rss, "slope": 4}})[0] == "leak"
     assert verdict.decide(["ok"], {**base, "held_growth": rss}) == ("leak", ["held"])
@@ -162,16 +211,22 @@ def test_shuffle_on_glibc_reads_fragmentation_not_leak(tf_records):
     # run, whose later half must show it levelled off ...
     confirmation = rec.get("confirmation")
     if confirmation:
-        assert confirmation["status"] == "ok" and "held" not in confirmation["signals"], confirmation["signals"]
+        assert confirmation["status"] == "ok" and "held" not in confirmation["signals"], (
+            confirmation["signals"]
+        )
     else:
         assert verdict.rate(m["held_growth"]) < verdict.HELD_SLOPE_MIN
     # ... and the trim gives most of RSS back, or malloc keeps it as free bytes
-    assert (m["trim_returned_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"]
-            or m["malloc_free_held_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"])
+    assert (
+        m["trim_returned_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"]
+        or m["malloc_free_held_bytes"] >= verdict.TRIM_SHARE_MIN * m["rss_held_bytes"]
+    )
 
 
 @pytest.mark.tf
-@pytest.mark.skipif(not TCMALLOC.exists(), reason="libtcmalloc-minimal4 is not installed (scripts/system-packages)")
+@pytest.mark.skipif(
+    not TCMALLOC.exists(), reason="libtcmalloc-minimal4 is not installed (scripts/system-packages)"
+)
 def test_shuffle_under_tcmalloc_does_not_grow(tf_records):
     rec = tf_records[("shuffle_fragmentation", "fixed")]
     assert rec["verdict"] == "no-leak", (rec["verdict"], rec["signals"], rec["error"])

@@ -39,6 +39,7 @@ failures by cause) written to a file:
     LEAKBENCH_FUZZ_CASES=10000 LEAKBENCH_FUZZ_SUMMARY=results/fuzz/summary.md \\
         .venv/bin/python -m pytest tests/test_fuzz.py -p no:cacheprovider
 """
+
 from __future__ import annotations
 
 import io
@@ -72,13 +73,17 @@ DATA = Path(__file__).parent / "data"
 CASES = int(os.environ.get("LEAKBENCH_FUZZ_CASES", "1200"))
 SEED = int(os.environ.get("LEAKBENCH_FUZZ_SEED", "20"))
 # resolved now: the world fixture moves the cwd into a temporary folder
-SUMMARY = Path(os.environ["LEAKBENCH_FUZZ_SUMMARY"]).resolve() if os.environ.get("LEAKBENCH_FUZZ_SUMMARY") else None
+SUMMARY = (
+    Path(os.environ["LEAKBENCH_FUZZ_SUMMARY"]).resolve()
+    if os.environ.get("LEAKBENCH_FUZZ_SUMMARY")
+    else None
+)
 SAFE = ["--timeout", "5", "--cap", "1GiB"]
 REAL_POPEN = subprocess.Popen  # before the fixture replaces it
 SHARE = {"arguments": 0.4, "scenarios": 0.35, "records": 0.25}  # of CASES, by kind
 
 COUNTS: dict[str, Counter] = {}  # kind -> outcome -> cases, for the summary
-FAILURES: dict[str, list] = {}   # kind -> [(cause, reproducer)]
+FAILURES: dict[str, list] = {}  # kind -> [(cause, reproducer)]
 SECONDS: dict[str, float] = {}
 DIGESTS: dict[str, dict] = {}
 STARTED = time.monotonic()
@@ -90,6 +95,7 @@ class WouldStart(Exception):
 
 # --- the world every case runs in ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A temporary cwd: root/ (LEAKBENCH_ROOT: the pure-Python pair pyleak, and stateful_map),
@@ -97,7 +103,9 @@ def world(tmp_path_factory):
     resume files; Popen and urlopen raising WouldStart."""
     here = tmp_path_factory.mktemp("fuzz")
     root = pure_python_checkout(here)
-    shutil.copytree(REPO / "results", here / "results", ignore=shutil.ignore_patterns("flamegraphs"))
+    shutil.copytree(
+        REPO / "results", here / "results", ignore=shutil.ignore_patterns("flamegraphs")
+    )
     DIGESTS["results"] = digest(here / "results")
     shutil.copytree(DATA / "site_results", here / "small")
     (here / "inputs").mkdir()
@@ -120,8 +128,16 @@ def world(tmp_path_factory):
     # making or using its virtualenv is starting a process
     sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
     mp.setattr(registry, "fetch_index", lambda dist: sample[dist])
-    mp.setattr(registry, "sys_tags", lambda: iter({Tag("cp311", "cp311", p) for p in (
-        "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")}))
+    mp.setattr(
+        registry,
+        "sys_tags",
+        lambda: iter(
+            {
+                Tag("cp311", "cp311", p)
+                for p in ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+            }
+        ),
+    )
     for method in ("ensure", "install", "measure"):
         mp.setattr(installer.Venv, method, refuse)
     mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
@@ -136,8 +152,11 @@ def snapshot(folder: Path) -> dict:
         for name in dirnames + filenames:
             p = os.path.join(dirpath, name)
             s = os.lstat(p)
-            found[p] = (s.st_mode >> 12, s.st_size if not os.path.isdir(p) else 0,
-                        s.st_mtime_ns if not os.path.isdir(p) else 0)
+            found[p] = (
+                s.st_mode >> 12,
+                s.st_size if not os.path.isdir(p) else 0,
+                s.st_mtime_ns if not os.path.isdir(p) else 0,
+            )
     return found
 
 
@@ -182,55 +201,153 @@ def report(kind: str) -> None:
         for cause, repro in found:
             first.setdefault(cause, repro)
         lines = [f"{n} x {cause}\n    e.g. {first[cause]!r}" for cause, n in causes.most_common()]
-        pytest.fail(f"{len(found)} of {sum(COUNTS[kind].values())} {kind} cases broke the promise:\n"
-                    + "\n".join(lines), pytrace=False)
+        pytest.fail(
+            f"{len(found)} of {sum(COUNTS[kind].values())} {kind} cases broke the promise:\n"
+            + "\n".join(lines),
+            pytrace=False,
+        )
 
 
 # --- 1. command-line arguments --------------------------------------------------------------------
 
+
 def junk(rng: random.Random) -> str:
     """A value no option takes as a number, a size, a version, a pair or a file."""
-    return rng.choice(["", " ", "abc", "nan", "-nan", "inf", "-inf", "1e999", "-1", "0x10", "1_0_", "１",
-                       "9" * rng.choice([30, 400, 5000]), "--", "-", "\t", "a\nb", "é", "\x7f", "../../etc/passwd",
-                       "[red]x[/red]", "%s%n", "{}", "null", "'", '"', "x" * 300])
+    return rng.choice(
+        [
+            "",
+            " ",
+            "abc",
+            "nan",
+            "-nan",
+            "inf",
+            "-inf",
+            "1e999",
+            "-1",
+            "0x10",
+            "1_0_",
+            "１",
+            "9" * rng.choice([30, 400, 5000]),
+            "--",
+            "-",
+            "\t",
+            "a\nb",
+            "é",
+            "\x7f",
+            "../../etc/passwd",
+            "[red]x[/red]",
+            "%s%n",
+            "{}",
+            "null",
+            "'",
+            '"',
+            "x" * 300,
+        ]
+    )
 
 
 BASES = {
     "run": ["run", "pyleak", *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"],
     "check": ["check", "ok.py:bounded", *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"],
-    "repeat": ["repeat", "pyleak", "--runs", "2", "--out", "inputs/rep.json", *SAFE, "--reps", "5", "--warmup", "0",
-               "--heap-reps", "0"],
-    "calibrate": ["calibrate", "--runs", "1", "--sizes", "65536", "--holders", "python", "--out", "inputs/cal.json",
-                  *SAFE],
+    "repeat": [
+        "repeat",
+        "pyleak",
+        "--runs",
+        "2",
+        "--out",
+        "inputs/rep.json",
+        *SAFE,
+        "--reps",
+        "5",
+        "--warmup",
+        "0",
+        "--heap-reps",
+        "0",
+    ],
+    "calibrate": [
+        "calibrate",
+        "--runs",
+        "1",
+        "--sizes",
+        "65536",
+        "--holders",
+        "python",
+        "--out",
+        "inputs/cal.json",
+        *SAFE,
+    ],
     "matrix": ["matrix", "--results", "results", "--machine", "vm"],
     "compare": ["compare", "2.15.1", "2.16.2", "--results", "results", "--machine", "vm"],
     "report-back": ["report-back", "--results", "results", "--machine", "vm"],
     "site": ["site", "--results", "results", "--out", "inputs/site", "--no-asv"],
-    "bisect": ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2", *SAFE, "--out", "inputs/bisect.json",
-               "--venv", "inputs/venv"],
+    "bisect": [
+        "bisect",
+        "pyleak",
+        "--good",
+        "2.15.1",
+        "--bad",
+        "2.16.2",
+        *SAFE,
+        "--out",
+        "inputs/bisect.json",
+        "--venv",
+        "inputs/venv",
+    ],
     "list": ["list"],
 }
 # Options whose value is checked as a number, a size, a choice or a folder, per command.
-NUMERIC = {"--reps", "--warmup", "--heap-reps", "--runs", "--jobs", "--cpu-hog", "--timeout", "--teardown-timeout",
-           "--confirm", "--factor", "--peer-runs"}
+NUMERIC = {
+    "--reps",
+    "--warmup",
+    "--heap-reps",
+    "--runs",
+    "--jobs",
+    "--cpu-hog",
+    "--timeout",
+    "--teardown-timeout",
+    "--confirm",
+    "--factor",
+    "--peer-runs",
+}
 FLOATS = {"--timeout", "--teardown-timeout", "--factor"}
-SPECIAL_PATHS = ["fifo", "dangling", "/dev/null", "/dev/zero", "/proc/self/mem", "root", "no/such/dir/x.json"]
+SPECIAL_PATHS = [
+    "fifo",
+    "dangling",
+    "/dev/null",
+    "/dev/zero",
+    "/proc/self/mem",
+    "root",
+    "no/such/dir/x.json",
+]
 
 
 def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
     """(what is bad, a command line with it)."""
     command = rng.choice(list(BASES))
     args = list(BASES[command])
-    options = [i for i, a in enumerate(args) if a.startswith("--") and i + 1 < len(args)
-               and not args[i + 1].startswith("--")]
-    moves = ["unknown option", "extra argument", "missing value", "junk value", "unknown pair", "special path"]
+    options = [
+        i
+        for i, a in enumerate(args)
+        if a.startswith("--") and i + 1 < len(args) and not args[i + 1].startswith("--")
+    ]
+    moves = [
+        "unknown option",
+        "extra argument",
+        "missing value",
+        "junk value",
+        "unknown pair",
+        "special path",
+    ]
     if command in ("run", "repeat"):
         moves += ["param", "scales"]
     if command in ("run", "check", "repeat", "calibrate", "bisect"):
         moves += ["cap", "timeout", "numeric"]
     move = rng.choice(moves)
     if move == "unknown option":
-        args.insert(rng.randrange(1, len(args) + 1), rng.choice(["--bogus", "--reps-", "-x", "--json=", "--Cap"]))
+        args.insert(
+            rng.randrange(1, len(args) + 1),
+            rng.choice(["--bogus", "--reps-", "-x", "--json=", "--Cap"]),
+        )
     elif move == "extra argument":
         # these take any number of names: an unknown one
         if command in ("run", "repeat", "report-back"):
@@ -239,7 +356,7 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
             args.insert(rng.randrange(1, len(args) + 1), rng.choice(["extra", "1", "ok.py"]))
     elif move == "missing value" and options:
         i = rng.choice(options)
-        args = args[:i] + args[i + 2:] + [args[i]]  # the option last, without its value
+        args = args[:i] + args[i + 2 :] + [args[i]]  # the option last, without its value
     elif move == "junk value" and options:
         i = rng.choice(options)
         if args[i] in ("--out", "--venv", "--json", "--markdown"):
@@ -256,34 +373,84 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
         if first is None:
             args.append(rng.choice(["no_such_pair", "x" * 5000]))
         else:
-            args[first] = rng.choice(["no_such_pair", "nowhere.py", "x" * 5000, "a\0b", "ok.py:", ":x", "ok.py:1x",
-                                      "fifo", "/dev/zero", "root", "dangling", "results/records/vm/nope.jsonl",
-                                      "99.99.99", "", "-", "ok.py:no such"])
+            args[first] = rng.choice(
+                [
+                    "no_such_pair",
+                    "nowhere.py",
+                    "x" * 5000,
+                    "a\0b",
+                    "ok.py:",
+                    ":x",
+                    "ok.py:1x",
+                    "fifo",
+                    "/dev/zero",
+                    "root",
+                    "dangling",
+                    "results/records/vm/nope.jsonl",
+                    "99.99.99",
+                    "",
+                    "-",
+                    "ok.py:no such",
+                ]
+            )
     elif move == "special path":
-        target = {"run": "--json", "check": "--html", "repeat": "--out", "calibrate": "--out", "bisect": "--out",
-                  "site": "--results", "matrix": "--results", "compare": "--results",
-                  "report-back": "--out"}.get(command)
+        target = {
+            "run": "--json",
+            "check": "--html",
+            "repeat": "--out",
+            "calibrate": "--out",
+            "bisect": "--out",
+            "site": "--results",
+            "matrix": "--results",
+            "compare": "--results",
+            "report-back": "--out",
+        }.get(command)
         if target is None:
             args.append("--bogus")
         else:
             # a folder made if missing: a file in its way
-            choices = {"--results": ["fifo", "nowhere", "ok.py"],
-                       "--out": ["fifo", "ok.py", "/dev/null", "dangling"] if command == "report-back" else None}
+            choices = {
+                "--results": ["fifo", "nowhere", "ok.py"],
+                "--out": ["fifo", "ok.py", "/dev/null", "dangling"]
+                if command == "report-back"
+                else None,
+            }
             args += [target, rng.choice(choices.get(target) or SPECIAL_PATHS)]
     elif move == "param":
-        args += ["--param", rng.choice(["noequals", "=1", "unknown=1", "bytes_per_rep=" + junk(rng),
-                                        "bytes_per_rep=0", "bytes_per_rep=-5", "bytes_per_rep=1e400",
-                                        "bytes_per_rep=" + "9" * 400])]
+        args += [
+            "--param",
+            rng.choice(
+                [
+                    "noequals",
+                    "=1",
+                    "unknown=1",
+                    "bytes_per_rep=" + junk(rng),
+                    "bytes_per_rep=0",
+                    "bytes_per_rep=-5",
+                    "bytes_per_rep=1e400",
+                    "bytes_per_rep=" + "9" * 400,
+                ]
+            ),
+        ]
     elif move == "scales":
-        args += ["--scales", rng.choice(["", "4,1", "1", "a,b", "1,nan", "1,1e400", "0,1", "1,,4", "-1,4", "1,1"])]
+        args += [
+            "--scales",
+            rng.choice(["", "4,1", "1", "a,b", "1,nan", "1,1e400", "0,1", "1,,4", "-1,4", "1,1"]),
+        ]
     elif move == "cap":
-        args += ["--cap", rng.choice(["", "-1", "1XB", "0", "1e999GiB", "nan", "GiB", "1 GiB GiB", "0.0001"])]
+        args += [
+            "--cap",
+            rng.choice(["", "-1", "1XB", "0", "1e999GiB", "nan", "GiB", "1 GiB GiB", "0.0001"]),
+        ]
     elif move == "timeout":
         args += ["--timeout", rng.choice(["nan", "inf", "-1", "0", "abc", "", "1e999", "-0"])]
     elif move == "numeric":
         option = rng.choice(sorted({a for a in args if a in NUMERIC}) or ["--reps"])
-        bad = ["nan", "abc", "", "-1", "inf", "1e999"] if option in FLOATS else ["-1", "abc", "1.5", "", "99999999999",
-                                                                                    "nan", "1e3"]
+        bad = (
+            ["nan", "abc", "", "-1", "inf", "1e999"]
+            if option in FLOATS
+            else ["-1", "abc", "1.5", "", "99999999999", "nan", "1e3"]
+        )
         args += [option, rng.choice(bad)]
     else:  # a move with nothing to act on: an unknown option instead
         args.append("--bogus")
@@ -298,15 +465,25 @@ KNOWN: list = []
 
 
 def test_a_results_name_too_long_is_one_line(world):
-    assert one_line_refusal(invoke(["report-back", "--results", "x" * 300, "--machine", "vm"])) is None
+    assert (
+        one_line_refusal(invoke(["report-back", "--results", "x" * 300, "--machine", "vm"])) is None
+    )
 
 
 def test_a_version_name_too_long_is_one_line(world):
-    assert one_line_refusal(invoke(["compare", "x" * 300, "2.16.2", "--results", "results", "--machine", "vm"])) is None
+    assert (
+        one_line_refusal(
+            invoke(["compare", "x" * 300, "2.16.2", "--results", "results", "--machine", "vm"])
+        )
+        is None
+    )
 
 
 def test_a_cap_in_unicode_digits_is_refused(world):
-    assert one_line_refusal(invoke(["run", "pyleak", "--timeout", "5", "--cap", "１", "--reps", "5"])) is None
+    assert (
+        one_line_refusal(invoke(["run", "pyleak", "--timeout", "5", "--cap", "１", "--reps", "5"]))
+        is None
+    )
 
 
 def test_a_metric_past_a_float_is_one_line(world, tmp_path, monkeypatch):
@@ -315,8 +492,10 @@ def test_a_metric_past_a_float_is_one_line(world, tmp_path, monkeypatch):
     shutil.copytree(world / "small" / "records" / "vm", records)
     lines = (records / "tf-2.16.2.jsonl").read_text().splitlines()
     rec = json.loads(lines[1])
-    rec["metrics"]["threads_growth"]["slope"] = 10 ** 400
-    (records / "tf-2.16.2.jsonl").write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    rec["metrics"]["threads_growth"]["slope"] = 10**400
+    (records / "tf-2.16.2.jsonl").write_text(
+        "\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n"
+    )
     result = invoke(["compare", "2.15.1", "2.16.2", "--results", str(tmp_path), "--machine", "vm"])
     assert isinstance(result.exception, (SystemExit, type(None))), repr(result.exception)
     assert result.exit_code in (0, 1) or one_line_refusal(result) is None, result.stderr
@@ -359,52 +538,155 @@ def _clean(world: Path, before: dict) -> None:
 
 # --- 2. scenario files ------------------------------------------------------------------------------
 
-COMMITTED = sorted([*REPO.glob("scenarios/*.py"), *REPO.glob("fixes/*.py"), *DATA.glob("python_*.py"),
-                    *REPO.glob("leakbench/calibrate/designs/*.py")])
+COMMITTED = sorted(
+    [
+        *REPO.glob("scenarios/*.py"),
+        *REPO.glob("fixes/*.py"),
+        *DATA.glob("python_*.py"),
+        *REPO.glob("leakbench/calibrate/designs/*.py"),
+    ]
+)
 FIELDS = [f.name for f in contract.FIELDS]
-BAD_LITERALS = ["None", "5", "-1", "0", "1.5", "True", "[]", "{}", "''", "'#'", "'\\n'", "'x\\x00y'", "'a\\nb'",
-                "b'x'", "1j", "{1}", "()", "('caching',)", "{[1]: 2}", "float('nan')", "1e999", "-1e999",
-                "9" * 4000, "[" * 100 + "]" * 100, "-" * 3000 + "1", "'   '", "'owner/repo#0'", "'#1'", "'a/b#'",
-                "{'': 1}", "{1: 2}", "{'n': -1}", "{'n': 0}", "{'n': True}", "{'n': '1'}", "{'n': None}",
-                "{'': 'x'}", "{'A': 1}", "{'A=B': 'x'}", "{'A\\x00': 'x'}", "{'A': 'x\\x00'}",
-                "{'LD_PRELOAD': '/etc/passwd'}", "{'LD_PRELOAD': '/dev/zero'}", "{'LD_PRELOAD': '/etc'}",
-                "{'LD_PRELOAD': 'FIFO'}", "{'issue': 'a/b#1', 'leaks_on': [], 'fixed_in': None}",
-                "{'issue': 'a/b#1', 'leaks_on': ['x y'], 'fixed_in': None}", "'GPU '", "'gpu'", "'growth '",
-                "'fragmentation\\n'", "3", "10**9", "x", "f'x'", "'x' + 'y'", "...", "[1, 2]"]
+BAD_LITERALS = [
+    "None",
+    "5",
+    "-1",
+    "0",
+    "1.5",
+    "True",
+    "[]",
+    "{}",
+    "''",
+    "'#'",
+    "'\\n'",
+    "'x\\x00y'",
+    "'a\\nb'",
+    "b'x'",
+    "1j",
+    "{1}",
+    "()",
+    "('caching',)",
+    "{[1]: 2}",
+    "float('nan')",
+    "1e999",
+    "-1e999",
+    "9" * 4000,
+    "[" * 100 + "]" * 100,
+    "-" * 3000 + "1",
+    "'   '",
+    "'owner/repo#0'",
+    "'#1'",
+    "'a/b#'",
+    "{'': 1}",
+    "{1: 2}",
+    "{'n': -1}",
+    "{'n': 0}",
+    "{'n': True}",
+    "{'n': '1'}",
+    "{'n': None}",
+    "{'': 'x'}",
+    "{'A': 1}",
+    "{'A=B': 'x'}",
+    "{'A\\x00': 'x'}",
+    "{'A': 'x\\x00'}",
+    "{'LD_PRELOAD': '/etc/passwd'}",
+    "{'LD_PRELOAD': '/dev/zero'}",
+    "{'LD_PRELOAD': '/etc'}",
+    "{'LD_PRELOAD': 'FIFO'}",
+    "{'issue': 'a/b#1', 'leaks_on': [], 'fixed_in': None}",
+    "{'issue': 'a/b#1', 'leaks_on': ['x y'], 'fixed_in': None}",
+    "'GPU '",
+    "'gpu'",
+    "'growth '",
+    "'fragmentation\\n'",
+    "3",
+    "10**9",
+    "x",
+    "f'x'",
+    "'x' + 'y'",
+    "...",
+    "[1, 2]",
+]
 
 
 def mutate_scenario(rng: random.Random, text: str, folder: Path) -> tuple[str, bytes]:
     """(what, the mutated file's bytes) from a committed scenario's text."""
     lines = text.splitlines(keepends=True)
-    move = rng.choice(["value", "value", "value", "remove", "twice", "function", "bytes", "params", "env"])
+    move = rng.choice(
+        ["value", "value", "value", "remove", "twice", "function", "bytes", "params", "env"]
+    )
     rng.last_move = move
     field = rng.choice(FIELDS)
-    starts = [i for i, ln in enumerate(lines) if ln.startswith(f"{field} =") or ln.startswith(f"{field}=")]
+    starts = [
+        i for i, ln in enumerate(lines) if ln.startswith(f"{field} =") or ln.startswith(f"{field}=")
+    ]
     if move in ("value", "params", "env") or (move in ("remove", "twice") and not starts):
         literal = rng.choice(BAD_LITERALS).replace("FIFO", str(folder / "fifo"))
         if move == "params":
             form = rng.choice(["{'bytes_per_rep': %s}", "{%s: 1}", "{'n': 1, 'bytes_per_rep': %s}"])
-            field, literal = "PARAMS", form % rng.choice(
-                ["0", "-1", "1e999", "float('inf')", "True", "'1'", "None", "[1]", "9" * 400, "-0.0", "'x'"])
+            field, literal = (
+                "PARAMS",
+                form
+                % rng.choice(
+                    [
+                        "0",
+                        "-1",
+                        "1e999",
+                        "float('inf')",
+                        "True",
+                        "'1'",
+                        "None",
+                        "[1]",
+                        "9" * 400,
+                        "-0.0",
+                        "'x'",
+                    ]
+                ),
+            )
         elif move == "env":
-            field, literal = "ENV", rng.choice([
-                "{'': 'x'}", "{'A\\x00B': 'x'}", "{'A': 'x\\x00'}", "{'LD_PRELOAD': '/etc/passwd'}",
-                "{'LD_PRELOAD': '/etc'}", "{'LD_PRELOAD': '/dev/null'}", f"{{'LD_PRELOAD': '{folder / 'fifo'}'}}",
-                "{'LD_PRELOAD': '/etc/passwd:/lib/x86_64-linux-gnu/libc.so.6'}", "{'A=B': 'c'}", "{1: 'x'}",
-                "{'A': 1}", "['A', 'x']", "{'A': None}"])
+            field, literal = (
+                "ENV",
+                rng.choice(
+                    [
+                        "{'': 'x'}",
+                        "{'A\\x00B': 'x'}",
+                        "{'A': 'x\\x00'}",
+                        "{'LD_PRELOAD': '/etc/passwd'}",
+                        "{'LD_PRELOAD': '/etc'}",
+                        "{'LD_PRELOAD': '/dev/null'}",
+                        f"{{'LD_PRELOAD': '{folder / 'fifo'}'}}",
+                        "{'LD_PRELOAD': '/etc/passwd:/lib/x86_64-linux-gnu/libc.so.6'}",
+                        "{'A=B': 'c'}",
+                        "{1: 'x'}",
+                        "{'A': 1}",
+                        "['A', 'x']",
+                        "{'A': None}",
+                    ]
+                ),
+            )
         if move != "value" or not starts:  # added at the end: assigned twice where the file has it
             return f"{field} = {literal[:40]}", (text + f"\n{field} = {literal}\n").encode()
-        replaced = lines[:starts[0]] + [f"{field} = {literal}\n"] + _after_statement(lines, starts[0])
+        replaced = (
+            lines[: starts[0]] + [f"{field} = {literal}\n"] + _after_statement(lines, starts[0])
+        )
         return f"{field} = {literal[:40]}", "".join(replaced).encode()
     if move == "remove":
-        return f"no {field}", "".join(lines[:starts[0]] + _after_statement(lines, starts[0])).encode()
+        return f"no {field}", "".join(
+            lines[: starts[0]] + _after_statement(lines, starts[0])
+        ).encode()
     if move == "twice":
-        return f"{field} twice", (text + "\n" + "".join(lines[starts[0]:starts[0] + 1])).encode()
+        return f"{field} twice", (text + "\n" + "".join(lines[starts[0] : starts[0] + 1])).encode()
     if move == "function":
-        change = rng.choice([("def setup(", "def set_up("), ("def repetition(", "def repeat("),
-                             ("def setup(", "async def setup("), ("def repetition(state", "def repetition(state, more"),
-                             ("def setup(", "def setup(unknown, "),
-                             ("def repetition(state", "def repetition(*, state")])
+        change = rng.choice(
+            [
+                ("def setup(", "def set_up("),
+                ("def repetition(", "def repeat("),
+                ("def setup(", "async def setup("),
+                ("def repetition(state", "def repetition(state, more"),
+                ("def setup(", "def setup(unknown, "),
+                ("def repetition(state", "def repetition(*, state"),
+            ]
+        )
         return f"function {change[1]}", text.replace(change[0], change[1], 1).encode()
     data = text.encode()
     how = rng.choice(["truncate", "latin-1", "nul", "bom+nul", "random bytes", "huge", "deep"])
@@ -421,7 +703,9 @@ def mutate_scenario(rng: random.Random, text: str, folder: Path) -> tuple[str, b
         return "BOM and NUL", b"\xef\xbb\xbf" + data + b"\0"
     if how == "random bytes":
         at = rng.randrange(len(data))
-        return f"bytes at {at}", data[:at] + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8))) + data[at:]
+        return f"bytes at {at}", data[:at] + bytes(
+            rng.randrange(256) for _ in range(rng.randrange(1, 8))
+        ) + data[at:]
     if how == "huge":
         return "over MAX_BYTES", data + b"#" * (contract.MAX_BYTES + 1)
     return "nested 100,000 deep", data + b"\nX = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
@@ -430,13 +714,16 @@ def mutate_scenario(rng: random.Random, text: str, folder: Path) -> tuple[str, b
 def _after_statement(lines: list[str], start: int) -> list[str]:
     """The lines after the statement that begins at `start` (a literal may span lines)."""
     end = start + 1
-    while end < len(lines) and (lines[end].startswith((" ", "\t", "}", "]", ")")) or not lines[end].strip()):
+    while end < len(lines) and (
+        lines[end].startswith((" ", "\t", "}", "]", ")")) or not lines[end].strip()
+    ):
         end += 1
     return lines[end:]
 
 
 def keeps_the_contract(s: contract.Scenario) -> str | None:
     """None when accepted metadata follows the contract's rules, else which rule it breaks."""
+
     def line(text):
         return isinstance(text, str) and text.strip() and all(c.isprintable() for c in text)
 
@@ -449,16 +736,25 @@ def keeps_the_contract(s: contract.Scenario) -> str | None:
     if not isinstance(s.params, dict) or s.size_param not in s.params:
         return "SIZE_PARAM not in PARAMS accepted"
     for k, v in s.params.items():
-        if type(v) not in (int, float) or not math.isfinite(v) or v < 0 or (k == s.size_param and v <= 0):
+        if (
+            type(v) not in (int, float)
+            or not math.isfinite(v)
+            or v < 0
+            or (k == s.size_param and v <= 0)
+        ):
             return f"PARAMS {k}={v!r} accepted"
     for k, v in s.env.items():
         if not k or "=" in k or "\0" in k + v:
             return f"ENV {k!r}: {v!r} accepted"
-    if s.heap_reps is not None and (type(s.heap_reps) is not int or 0 < s.heap_reps < 5 or s.heap_reps < 0):
+    if s.heap_reps is not None and (
+        type(s.heap_reps) is not int or 0 < s.heap_reps < 5 or s.heap_reps < 0
+    ):
         return f"HEAP_REPS {s.heap_reps!r} accepted"
     preload = s.env.get("LD_PRELOAD", "")
     for lib in preload.replace(":", " ").split():
-        if os.path.exists(lib) and (not os.path.isfile(lib) or open(lib, "rb").read(4) != b"\x7fELF"):
+        if os.path.exists(lib) and (
+            not os.path.isfile(lib) or open(lib, "rb").read(4) != b"\x7fELF"
+        ):
             return f"LD_PRELOAD {lib} accepted"
     return None
 
@@ -475,9 +771,12 @@ def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_
         special = rng.random() < 0.02
         if special:
             what = rng.choice(["fifo", "directory", "dangling link", "loop"])
-            kind = {"fifo": lambda: os.mkfifo(path), "directory": lambda: path.mkdir(),
-                    "dangling link": lambda: path.symlink_to(tmp_path / "nowhere"),
-                    "loop": lambda: path.symlink_to(path)}[what]
+            kind = {
+                "fifo": lambda: os.mkfifo(path),
+                "directory": lambda: path.mkdir(),
+                "dangling link": lambda: path.symlink_to(tmp_path / "nowhere"),
+                "loop": lambda: path.symlink_to(path),
+            }[what]
             kind()
         else:
             what, data = mutate_scenario(rng, text, tmp_path)
@@ -507,7 +806,9 @@ def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_
             cause = _through_the_cli(world, path, outcome)
         record("scenarios", outcome if cause is None else "failed", cause, repro)
         move = "special file" if special else rng.last_move
-        COUNTS.setdefault(f"scenarios, mutation: {move}", Counter())[outcome if cause is None else "failed"] += 1
+        COUNTS.setdefault(f"scenarios, mutation: {move}", Counter())[
+            outcome if cause is None else "failed"
+        ] += 1
         if path.is_dir() and not path.is_symlink():
             path.rmdir()
         else:
@@ -523,13 +824,18 @@ def _through_the_cli(world: Path, path: Path, outcome: str) -> str | None:
     kept = leaky.read_bytes()
     try:
         shutil.copy(path, leaky)
-        for args in (["list"], ["run", str(path), *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"]):
+        for args in (
+            ["list"],
+            ["run", str(path), *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"],
+        ):
             result = invoke(args)
             if outcome == "refused":
                 cause = one_line_refusal(result)
                 if cause:
                     return f"{args[0]}: {cause}"
-            elif result.exception is not None and not isinstance(result.exception, (SystemExit, WouldStart)):
+            elif result.exception is not None and not isinstance(
+                result.exception, (SystemExit, WouldStart)
+            ):
                 return f"{args[0]} of an accepted file: {type(result.exception).__name__}"
     finally:
         leaky.write_bytes(kept)
@@ -537,6 +843,7 @@ def _through_the_cli(world: Path, path: Path, outcome: str) -> str | None:
 
 
 # --- 3. records and resume files --------------------------------------------------------------------
+
 
 def _paths(value, prefix=()):
     """Every (path, value) in a JSON value."""
@@ -555,14 +862,49 @@ def _set(value, path, new):
     value[path[-1]] = new
 
 
-REPLACEMENTS = [None, True, 0, -1, 1.5, "", "x", [], {}, float("nan"), float("inf"), -float("inf"), 10 ** 400,
-                1e308, "leak?", "LEAK", "no_leak", "2.15.1", [None], {"": None}]
+REPLACEMENTS = [
+    None,
+    True,
+    0,
+    -1,
+    1.5,
+    "",
+    "x",
+    [],
+    {},
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    10**400,
+    1e308,
+    "leak?",
+    "LEAK",
+    "no_leak",
+    "2.15.1",
+    [None],
+    {"": None},
+]
 
 
 def mutate_records(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     """(what, the mutated records file) from a committed one (JSON lines)."""
-    how = rng.choice(["value", "value", "value", "verdict", "drop key", "truncate", "not utf-8", "deep", "huge int",
-                      "empty", "not json", "not an object", "blank lines"])
+    how = rng.choice(
+        [
+            "value",
+            "value",
+            "value",
+            "verdict",
+            "drop key",
+            "truncate",
+            "not utf-8",
+            "deep",
+            "huge int",
+            "empty",
+            "not json",
+            "not an object",
+            "blank lines",
+        ]
+    )
     rng.last_move = how
     try:  # a resume file: one JSON document
         lines, whole = [json.dumps(json.loads(data))], True
@@ -617,10 +959,12 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
     small = world / "small"
     machine = small / "records" / "vm"
     originals = {p.name: p.read_bytes() for p in sorted(machine.glob("*.jsonl"))}
-    resumes = {command: found[0].read_bytes() for command, folder in (("repeat", "repeatability"),
-                                                                        ("calibrate", "calibration"))
-               # the copy: committed ones
-               if (found := sorted((world / "results" / folder).glob("*.json")))}
+    resumes = {
+        command: found[0].read_bytes()
+        for command, folder in (("repeat", "repeatability"), ("calibrate", "calibration"))
+        # the copy: committed ones
+        if (found := sorted((world / "results" / folder).glob("*.json")))
+    }
     started = time.monotonic()
     for i in range(n):
         if resumes and rng.random() < 0.2:  # a resume file
@@ -628,22 +972,76 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
             what, data = mutate_records(rng, resumes[command])
             out = world / "inputs" / f"resume-{command}.json"
             out.write_bytes(data)
-            args = (["repeat", "pyleak", "--runs", "2", "--resume", "--out", str(out), *SAFE, "--reps", "5"]
-                    if command == "repeat" else
-                    ["calibrate", "--runs", "1", "--sizes", "65536", "--holders", "python", "--resume", "--out",
-                     str(out),
-                     *SAFE])
+            args = (
+                [
+                    "repeat",
+                    "pyleak",
+                    "--runs",
+                    "2",
+                    "--resume",
+                    "--out",
+                    str(out),
+                    *SAFE,
+                    "--reps",
+                    "5",
+                ]
+                if command == "repeat"
+                else [
+                    "calibrate",
+                    "--runs",
+                    "1",
+                    "--sizes",
+                    "65536",
+                    "--holders",
+                    "python",
+                    "--resume",
+                    "--out",
+                    str(out),
+                    *SAFE,
+                ]
+            )
             kind = f"resume/{command}"
         else:
             name = rng.choice(list(originals))
             what, data = mutate_records(rng, originals[name])
             (machine / name).write_bytes(data)
-            command = rng.choices(["matrix", "compare", "compare files", "report-back", "site"], [4, 4, 2, 2, 1])[0]
-            args = {"matrix": ["matrix", "--results", str(small), "--machine", "vm", "--format", "json"],
-                    "compare": ["compare", "2.15.1", "2.16.2", "--results", str(small), "--machine", "vm"],
-                    "compare files": ["compare", str(machine / "tf-2.15.1.jsonl"), str(machine / "tf-2.16.2.jsonl")],
-                    "report-back": ["report-back", "--results", str(small), "--machine", "vm"],
-                    "site": ["site", "--results", str(small), "--out", str(tmp_path / "site"), "--no-asv"]}[command]
+            command = rng.choices(
+                ["matrix", "compare", "compare files", "report-back", "site"], [4, 4, 2, 2, 1]
+            )[0]
+            args = {
+                "matrix": [
+                    "matrix",
+                    "--results",
+                    str(small),
+                    "--machine",
+                    "vm",
+                    "--format",
+                    "json",
+                ],
+                "compare": [
+                    "compare",
+                    "2.15.1",
+                    "2.16.2",
+                    "--results",
+                    str(small),
+                    "--machine",
+                    "vm",
+                ],
+                "compare files": [
+                    "compare",
+                    str(machine / "tf-2.15.1.jsonl"),
+                    str(machine / "tf-2.16.2.jsonl"),
+                ],
+                "report-back": ["report-back", "--results", str(small), "--machine", "vm"],
+                "site": [
+                    "site",
+                    "--results",
+                    str(small),
+                    "--out",
+                    str(tmp_path / "site"),
+                    "--no-asv",
+                ],
+            }[command]
             kind = f"records/{command}"
         before = snapshot(world)
         result = invoke(args)
@@ -666,7 +1064,11 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
         known = cause and next((why for test, why in KNOWN if test(cause, args)), None)
         if known:
             outcome, cause = f"known open: {known}", None
-        moved = [p for p in changed(before, snapshot(world)) if "resume-" not in p or outcome == "refused"]
+        moved = [
+            p
+            for p in changed(before, snapshot(world))
+            if "resume-" not in p or outcome == "refused"
+        ]
         if cause is None and moved:
             cause = f"{kind}: changed {Path(moved[0]).relative_to(world)}"
         record("records", outcome if cause is None else "failed", cause, f"{kind}: {what}")
@@ -712,8 +1114,16 @@ def test_a_subprocess_exits_2_with_one_line_and_leaves_no_process(world, args):
 def _real_run(argv, cwd, env) -> subprocess.CompletedProcess:
     """subprocess.run with the real Popen (the fixture replaced it), in a session of its own, and
     then nothing of that session left."""
-    child = REAL_POPEN(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                 start_new_session=True, stdin=subprocess.DEVNULL)
+    child = REAL_POPEN(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         out, err = child.communicate(timeout=60)
     finally:
@@ -733,8 +1143,11 @@ def digest(folder: Path) -> dict:
     """relative path -> sha256 of every regular file under folder."""
     import hashlib
 
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 def test_zy_the_results_copy_is_unchanged_byte_for_byte(world):
@@ -743,22 +1156,41 @@ def test_zy_the_results_copy_is_unchanged_byte_for_byte(world):
 
 # --- the summary ----------------------------------------------------------------------------------
 
+
 def test_zz_summary():
     """Write the counts (LEAKBENCH_FUZZ_SUMMARY=FILE); always print them."""
-    lines = [f"# leakbench fuzz: {CASES:,} cases, seed {SEED}", "",
-             "Generated by tests/test_fuzz.py (see its docstring); the promise on bad input of issue 20.", "",
-             "| kind | cases | outcomes | seconds |", "|---|---|---|---|"]
+    lines = [
+        f"# leakbench fuzz: {CASES:,} cases, seed {SEED}",
+        "",
+        "Generated by tests/test_fuzz.py (see its docstring); the promise on bad input of issue 20.",
+        "",
+        "| kind | cases | outcomes | seconds |",
+        "|---|---|---|---|",
+    ]
     for kind, counts in COUNTS.items():
         outcomes = ", ".join(f"{k} {v:,}" for k, v in counts.most_common())
         seconds = f"{SECONDS[kind]:.0f}" if kind in SECONDS else ""
         lines.append(f"| {kind} | {sum(counts.values()):,} | {outcomes} | {seconds} |")
-    lines += ["", f"{time.monotonic() - STARTED:.0f} s in all, set-up and the subprocess cases included.",
-              "", "## Failures by cause", ""]
+    lines += [
+        "",
+        f"{time.monotonic() - STARTED:.0f} s in all, set-up and the subprocess cases included.",
+        "",
+        "## Failures by cause",
+        "",
+    ]
     found = [(k, c, r) for k, items in FAILURES.items() for c, r in items]
-    known = [(kind, outcome, n) for kind, counts in COUNTS.items() if "," not in kind and ":" not in kind
-             for outcome, n in counts.items() if outcome.startswith("known open")]
+    known = [
+        (kind, outcome, n)
+        for kind, counts in COUNTS.items()
+        if "," not in kind and ":" not in kind
+        for outcome, n in counts.items()
+        if outcome.startswith("known open")
+    ]
     if not found:
-        lines.append("None" + (" but the known open ones (strict xfails in tests/test_fuzz.py):" if known else "."))
+        lines.append(
+            "None"
+            + (" but the known open ones (strict xfails in tests/test_fuzz.py):" if known else ".")
+        )
     for kind, outcome, n in known:
         lines.append(f"- {kind}: {outcome} ({n:,})")
     for (kind, cause), n in Counter((k, c) for k, c, _ in found).most_common():

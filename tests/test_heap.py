@@ -1,5 +1,6 @@
 """The heap pass (leakbench.engine.heap): the heap at each repetition's end, replayed
 from memray's allocation stream up to a marker. No TensorFlow."""
+
 import mmap
 from types import SimpleNamespace
 
@@ -30,28 +31,59 @@ def test_heap_pass_reads_the_bytes_kept_per_repetition(tmp_path):
 
 def test_replay_follows_frees_reallocs_and_unmaps():
     A = memray.AllocatorType
-    marker = SimpleNamespace(allocator=int(A.MALLOC), address=999, size=heap.MARKER_BYTES + 1,
-                             stack_trace=lambda max_stacks=1: [("_heap_marker", "heap.py", 1)])
-    decoy = SimpleNamespace(allocator=int(A.MALLOC), address=998, size=heap.MARKER_BYTES + 1,
-                            stack_trace=lambda max_stacks=1: [("someone_else", "x.py", 1)])
-    rec = lambda kind, address, size=0: SimpleNamespace(allocator=int(kind), address=address, size=size)
+    marker = SimpleNamespace(
+        allocator=int(A.MALLOC),
+        address=999,
+        size=heap.MARKER_BYTES + 1,
+        stack_trace=lambda max_stacks=1: [("_heap_marker", "heap.py", 1)],
+    )
+    decoy = SimpleNamespace(
+        allocator=int(A.MALLOC),
+        address=998,
+        size=heap.MARKER_BYTES + 1,
+        stack_trace=lambda max_stacks=1: [("someone_else", "x.py", 1)],
+    )
+    rec = lambda kind, address, size=0: SimpleNamespace(
+        allocator=int(kind), address=address, size=size
+    )
     records = [
-        rec(A.MALLOC, 1, 100), rec(A.MMAP, 50, 4096), marker,           # 100 + 4096 live
-        rec(A.FREE, 999), rec(A.FREE, 1), rec(A.REALLOC, 2, 300), decoy,  # 4096 + 300 + decoy
-        rec(A.MUNMAP, 50, 1024), rec(A.FREE, 998), marker,              # 3072 + 300
+        rec(A.MALLOC, 1, 100),
+        rec(A.MMAP, 50, 4096),
+        marker,  # 100 + 4096 live
+        rec(A.FREE, 999),
+        rec(A.FREE, 1),
+        rec(A.REALLOC, 2, 300),
+        decoy,  # 4096 + 300 + decoy
+        rec(A.MUNMAP, 50, 1024),
+        rec(A.FREE, 998),
+        marker,  # 3072 + 300
     ]
     assert heap.heap_at_markers(records) == [4196, 3372]
 
 
 def test_replay_keeps_each_stacks_live_bytes_at_markers_and_end():
     A = memray.AllocatorType
-    marker = SimpleNamespace(allocator=int(A.MALLOC), address=999, size=heap.MARKER_BYTES + 1, stack_id=9,
-                             stack_trace=lambda max_stacks=1: [("_heap_marker", "heap.py", 1)])
-    rec = lambda kind, address, size=0, sid=0: SimpleNamespace(allocator=int(kind), address=address, size=size,
-                                                               stack_id=sid)
+    marker = SimpleNamespace(
+        allocator=int(A.MALLOC),
+        address=999,
+        size=heap.MARKER_BYTES + 1,
+        stack_id=9,
+        stack_trace=lambda max_stacks=1: [("_heap_marker", "heap.py", 1)],
+    )
+    rec = lambda kind, address, size=0, sid=0: SimpleNamespace(
+        allocator=int(kind), address=address, size=size, stack_id=sid
+    )
     records = [
-        rec(A.MALLOC, 1, 100, 1), rec(A.MMAP, 50, 4096, 2), rec(A.MALLOC, 3, 10, 1), marker, rec(A.FREE, 999),
-        rec(A.FREE, 1), rec(A.MUNMAP, 50, 1024), rec(A.MALLOC, 3, 30, 3), marker, rec(A.FREE, 999),
+        rec(A.MALLOC, 1, 100, 1),
+        rec(A.MMAP, 50, 4096, 2),
+        rec(A.MALLOC, 3, 10, 1),
+        marker,
+        rec(A.FREE, 999),
+        rec(A.FREE, 1),
+        rec(A.MUNMAP, 50, 1024),
+        rec(A.MALLOC, 3, 30, 3),
+        marker,
+        rec(A.FREE, 999),
     ]
     found = heap.replay(records, by_stack=True)
     assert found.marks == [4206, 3102]
@@ -81,9 +113,11 @@ def test_one_read_gives_what_memrays_leaked_records_give(tmp_path):
     reader = memray.FileReader(path)
     leaked = list(reader.get_leaked_allocation_records(merge_threads=True))
     assert {r.stack_id: (r.size, r.n_allocations) for r in leaked} == heap.replay(
-        reader.get_allocation_records(), by_stack=True).live
+        reader.get_allocation_records(), by_stack=True
+    ).live
     assert {int(memray.AllocatorType.MMAP), int(memray.AllocatorType.MUNMAP)} <= {
-        r.allocator for r in reader.get_allocation_records()}
+        r.allocator for r in reader.get_allocation_records()
+    }
     assert found["retained_bytes"] == sum(r.size for r in leaked)
     as_memray = frames.heap_stacks([(r.size, r.n_allocations, r) for r in leaked], {})
     key = lambda stack: (stack["bytes"], stack["frames"])  # noqa: E731 - equal sizes may come in either order
@@ -95,18 +129,24 @@ def test_one_read_gives_what_memrays_leaked_records_give(tmp_path):
 
 def test_autograph_origins_are_read_only_for_an_autograph_frame(monkeypatch):
     reads = []
-    monkeypatch.setattr(frames, "autograph_origins", lambda: reads.append(1) or {("/tmp/__autograph_generated_file1.py",
-                                                                                  7): ("me.py", 3)})
+    monkeypatch.setattr(
+        frames,
+        "autograph_origins",
+        lambda: reads.append(1) or {("/tmp/__autograph_generated_file1.py", 7): ("me.py", 3)},
+    )
     origins = frames.LazyOrigins()
     plain = [("f", "me.py", 1), ("g", "/x/site-packages/tensorflow/a.py", 2)]
     assert frames.resolve_frames(plain, origins) == plain and reads == []
-    generated = [("tf__f", "/tmp/__autograph_generated_file1.py", 7), ("h", "/tmp/__autograph_generated_file1.py", 9)]
+    generated = [
+        ("tf__f", "/tmp/__autograph_generated_file1.py", 7),
+        ("h", "/tmp/__autograph_generated_file1.py", 9),
+    ]
     assert frames.resolve_frames(generated, origins) == [("tf__f", "me.py", 3), generated[1]]
     frames.resolve_frames(generated, origins)
     assert reads == [1]  # read once
 
 
-SCENARIO = '''
+SCENARIO = """
 TITLE = "kept bytes"
 SOURCE = "stateful functions"
 REPETITION = "keep one MiB"
@@ -119,7 +159,7 @@ def setup(n):
     return n
 def repetition(n):
     KEPT.append(bytearray(n))
-'''
+"""
 
 
 @pytest.mark.timeout(60)

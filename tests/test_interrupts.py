@@ -10,6 +10,7 @@ every run and which resumes from it.
 
 Every run is capped and timed (--cap, --timeout).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,15 @@ def start(args: list[str], root: Path, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "LEAKBENCH_ROOT": str(root)}
     # A shell's background job inherits SIGINT ignored, and Python then never turns it into
     # KeyboardInterrupt: give the command the default disposition a terminal gives it.
-    return subprocess.Popen([str(LEAKBENCH), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        [str(LEAKBENCH), *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for(condition, seconds: float, what: str):
@@ -100,7 +107,9 @@ def test_kill_9_mid_suite_keeps_records_and_a_rerun_appends(suite, tmp_path):
     before = records(out)
     assert [(r["pair"], r["verdict"]) for r in before] == [("a_leak", "leak")]
     # the next run: the same file, appended to, every line still a record
-    rerun = start(["run", "a_leak", "--variant", "leaky", "--json", str(out), *FAST], suite, tmp_path)
+    rerun = start(
+        ["run", "a_leak", "--variant", "leaky", "--json", str(out), *FAST], suite, tmp_path
+    )
     rerun.communicate(timeout=60)
     assert rerun.returncode == 0
     assert [r["pair"] for r in records(out)] == ["a_leak", "a_leak"]
@@ -119,12 +128,30 @@ def test_ctrl_c_stops_the_child_and_keeps_records(suite, tmp_path):
 @pytest.mark.timeout(180)
 def test_calibrate_killed_keeps_valid_json_and_resumes(tmp_path):
     out = tmp_path / "calibration.json"
-    args = ["calibrate", "--holders", "python", "--sizes", "0,1MiB", "--runs", "3", "--cap", "1GiB",
-            "--timeout", "60", "--out", str(out), "--suite-records", str(tmp_path / "none.jsonl")]
+    args = [
+        "calibrate",
+        "--holders",
+        "python",
+        "--sizes",
+        "0,1MiB",
+        "--runs",
+        "3",
+        "--cap",
+        "1GiB",
+        "--timeout",
+        "60",
+        "--out",
+        str(out),
+        "--suite-records",
+        str(tmp_path / "none.jsonl"),
+    ]
     cli = start(args, DATA, tmp_path)
     try:
-        wait_for(lambda: out.is_file() and len(json.loads(out.read_text())["observations"]) >= 2, 90,
-                 "two calibration runs")
+        wait_for(
+            lambda: out.is_file() and len(json.loads(out.read_text())["observations"]) >= 2,
+            90,
+            "two calibration runs",
+        )
         os.kill(cli.pid, signal.SIGKILL)
         cli.wait(timeout=10)
     finally:

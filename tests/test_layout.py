@@ -7,30 +7,45 @@ inward imports a face. The base modules (rank 0) are one layer: they import one 
 never in a circle. Imports inside functions count too. Read from the source with ast: nothing
 is imported or run.
 """
+
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
 
-BASE = ("leakbench", "leakbench.units", "leakbench.metrics", "leakbench.contract", "leakbench.contract_rules",
-        "leakbench.catalog", "leakbench.expectation", "leakbench.jsonfile")
+BASE = (
+    "leakbench",
+    "leakbench.units",
+    "leakbench.metrics",
+    "leakbench.contract",
+    "leakbench.contract_rules",
+    "leakbench.catalog",
+    "leakbench.expectation",
+    "leakbench.jsonfile",
+)
 RANKS = {
-    **dict.fromkeys(BASE, 0),           # the registries and rules every layer reads
-    "leakbench.engine": 1,              # the child side: one child run, and what runs in the child
-    "leakbench.analysis": 2,            # series into slopes, a verdict, a record
+    **dict.fromkeys(BASE, 0),  # the registries and rules every layer reads
+    "leakbench.engine": 1,  # the child side: one child run, and what runs in the child
+    "leakbench.analysis": 2,  # series into slopes, a verdict, a record
     # one variant: child runs (engine) into its record (analysis)
     "leakbench.measure": 3,
-    "leakbench.history": 4,             # the record store, and sweeps and bisect over releases
-    "leakbench.check": 5,               # the commands' own work, on measure and the store
+    "leakbench.history": 4,  # the record store, and sweeps and bisect over releases
+    "leakbench.check": 5,  # the commands' own work, on measure and the store
     "leakbench.calibrate": 5,
     "leakbench.repeat": 5,
-    "leakbench.reporters": 6,           # views: text and markdown
-    "leakbench.site": 7,                # the site, which reuses the reporters' tables
-    "leakbench.cli": 8,                 # the faces
+    "leakbench.reporters": 6,  # views: text and markdown
+    "leakbench.site": 7,  # the site, which reuses the reporters' tables
+    "leakbench.cli": 8,  # the faces
     "leakbench.pytest_plugin": 8,
-    "leakbench.__main__": 9,            # python -m leakbench: the CLI
+    "leakbench.__main__": 9,  # python -m leakbench: the CLI
 }
-FACES = ("leakbench.cli", "leakbench.__main__", "leakbench.site", "leakbench.reporters", "leakbench.pytest_plugin")
+FACES = (
+    "leakbench.cli",
+    "leakbench.__main__",
+    "leakbench.site",
+    "leakbench.reporters",
+    "leakbench.pytest_plugin",
+)
 
 
 def imports(path: Path) -> set[str]:
@@ -54,13 +69,22 @@ def unit(name: str) -> str | None:
     `from leakbench import catalog` names both leakbench and leakbench.catalog: each is checked."""
     if name == "leakbench":
         return name
-    return next((key for key in RANKS if key != "leakbench" and (name == key or name.startswith(key + "."))), None)
+    return next(
+        (
+            key
+            for key in RANKS
+            if key != "leakbench" and (name == key or name.startswith(key + "."))
+        ),
+        None,
+    )
 
 
 def modules() -> dict[str, set[str]]:
     """Every module of the package, with the leakbench names it imports."""
-    return {module(p): {i for i in imports(p) if i == "leakbench" or i.startswith("leakbench.")}
-            for p in PACKAGE.rglob("*.py")}
+    return {
+        module(p): {i for i in imports(p) if i == "leakbench" or i.startswith("leakbench.")}
+        for p in PACKAGE.rglob("*.py")
+    }
 
 
 def test_every_module_has_a_rank():
@@ -71,20 +95,27 @@ def test_every_import_goes_down_a_rank():
     wrong = {}
     for name, found in modules().items():
         own = unit(name)
-        up = sorted(i for i in found if unit(i) != own and not (RANKS[unit(i)] < RANKS[own]
-                                                                 or RANKS[unit(i)] == RANKS[own] == 0))
+        up = sorted(
+            i
+            for i in found
+            if unit(i) != own
+            and not (RANKS[unit(i)] < RANKS[own] or RANKS[unit(i)] == RANKS[own] == 0)
+        )
         if up:
             wrong[name] = up
     assert wrong == {}
 
 
 def test_the_base_modules_import_one_another_in_no_circle():
-    graph = {m: {unit(i) for i in found if unit(i) in BASE and unit(i) not in ("leakbench", m)}
-             for m, found in modules().items() if unit(m) in BASE}
+    graph = {
+        m: {unit(i) for i in found if unit(i) in BASE and unit(i) not in ("leakbench", m)}
+        for m, found in modules().items()
+        if unit(m) in BASE
+    }
     done, path = set(), []
 
     def visit(m):
-        assert m not in path, f"import circle: {' -> '.join(path[path.index(m):] + [m])}"
+        assert m not in path, f"import circle: {' -> '.join(path[path.index(m) :] + [m])}"
         if m not in done:
             path.append(m)
             for n in sorted(graph.get(m, ())):

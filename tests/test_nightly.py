@@ -1,6 +1,7 @@
 """The nightly column: dated nightly builds as columns after the releases, the
 "nightly" alias in compare, the verdict changes along the columns, and the pin
 of a nightly. On hand-made records (tests/data/results/); no TensorFlow needed."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -40,20 +41,38 @@ def with_nightly(tmp_path, changed_pair: str | None = "growing") -> Path:
 
 def test_builds_order_releases_candidates_and_nightlies():
     found = ["2.23.0.dev20261026", "2.22.0rc0", "2.21.0", "2.22.0.dev20260204", "2.9.1", "2.22.0"]
-    assert sorted(found, key=builds.sort_key) == ["2.9.1", "2.21.0", "2.22.0.dev20260204", "2.22.0rc0",
-                                                 "2.22.0", "2.23.0.dev20261026"]
+    assert sorted(found, key=builds.sort_key) == [
+        "2.9.1",
+        "2.21.0",
+        "2.22.0.dev20260204",
+        "2.22.0rc0",
+        "2.22.0",
+        "2.23.0.dev20261026",
+    ]
 
 
 def test_a_nightly_is_named_by_its_build_date():
     assert builds.build_date("2.23.0.dev20261026") == dt.date(2026, 10, 26)
-    assert builds.label("2.23.0.dev20261026") == "nightly 2026-10-26" == builds.label("2.23.0-dev20261026")
+    assert (
+        builds.label("2.23.0.dev20261026")
+        == "nightly 2026-10-26"
+        == builds.label("2.23.0-dev20261026")
+    )
     assert builds.label("2.21.0") == "2.21.0" and builds.build_date("2.22.0rc0") is None
-    assert builds.newest_nightly(["2.21.0", "2.22.0.dev20260904", "2.23.0.dev20261026"]) == "2.23.0.dev20261026"
+    assert (
+        builds.newest_nightly(["2.21.0", "2.22.0.dev20260904", "2.23.0.dev20261026"])
+        == "2.23.0.dev20261026"
+    )
     assert builds.newest_nightly(["2.21.0"]) is None
 
 
 def test_the_pin_holds_for_a_nightly_spelled_two_ways():
-    rec = {"pair": "p", "variant": "leaky", "verdict": "leak", "environment": {"tensorflow": "2.23.0-dev20261026"}}
+    rec = {
+        "pair": "p",
+        "variant": "leaky",
+        "verdict": "leak",
+        "environment": {"tensorflow": "2.23.0-dev20261026"},
+    }
     # tf.__version__ against pip's version: one build
     pin.check_tf_version([rec], "2.23.0.dev20261026")
     with pytest.raises(store.VersionError, match="the pin did not hold"):
@@ -71,13 +90,23 @@ def test_verdict_changes_name_the_build_where_they_happened(tmp_path):
     found = matrix.matrix(with_nightly(tmp_path))
     changes = matrix.changes(found)
     growing = [c for c in changes if c["pair"] == "growing"]
-    assert {"variant": "leaky", "from": "leak", "to": "no-leak", "version": NIGHTLY,
-            "label": "nightly 2026-10-26", "before": "2.99.0"}.items() <= growing[0].items()
+    assert {
+        "variant": "leaky",
+        "from": "leak",
+        "to": "no-leak",
+        "version": NIGHTLY,
+        "label": "nightly 2026-10-26",
+        "before": "2.99.0",
+    }.items() <= growing[0].items()
     # the fixture's own change: the growing fix leaks on 2.99.0, back to no-leak on the nightly
     assert [(c["from"], c["to"], c["version"]) for c in growing if c["variant"] == "fixed"] == [
-        ("no-leak", "leak", "2.99.0"), ("leak", "no-leak", NIGHTLY)]
-    assert "- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0)" in \
-        history_md.matrix_markdown(found)
+        ("no-leak", "leak", "2.99.0"),
+        ("leak", "no-leak", NIGHTLY),
+    ]
+    assert (
+        "- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0)"
+        in history_md.matrix_markdown(found)
+    )
 
 
 def test_compare_with_the_nightly_alias_exits_1_when_a_verdict_changed(tmp_path):
@@ -110,8 +139,9 @@ def test_the_committed_nightly_column_is_one_dated_build_after_the_releases():
     nightly = builds.newest_nightly(files)
     assert nightly and list(files)[-1] == nightly and builds.label(nightly).startswith("nightly 20")
     records = store.read_records(files[nightly])
-    assert {r["environment"]["tensorflow"] for r in records if r["environment"].get("tensorflow")} == \
-        {nightly.replace(".dev", "-dev")}  # tf.__version__'s spelling of pip's version
+    assert {
+        r["environment"]["tensorflow"] for r in records if r["environment"].get("tensorflow")
+    } == {nightly.replace(".dev", "-dev")}  # tf.__version__'s spelling of pip's version
     assert all(r["environment"].get("tensorflow_git") for r in records if r["verdict"] != "skipped")
 
 
@@ -126,23 +156,34 @@ def test_a_confirmed_bisect_is_named_beside_its_change(tmp_path):
     """results/bisect/<machine>/*.json: a found boundary inside a change is shown with it; an
     unstable one, or a file that is not JSON, is not."""
     import json
+
     results = with_nightly(tmp_path)
     folder = results / "bisect" / MACHINE
     folder.mkdir(parents=True)
-    boundary = {"good": {"version": "2.99.0"}, "bad": {"version": "3.0.0.dev20261025", "date": "2026-10-25"},
-                "compare_url": "https://github.com/tensorflow/tensorflow/compare/aaa...bbb"}
-    (folder / "growing-leaky.json").write_text(json.dumps(
-        {"pair": "growing", "variant": "leaky", "status": "found", "boundary": boundary}))
-    (folder / "growing-fixed.json").write_text(json.dumps(
-        {"pair": "growing", "variant": "fixed", "status": "unstable", "boundary": boundary}))
+    boundary = {
+        "good": {"version": "2.99.0"},
+        "bad": {"version": "3.0.0.dev20261025", "date": "2026-10-25"},
+        "compare_url": "https://github.com/tensorflow/tensorflow/compare/aaa...bbb",
+    }
+    (folder / "growing-leaky.json").write_text(
+        json.dumps({"pair": "growing", "variant": "leaky", "status": "found", "boundary": boundary})
+    )
+    (folder / "growing-fixed.json").write_text(
+        json.dumps(
+            {"pair": "growing", "variant": "fixed", "status": "unstable", "boundary": boundary}
+        )
+    )
     (folder / "broken.json").write_text("{not json")
     found = matrix.matrix(results)
     assert [(b["pair"], b["variant"]) for b in found["bisected"]] == [("growing", "leaky")]
     text = history_md.matrix_markdown(found)
-    assert ("- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0); bisected: first "
-            "3.0.0.dev20261025 (2026-10-25), after 2.99.0: https://github.com/tensorflow/tensorflow/compare/aaa...bbb"
-            ) in text
-    fixed_line = next(line for line in text.splitlines() if line.startswith("- growing (fixed): leak → no-leak"))
+    assert (
+        "- growing (leaky): leak → no-leak on nightly 2026-10-26 (after 2.99.0); bisected: first "
+        "3.0.0.dev20261025 (2026-10-25), after 2.99.0: https://github.com/tensorflow/tensorflow/compare/aaa...bbb"
+    ) in text
+    fixed_line = next(
+        line for line in text.splitlines() if line.startswith("- growing (fixed): leak → no-leak")
+    )
     assert "bisected" not in fixed_line  # an unstable boundary is not shown
     # 2.99.0 alone
     assert fixed_line.endswith("one build only, the same verdict on both sides: measure it again")
@@ -150,22 +191,51 @@ def test_a_confirmed_bisect_is_named_beside_its_change(tmp_path):
 
 def test_a_verdict_on_one_build_between_two_alike_is_flagged():
     """A → B → A with B on one build: both changes say so (a reading to measure again)."""
-    cells = {"1.0.0": "fragmentation", "1.1.0": "fragmentation", "1.2.0": "no-leak", "1.3.0": "fragmentation"}
-    m = {"versions": list(cells), "rows": [{"pair": "p", "variant": "leaky",
-                                            "cells": {v: {"verdict": w} for v, w in cells.items()}}]}
+    cells = {
+        "1.0.0": "fragmentation",
+        "1.1.0": "fragmentation",
+        "1.2.0": "no-leak",
+        "1.3.0": "fragmentation",
+    }
+    m = {
+        "versions": list(cells),
+        "rows": [
+            {
+                "pair": "p",
+                "variant": "leaky",
+                "cells": {v: {"verdict": w} for v, w in cells.items()},
+            }
+        ],
+    }
     found = matrix.changes(m)
     assert [(c["from"], c["to"], c["version"], c["one_build"]) for c in found] == [
-        ("fragmentation", "no-leak", "1.2.0", True), ("no-leak", "fragmentation", "1.3.0", True)]
-    steady = {"versions": ["1.0.0", "1.1.0", "1.2.0"], "rows": [{"pair": "p", "variant": "leaky", "cells": {
-        "1.0.0": {"verdict": "leak"}, "1.1.0": {"verdict": "no-leak"}, "1.2.0": {"verdict": "no-leak"}}}]}
+        ("fragmentation", "no-leak", "1.2.0", True),
+        ("no-leak", "fragmentation", "1.3.0", True),
+    ]
+    steady = {
+        "versions": ["1.0.0", "1.1.0", "1.2.0"],
+        "rows": [
+            {
+                "pair": "p",
+                "variant": "leaky",
+                "cells": {
+                    "1.0.0": {"verdict": "leak"},
+                    "1.1.0": {"verdict": "no-leak"},
+                    "1.2.0": {"verdict": "no-leak"},
+                },
+            }
+        ],
+    }
     assert [c["one_build"] for c in matrix.changes(steady)] == [False]
 
 
 def test_matrix_json_lists_the_changes(tmp_path):
     import json
+
     result = invoke("matrix", "--results", with_nightly(tmp_path), "--format", "json")
     assert result.exit_code == 0, result.output
     changes = json.loads(result.output)["changes"]
     leaky = [c for c in changes if (c["pair"], c["variant"]) == ("growing", "leaky")]
     assert [(c["from"], c["to"], c["version"], c["bisect"], c["one_build"]) for c in leaky] == [
-        ("leak", "no-leak", NIGHTLY, None, False)]
+        ("leak", "no-leak", NIGHTLY, None, False)
+    ]

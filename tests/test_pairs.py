@@ -7,6 +7,7 @@ Margins are real: a leak must grow by at least half of what its scenario
 retains by construction, and a verdict that flips between runs is an engine
 defect, never a margin to widen.
 """
+
 import re
 
 import pytest
@@ -28,6 +29,7 @@ def run(tf_records):
         rec = tf_records[(name, variant)]
         assert rec["metrics"], f"no measurement: {rec['verdict']} in {rec['phase']}: {rec['error']}"
         return rec
+
     return measured
 
 
@@ -51,18 +53,18 @@ def test_pairs_cover_the_seed_sources():
 
 # Growth pairs: (name, signal that must move, bytes retained per repetition by construction)
 GROWTH = [
-    ("dataset_per_step", "held", 2 * MIB),                # one 2 MiB array copy per step
-    ("stateful_map", "held", 256 * 16 * 1024),            # 256 elements of 16 KiB per epoch
-    ("kept_iterators", "threads", None),                  # live iterators hold threads
-    ("retracing", "held", None),                          # a new concrete function per step
-    ("generator_closure", "held", 1024 * 8 * 1024),       # #57690: one 8 MiB fold kept per fold
+    ("dataset_per_step", "held", 2 * MIB),  # one 2 MiB array copy per step
+    ("stateful_map", "held", 256 * 16 * 1024),  # 256 elements of 16 KiB per epoch
+    ("kept_iterators", "threads", None),  # live iterators hold threads
+    ("retracing", "held", None),  # a new concrete function per step
+    ("generator_closure", "held", 1024 * 8 * 1024),  # #57690: one 8 MiB fold kept per fold
     # #29996: a traced loop body kept per epoch
     ("autograph_to_graph", "heap", None),
     # #37653: wrappers of each from_generator kept
     ("generator_per_step", "python objects", None),
     # #35084: each step's dataset and py_function kept
     ("py_function_per_step", "python objects", None),
-    ("fit_models_in_loop", "python objects", None),       # #37505: each run's Keras model kept
+    ("fit_models_in_loop", "python objects", None),  # #37505: each run's Keras model kept
     # #51839: a wrapper per eager py_function call kept
     ("py_function_per_batch", "python objects", None),
 ]
@@ -91,10 +93,10 @@ def test_growth_pair(run, name, signal, retained):
 
 # Peak pairs: (name, bytes the leaky buffer holds per unit of the size parameter)
 PEAK = [
-    ("unbounded_cache", 64 * 1024),          # one cached element per unit of num_elements
-    ("oversized_prefetch", 256 * 1024),      # one buffered element per unit of buffer_size
+    ("unbounded_cache", 64 * 1024),  # one cached element per unit of num_elements
+    ("oversized_prefetch", 256 * 1024),  # one buffered element per unit of buffer_size
     ("unbounded_interleave", 16 * 256 * 1024),  # a full inner prefetch buffer per input
-    ("captured_tensor_map", 32 * MIB),       # #62788: one copy of the 32 MiB table per chained map
+    ("captured_tensor_map", 32 * MIB),  # #62788: one copy of the 32 MiB table per chained map
     # #60599: ≥ 20× (half of 40×) its 8 bytes per buffered int64
     ("full_shuffle_buffer", 40 * 8),
     # #36877: a partial window of 7 × 32 KiB per distinct key
@@ -127,7 +129,7 @@ def test_peak_pair(run, name, bytes_per_unit):
 # (expectation.VERSION_DEPENDENT), to be filed in results/records/, not asserted here.
 DEFAULT_TF = re.search(r"^TF_VERSION \?= (\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
 REPORTED_ON_DEFAULT_TF = [
-    ("py_function_map", "no-leak"),    # #61344: leaked on 2.13, gone by 2.15.0: flat on 2.21 here
+    ("py_function_map", "no-leak"),  # #61344: leaked on 2.13, gone by 2.15.0: flat on 2.21 here
     # #44711: leaked on 2.12.1-2.14.1 here (Keras 2), flat from 2.15.1
     ("predict_in_loop", "no-leak"),
     ("rebuilt_split_map", "no-leak"),  # #35152: leaked on 2.12.1-2.14.1 here, flat from 2.15.1
@@ -136,10 +138,14 @@ REPORTED_ON_DEFAULT_TF = [
 ]
 
 
-@pytest.mark.parametrize("name, on_default_tf", REPORTED_ON_DEFAULT_TF, ids=[r[0] for r in REPORTED_ON_DEFAULT_TF])
+@pytest.mark.parametrize(
+    "name, on_default_tf", REPORTED_ON_DEFAULT_TF, ids=[r[0] for r in REPORTED_ON_DEFAULT_TF]
+)
 def test_version_dependent_pair(run, name, on_default_tf):
     leaky = run(name, "leaky")
-    assert leaky["reported"] and leaky["reported"]["leaks_on"], "the report's claim travels with the record"
+    assert leaky["reported"] and leaky["reported"]["leaks_on"], (
+        "the report's claim travels with the record"
+    )
     if leaky["environment"]["tensorflow"] == DEFAULT_TF:
         assert leaky["verdict"] == on_default_tf, (DEFAULT_TF, leaky["verdict"], leaky["signals"])
     else:
@@ -164,17 +170,25 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     cap = 1 << 30  # 0.8 × 1.25 GiB
 
     import importlib.util
+
     if importlib.util.find_spec("tensorflow") is None:
         pytest.skip("TensorFlow is not installed")
     (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
     params = {"num_elements": 10 * target.scenario.params["num_elements"]}
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     # the ×4 size is never tried: measure stops at the first size that ends over the cap
-    rec = measure(target, params, Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=0, timeout_seconds=120))
+    rec = measure(
+        target, params, Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=0, timeout_seconds=120)
+    )
     assert rec["settings"]["cap_bytes"] == cap
-    assert rec["verdict"] == "over-cap" and rec["phase"] in ("setup", "warm-up"), (rec["verdict"], rec["phase"])
+    assert rec["verdict"] == "over-cap" and rec["phase"] in ("setup", "warm-up"), (
+        rec["verdict"],
+        rec["phase"],
+    )
     (only,) = rec["runs"]
     # RSS counters are per-thread caches, exact to some pages: each figure on its own against the cap
     assert cap < only["max_rss_bytes"] < cap + 128 * MIB
     assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + 128 * MIB
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before, "a process outlived the run"
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before, (
+        "a process outlived the run"
+    )

@@ -8,6 +8,7 @@ still reads.
 No TensorFlow: the records are the committed ones, copied; repeat and calibrate measure through
 a stub that returns a record at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,6 +33,7 @@ FAST = ["--cap", "1GiB", "--timeout", "60", "--warmup", "1", "--reps", "6", "--h
 
 # --- helpers ------------------------------------------------------------------------------------
 
+
 def invoke(*args):
     return CliRunner().invoke(cli.main, [str(a) for a in args])
 
@@ -49,14 +51,19 @@ def refused(done, *fragments: str) -> str:
 
 def state(top: Path) -> dict:
     """Every file under `top`: its bytes and mtime (ns)."""
-    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(top.rglob("*"))
-            if stat.S_ISREG(p.lstat().st_mode)}
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(top.rglob("*"))
+        if stat.S_ISREG(p.lstat().st_mode)
+    }
 
 
 @pytest.fixture(scope="module")
 def committed_line() -> dict:
     """Line 2 of the committed tf-2.21.0 records, parsed."""
-    return json.loads((REPO / "results" / "records" / "vm" / "tf-2.21.0.jsonl").read_text().splitlines()[1])
+    return json.loads(
+        (REPO / "results" / "records" / "vm" / "tf-2.21.0.jsonl").read_text().splitlines()[1]
+    )
 
 
 @pytest.fixture
@@ -95,25 +102,40 @@ def _seconds(rec: dict) -> str:
 
 # A record line made bad one way, and what the one line says of it.
 BAD_RECORDS = {
-    "unknown verdict": (lambda r: edited(r, verdict="banana"),
-                        "verdict: 'banana' is not one of leak, no-leak, fragmentation"),
-    "unknown variant": (lambda r: edited(r, variant="tasty"),
-                        "variant: 'tasty' is not one of leaky, fixed, file, check"),
-    "signals a string": (lambda r: edited(r, signals="held"), "signals: must be a list (got 'held')"),
+    "unknown verdict": (
+        lambda r: edited(r, verdict="banana"),
+        "verdict: 'banana' is not one of leak, no-leak, fragmentation",
+    ),
+    "unknown variant": (
+        lambda r: edited(r, variant="tasty"),
+        "variant: 'tasty' is not one of leaky, fixed, file, check",
+    ),
+    "signals a string": (
+        lambda r: edited(r, signals="held"),
+        "signals: must be a list (got 'held')",
+    ),
     "runs a number": (lambda r: edited(r, runs=5), "runs: must be a list (got 5)"),
     "NaN": (lambda r: edited(r, seconds=float("nan")), "seconds: nan is not a finite number"),
-    "1e400": (lambda r: edited(r, seconds=1).replace('"seconds": 1}', '"seconds": 1e400}'),
-              "seconds: inf is not a finite number"),
-    "lone surrogate in the pair": (lambda r: edited(r, pair="py_function_map\ud800"),
-                                   "pair: a string with a lone surrogate (\\ud800), not valid UTF-8"),
+    "1e400": (
+        lambda r: edited(r, seconds=1).replace('"seconds": 1}', '"seconds": 1e400}'),
+        "seconds: inf is not a finite number",
+    ),
+    "lone surrogate in the pair": (
+        lambda r: edited(r, pair="py_function_map\ud800"),
+        "pair: a string with a lone surrogate (\\ud800), not valid UTF-8",
+    ),
     "a metric's slope a string": (_slope, "metrics.held_growth.slope: must be a number (got '12')"),
     "a run's seconds a list": (_seconds, "runs[0].seconds.setup: must be a number (got [1.0])"),
-    "environment a list": (lambda r: edited(r, environment=[]), "environment: must be a dict (got [])"),
+    "environment a list": (
+        lambda r: edited(r, environment=[]),
+        "environment: must be a dict (got [])",
+    ),
     "schema a bool": (lambda r: edited(r, schema=True), "schema: must be an integer (got True)"),
 }
 
 
 # --- the schema of a record ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", BAD_RECORDS)
 def test_a_bad_record_is_one_line_naming_the_first_problem(case, committed_line):
@@ -126,30 +148,55 @@ def test_a_bad_record_is_one_line_naming_the_first_problem(case, committed_line)
 
 
 def test_a_newer_schema_is_named_before_its_types():
-    line = json.dumps({"schema": 3, "pair": "p", "variant": "new", "verdict": "new", "metrics": [],
-                       "environment": 1})
-    with pytest.raises(schema.SchemaError, match="record schema 3; this leakbench reads schemas 1 to 2"):
+    line = json.dumps(
+        {
+            "schema": 3,
+            "pair": "p",
+            "variant": "new",
+            "verdict": "new",
+            "metrics": [],
+            "environment": 1,
+        }
+    )
+    with pytest.raises(
+        schema.SchemaError, match="record schema 3; this leakbench reads schemas 1 to 2"
+    ):
         schema.loads(line)
 
 
 def test_optional_keys_are_optional_and_unknown_keys_kept():
-    rec = {"schema": 1, "pair": "p", "variant": "file", "verdict": "skipped", "metrics": {}, "environment": {},
-           "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}], "later": {"x": 1}}
+    rec = {
+        "schema": 1,
+        "pair": "p",
+        "variant": "file",
+        "verdict": "skipped",
+        "metrics": {},
+        "environment": {},
+        "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}],
+        "later": {"x": 1},
+    }
     found = schema.loads(json.dumps(rec))
-    assert found["later"] == {"x": 1} and found["runs"][0]["series"]["malloc_used_bytes"] == [15, None]
+    assert found["later"] == {"x": 1} and found["runs"][0]["series"]["malloc_used_bytes"] == [
+        15,
+        None,
+    ]
     assert schema.loads(json.dumps({**rec, "variant": "check", "schema": 2}))["variant"] == "check"
 
 
 def test_the_file_and_line_are_named(tmp_path, committed_line):
     path = tmp_path / "tf-2.21.0.jsonl"
-    path.write_text(json.dumps(committed_line) + "\n" + edited(committed_line, verdict="banana") + "\n")
+    path.write_text(
+        json.dumps(committed_line) + "\n" + edited(committed_line, verdict="banana") + "\n"
+    )
     with pytest.raises(store.VersionError) as found:
         store.read_records(path)
     assert str(found.value).startswith(f"{path}, line 2: not a valid record: verdict: ")
 
 
 @pytest.mark.parametrize("case", BAD_RECORDS)
-def test_every_command_reading_records_refuses_a_bad_one_and_changes_nothing(here, case, committed_line):
+def test_every_command_reading_records_refuses_a_bad_one_and_changes_nothing(
+    here, case, committed_line
+):
     make, why = BAD_RECORDS[case]
     path = here / "results" / "records" / "vm" / "tf-2.21.0.jsonl"
     spoil(path, 2, make(committed_line))
@@ -168,19 +215,26 @@ def test_store_keeps_a_file_it_cannot_read_whole(here, committed_line):
     path = here / "results" / "records" / "vm" / "tf-2.21.0.jsonl"
     spoil(path, 2, edited(committed_line, runs=5))
     before = path.read_bytes()
-    with pytest.raises(store.VersionError, match="line 2: not a valid record: runs: .*it is kept as it is"):
+    with pytest.raises(
+        store.VersionError, match="line 2: not a valid record: runs: .*it is kept as it is"
+    ):
         store.write_records(here / "results", "vm", "2.21.0", [committed_line])
     assert path.read_bytes() == before
 
 
 # --- every committed file still reads -------------------------------------------------------------
 
+
 def test_every_committed_file_reads():
     records = sorted((REPO / "results").rglob("*.jsonl")) + sorted(DATA.rglob("*.jsonl"))
     assert len(records) >= 12
     read = sum(len(store.read_records(p)) for p in records)
     assert read >= 500
-    kinds = {"repeat": "repeatability/*.json", "calibrate": "calibration/*.json", "bisect": "bisect/*/*.json"}
+    kinds = {
+        "repeat": "repeatability/*.json",
+        "calibrate": "calibration/*.json",
+        "bisect": "bisect/*/*.json",
+    }
     for kind, pattern in kinds.items():
         files = sorted((REPO / "results").glob(pattern))
         assert files, pattern
@@ -190,11 +244,23 @@ def test_every_committed_file_reads():
 
 # --- resume files -----------------------------------------------------------------------------------
 
+
 def stub_record(target, params, settings) -> dict:
     """A record as leakbench.measure returns one, measured in no time."""
-    return {"schema": 2, "pair": target.scenario.name, "variant": target.variant, "verdict": "no-leak",
-            "signals": [], "metrics": {}, "environment": {"tensorflow": None}, "settings": settings.stored(),
-            "runs": [], "error": None, "phase": None, "seconds": 0.5}
+    return {
+        "schema": 2,
+        "pair": target.scenario.name,
+        "variant": target.variant,
+        "verdict": "no-leak",
+        "signals": [],
+        "metrics": {},
+        "environment": {"tensorflow": None},
+        "settings": settings.stored(),
+        "runs": [],
+        "error": None,
+        "phase": None,
+        "seconds": 0.5,
+    }
 
 
 @pytest.fixture
@@ -229,32 +295,64 @@ REPEAT_CASES = {
     "observations [5]": (_observations([5]), "observations[0]: must be a dict (got 5)"),
     "observations [{}]": (_observations([{}]), "observations[0].pair: missing"),
     "no elapsed_seconds": (_drop("elapsed_seconds"), "elapsed_seconds: missing"),
-    "an unknown verdict": (_first(verdict="banana"), "observations[0].verdict: 'banana' is not one of leak"),
+    "an unknown verdict": (
+        _first(verdict="banana"),
+        "observations[0].verdict: 'banana' is not one of leak",
+    ),
     "run a string": (_first(run="1"), "observations[0].run: must be an integer (got '1')"),
-    "wall seconds NaN": (_first(wall_seconds=float("nan")), "observations[0].wall_seconds: nan is not a finite"),
+    "wall seconds NaN": (
+        _first(wall_seconds=float("nan")),
+        "observations[0].wall_seconds: nan is not a finite",
+    ),
 }
 CALIBRATE_CASES = {
     "observations [5]": (_observations([5]), "observations[0]: must be a dict (got 5)"),
     "observations [{}]": (_observations([{}]), "observations[0].holder: missing"),
     "no environment": (_drop("environment"), "environment: missing"),
     "peers a dict": (lambda found: {**found, "peers": {}}, "peers: must be a list (got {})"),
-    "bytes_per_rep a float": (_first(bytes_per_rep=1.5), "observations[0].bytes_per_rep: must be an integer (got 1.5)"),
-    "an unknown verdict": (_first(verdict="banana"), "observations[0].verdict: 'banana' is not one of leak"),
+    "bytes_per_rep a float": (
+        _first(bytes_per_rep=1.5),
+        "observations[0].bytes_per_rep: must be an integer (got 1.5)",
+    ),
+    "an unknown verdict": (
+        _first(verdict="banana"),
+        "observations[0].verdict: 'banana' is not one of leak",
+    ),
 }
 
 
 # kind -> (its command line, ending in its --out; the one-line refusal's start and end; its cases)
 RESUMED = {
-    "repeat": (("repeat", "pyleak", "--runs", "1", *FAST, "--machine", "m", "--out", "r.json"),
-               "r.json is not a repeatability result of format 2: ", "it is kept: use another --out, or --fresh",
-               REPEAT_CASES),
-    "calibrate": (("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--machine", "m",
-                   "--out", "c.json"), "c.json is not a calibration result of format 2: ", "it is kept",
-                  CALIBRATE_CASES),
+    "repeat": (
+        ("repeat", "pyleak", "--runs", "1", *FAST, "--machine", "m", "--out", "r.json"),
+        "r.json is not a repeatability result of format 2: ",
+        "it is kept: use another --out, or --fresh",
+        REPEAT_CASES,
+    ),
+    "calibrate": (
+        (
+            "calibrate",
+            "--holders",
+            "python",
+            "--sizes",
+            "0",
+            "--runs",
+            "1",
+            "--machine",
+            "m",
+            "--out",
+            "c.json",
+        ),
+        "c.json is not a calibration result of format 2: ",
+        "it is kept",
+        CALIBRATE_CASES,
+    ),
 }
 
 
-@pytest.mark.parametrize("kind, case", [(kind, case) for kind, spec in RESUMED.items() for case in spec[3]])
+@pytest.mark.parametrize(
+    "kind, case", [(kind, case) for kind, spec in RESUMED.items() for case in spec[3]]
+)
 def test_a_bad_resume_file_is_refused_in_one_line_and_kept(pairs, kind, case):
     args, start, end, cases = RESUMED[kind]
     out = pairs / args[-1]
@@ -273,6 +371,7 @@ def test_a_bad_resume_file_is_refused_in_one_line_and_kept(pairs, kind, case):
 
 # --- calibrate's suite records ----------------------------------------------------------------------
 
+
 def test_suite_records_without_settings_count_no_run(tmp_path, committed_line):
     path = tmp_path / "suite.jsonl"
     bare = {k: v for k, v in committed_line.items() if k not in ("settings",)}
@@ -282,26 +381,45 @@ def test_suite_records_without_settings_count_no_run(tmp_path, committed_line):
     found = committed.suite_cost(path)
     assert found["runs"] >= 1 and found["wall_seconds"] > 0
     path.write_text(edited(committed_line, runs=5) + "\n")
-    assert committed.suite_cost(path)["error"].startswith(f"{path}, line 1: not a valid record: runs: ")
+    assert committed.suite_cost(path)["error"].startswith(
+        f"{path}, line 1: not a valid record: runs: "
+    )
 
 
 def test_calibrate_with_suite_records_without_settings_ends_well(pairs, committed_line):
     bare = {k: v for k, v in committed_line.items() if k != "settings"}
     (pairs / "suite.jsonl").write_text(json.dumps(bare) + "\n")
-    done = invoke("calibrate", "--holders", "python", "--sizes", "0", "--runs", "1", "--machine", "m",
-                  "--out", "c.json", "--suite-records", "suite.jsonl")
+    done = invoke(
+        "calibrate",
+        "--holders",
+        "python",
+        "--sizes",
+        "0",
+        "--runs",
+        "1",
+        "--machine",
+        "m",
+        "--out",
+        "c.json",
+        "--suite-records",
+        "suite.jsonl",
+    )
     assert done.exit_code == 0, (done.stderr, done.exception)
     assert json.loads((pairs / "c.json").read_text())["suite_cost"] is None
 
 
 # --- values anywhere --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, why", [
-    ({"a": [1, {"b": float("inf")}]}, "a[1].b: inf is not a finite number"),
-    ({"a": {"k\udc00": 1}}, "a: a key with a lone surrogate (\\udc00)"),
-    ([float("-inf")], "[0]: -inf is not a finite number"),
-    ({"ok": ["é", 1e308, 2 ** 80]}, None),
-])
+
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ({"a": [1, {"b": float("inf")}]}, "a[1].b: inf is not a finite number"),
+        ({"a": {"k\udc00": 1}}, "a: a key with a lone surrogate (\\udc00)"),
+        ([float("-inf")], "[0]: -inf is not a finite number"),
+        ({"ok": ["é", 1e308, 2**80]}, None),
+    ],
+)
 def test_values_anywhere_are_finite_and_utf8(value, why):
     found = validate.values_problem(value)
     assert found == why if why is None else why in found
@@ -309,6 +427,7 @@ def test_values_anywhere_are_finite_and_utf8(value, why):
 
 def test_calibration_signals_are_calibrations():
     from leakbench.calibrate import stats
+
     assert validate.CALIBRATION_SIGNALS == tuple(stats.SIGNALS)
 
 

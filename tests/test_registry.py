@@ -4,6 +4,7 @@ once, with the views that show it; views and rules ask it instead of listing nam
 Read from the source with ast (nothing is imported to scan it), and on small synthetic records:
 no subprocess, no TensorFlow.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,11 @@ from leakbench.site import colours
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
 # The faces, and the rules that read the registry. metrics.py alone may spell a metric's key.
-VIEWS = [*(PACKAGE / d for d in ("reporters", "site", "calibrate", "history", "cli")),
-         PACKAGE / "check" / "diagnosis.py", PACKAGE / "analysis" / "verdict.py"]
+VIEWS = [
+    *(PACKAGE / d for d in ("reporters", "site", "calibrate", "history", "cli")),
+    PACKAGE / "check" / "diagnosis.py",
+    PACKAGE / "analysis" / "verdict.py",
+]
 # The modules whose rules turn on a signal's name (record["signals"]); elsewhere "heap" and "peak"
 # are also a run's heap pass, a child's phase and a scenario's kind.
 SIGNAL_RULES = [PACKAGE / "check" / "diagnosis.py", PACKAGE / "analysis" / "verdict.py"]
@@ -30,12 +34,16 @@ SIGNALS = {m.signal for m in metrics.METRICS if m.signal} | {metrics.PEAK_SIGNAL
 
 
 def literals(paths: list[Path], names: set[str]) -> list[str]:
-    """"file:line: 'name'" for every string literal (f-strings' text included) equal to one of `names`."""
+    """ "file:line: 'name'" for every string literal (f-strings' text included) equal to one of `names`."""
     files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py"))})
     found = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in names
+            ):
                 where = path.relative_to(PACKAGE.parent) if PACKAGE in path.parents else path.name
                 found.append(f"{where}:{node.lineno}: {node.value!r}")
     return found
@@ -55,16 +63,31 @@ def test_the_scan_finds_a_hard_coded_name(tmp_path):
     (tmp_path / "view.py").write_text(
         '"""Shows held_growth and rss_bytes in words."""\n'
         'WIDE = ("held_growth", "trim_returned_bytes")\n'
-        'def cell(m, signals):\n'
+        "def cell(m, signals):\n"
         '    if "open files" in signals:\n'
-        '        return m["rss_bytes"], f"{m} held_growth"\n')
+        '        return m["rss_bytes"], f"{m} held_growth"\n'
+    )
     found = literals([tmp_path], NAMES | SIGNALS)
-    assert [f.split(": ", 1)[1] for f in found] == ["'held_growth'", "'trim_returned_bytes'", "'open files'",
-                                                    "'rss_bytes'"]
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "'held_growth'",
+        "'trim_returned_bytes'",
+        "'open files'",
+        "'rss_bytes'",
+    ]
 
 
-@pytest.mark.parametrize("view", [metrics.TABLE, metrics.WIDE, metrics.LESSON, metrics.MATRIX, metrics.MEMORY,
-                                  metrics.COUNTS, metrics.CALIBRATION])
+@pytest.mark.parametrize(
+    "view",
+    [
+        metrics.TABLE,
+        metrics.WIDE,
+        metrics.LESSON,
+        metrics.MATRIX,
+        metrics.MEMORY,
+        metrics.COUNTS,
+        metrics.CALIBRATION,
+    ],
+)
 def test_every_view_has_its_entries_in_one_order(view):
     shown = [*metrics.series_in(view), *metrics.metrics_in(view)]
     assert shown, f"nothing in view {view!r}"
@@ -84,31 +107,76 @@ def test_short_names_where_a_view_uses_them():
 
 def test_the_run_table_keeps_its_columns():
     """The columns the views listed before the registry drove them: same heads, same order."""
-    assert table.columns() == ["pair", "variant", "verdict", "should read", "decided by", "peak MiB", "seconds"]
+    assert table.columns() == [
+        "pair",
+        "variant",
+        "verdict",
+        "should read",
+        "decided by",
+        "peak MiB",
+        "seconds",
+    ]
     assert table.columns(wide=True) == [
-        "pair", "variant", "verdict", "should read", "signals", "decided by", "peak MiB",
-        "held memory KiB/rep", "RSS KiB/rep", "malloc in use KiB/rep", "returned by malloc_trim MiB",
-        "memray heap KiB/rep", "threads /rep", "Python objects /rep", "seconds"]
+        "pair",
+        "variant",
+        "verdict",
+        "should read",
+        "signals",
+        "decided by",
+        "peak MiB",
+        "held memory KiB/rep",
+        "RSS KiB/rep",
+        "malloc in use KiB/rep",
+        "returned by malloc_trim MiB",
+        "memray heap KiB/rep",
+        "threads /rep",
+        "Python objects /rep",
+        "seconds",
+    ]
 
 
 def _trend(slope: float) -> dict:
-    return {"slope": slope, "low": slope, "high": slope, "p_increasing": 1e-4, "p_value": 2e-4,
-            "first_half": slope, "second_half": slope, "unit": "bytes/repetition"}
+    return {
+        "slope": slope,
+        "low": slope,
+        "high": slope,
+        "p_increasing": 1e-4,
+        "p_value": 2e-4,
+        "first_half": slope,
+        "second_half": slope,
+        "unit": "bytes/repetition",
+    }
 
 
 def _record(found: dict) -> dict:
-    return {"pair": "p", "variant": "leaky", "kind": "growth", "verdict": "leak", "signals": ["rss"],
-            "expects": None, "requires": None, "metrics": found, "seconds": 1.0, "phase": None}
+    return {
+        "pair": "p",
+        "variant": "leaky",
+        "kind": "growth",
+        "verdict": "leak",
+        "signals": ["rss"],
+        "expects": None,
+        "requires": None,
+        "metrics": found,
+        "seconds": 1.0,
+        "phase": None,
+    }
 
 
-@pytest.mark.parametrize("found", [
-    # held memory not measured
-    {"rss_growth": _trend(600 * 1024)},
-    # ... or without a trend
-    {"rss_growth": _trend(600 * 1024), "held_growth": None},
-    {"rss_growth": _trend(600 * 1024), "held_growth": _trend(90 * 1024),     # glibc's counters n/a
-     "malloc_heap_unavailable": "libjemalloc is loaded"},
-])
+@pytest.mark.parametrize(
+    "found",
+    [
+        # held memory not measured
+        {"rss_growth": _trend(600 * 1024)},
+        # ... or without a trend
+        {"rss_growth": _trend(600 * 1024), "held_growth": None},
+        {
+            "rss_growth": _trend(600 * 1024),
+            "held_growth": _trend(90 * 1024),  # glibc's counters n/a
+            "malloc_heap_unavailable": "libjemalloc is loaded",
+        },
+    ],
+)
 def test_a_record_without_held_memory_reads_rss_in_every_view(found):
     """memory_basis is the one answer: the verdict's rules, the record's words, the run table,
     the matrix and bisect all name RSS and its rate."""

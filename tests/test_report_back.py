@@ -2,6 +2,7 @@
 issue. Read from the committed records (results/records/vm/) and the fixture
 records (tests/data/results/); no TensorFlow needed.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,11 @@ from leakbench.units import KIB
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 DATA = Path(__file__).parent / "data"
-REPORT_PAIRS = [n for n in catalog.pair_names(ROOT)
-                if "#" in contract.read_metadata(ROOT / "scenarios" / f"{n}.py").source]
+REPORT_PAIRS = [
+    n
+    for n in catalog.pair_names(ROOT)
+    if "#" in contract.read_metadata(ROOT / "scenarios" / f"{n}.py").source
+]
 
 
 @pytest.fixture
@@ -45,7 +49,11 @@ def block_of(pair: str, *more: str) -> str:
 
 def table(block: str) -> dict:
     """column (a release, or "nightly YYYY-MM-DD") -> (leaky cell, fixed cell), from the block's table."""
-    rows = [line.strip("|").split(" | ") for line in block.splitlines() if re.match(r"\| (\d+\.\d+|nightly )", line)]
+    rows = [
+        line.strip("|").split(" | ")
+        for line in block.splitlines()
+        if re.match(r"\| (\d+\.\d+|nightly )", line)
+    ]
     return {r[0].strip(): (r[1].strip(), r[2].strip()) for r in rows}
 
 
@@ -65,19 +73,35 @@ def test_there_are_report_pairs_and_seed_pairs_are_not_among_them():
 
 # --- the block ------------------------------------------------------------------
 
+
 def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(checkout):
     block = block_of("py_function_map")
     lines = block.splitlines()
-    assert lines[0] == ("### [tensorflow/tensorflow#61344](https://github.com/tensorflow/tensorflow/issues/61344): "
-                        "leakbench pair `py_function_map`")
+    assert lines[0] == (
+        "### [tensorflow/tensorflow#61344](https://github.com/tensorflow/tensorflow/issues/61344): "
+        "leakbench pair `py_function_map`"
+    )
     assert "**The thread's claim:** leaks on 2.13.0; fixed in 2.15.0." in lines
     assert any(line.startswith("Note: the reporter's later measurement") for line in lines)
     changed = [line for line in lines if line.startswith("**Changed at")]
-    assert changed == ["**Changed at 2.16.2** (the first release whose leaky verdict differs from the one before): "
-                       "leak 2.12.1–2.15.1 → no-leak 2.16.2–nightly 2026-10-26."]
+    assert changed == [
+        "**Changed at 2.16.2** (the first release whose leaky verdict differs from the one before): "
+        "leak 2.12.1–2.15.1 → no-leak 2.16.2–nightly 2026-10-26."
+    ]
     rows = table(block)
-    assert list(rows) == ["2.12.1", "2.13.1", "2.14.1", "2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1",
-                          "2.20.0", "2.21.0", "nightly 2026-10-26"]
+    assert list(rows) == [
+        "2.12.1",
+        "2.13.1",
+        "2.14.1",
+        "2.15.1",
+        "2.16.2",
+        "2.17.1",
+        "2.18.1",
+        "2.19.1",
+        "2.20.0",
+        "2.21.0",
+        "nightly 2026-10-26",
+    ]
     assert rows["2.15.1"][0].startswith("leak ") and rows["2.16.2"][0].startswith("no-leak ")
     assert 'make run ARGS="py_function_map"' in block
     # a release where it still leaks
@@ -91,12 +115,19 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
 
 def test_a_pair_without_reported_shows_its_title_and_first_paragraph(checkout):
     block = block_of("full_shuffle_buffer")
-    claim = next(line for line in block.splitlines() if line.startswith("**The report, in leakbench's words:**"))
+    claim = next(
+        line
+        for line in block.splitlines()
+        if line.startswith("**The report, in leakbench's words:**")
+    )
     assert "Shuffle buffer as large as the dataset, over small elements." in claim  # TITLE
     # the docstring's first paragraph
     assert "hundreds of bytes per element" in claim
     assert "k in peak above baseline ∝ num_elements^k" in block
-    assert "The leaky variant reads leak on every release measured (2.12.1–nightly 2026-10-26)." in block
+    assert (
+        "The leaky variant reads leak on every release measured (2.12.1–nightly 2026-10-26)."
+        in block
+    )
 
 
 @pytest.mark.parametrize("pair", REPORT_PAIRS)
@@ -114,16 +145,31 @@ def test_numbers_in_a_block_are_the_matrix_numbers(checkout, pair):
                 assert f"k={cell['peak_exponent']:.2f}" in text
             elif cell["memory_rate_bytes_per_rep"] is not None:
                 number = re.search(r" ([+-][\d,]+)", text).group(1)
-                assert float(number.replace(",", "")) == round(cell["memory_rate_bytes_per_rep"] / KIB), text
+                assert float(number.replace(",", "")) == round(
+                    cell["memory_rate_bytes_per_rep"] / KIB
+                ), text
 
 
 def test_every_number_in_a_block_comes_from_the_records(checkout):
     """Outside the table, the claim and the reproduce lines, a block states no figure of its own."""
     for pair in REPORT_PAIRS:
         for line in block_of(pair).splitlines():
-            if line.startswith(("|", "**The", "Note:", "###", "Machine", "make run", "git clone", "**Changed",
-                                # bisect: its result file's
-                                "The leaky", "diff ", "`leakbench bisect`")):
+            if line.startswith(
+                (
+                    "|",
+                    "**The",
+                    "Note:",
+                    "###",
+                    "Machine",
+                    "make run",
+                    "git clone",
+                    "**Changed",
+                    # bisect: its result file's
+                    "The leaky",
+                    "diff ",
+                    "`leakbench bisect`",
+                )
+            ):
                 continue
             assert not re.search(r"\b\d", line), (pair, line)
 
@@ -139,16 +185,21 @@ def test_fixture_records_and_a_report_pair_of_ones_own(monkeypatch, tmp_path):
     root = tmp_path / "root"
     for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
         (root / sub).mkdir(parents=True)
-        text = (DATA / f"{source}.py").read_text().replace('SOURCE = "stateful functions"',
-                                                           'SOURCE = "example/project#7"')
+        text = (
+            (DATA / f"{source}.py")
+            .read_text()
+            .replace('SOURCE = "stateful functions"', 'SOURCE = "example/project#7"')
+        )
         (root / sub / "growing.py").write_text(text)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.chdir(tmp_path)
     result = invoke(["report-back", "--results", str(DATA / "results")])
     assert result.exit_code == 0, (result.output, result.exception)
     block = result.stdout
-    assert block.startswith("### [example/project#7](https://github.com/example/project/issues/7): "
-                            "leakbench pair `growing`")
+    assert block.startswith(
+        "### [example/project#7](https://github.com/example/project/issues/7): "
+        "leakbench pair `growing`"
+    )
     assert list(table(block)) == ["2.13.1", "2.21.0", "2.99.0"]
     assert table(block)["2.99.0"][1].startswith("**leak**")
     assert "**Bold**: not what the variant should read" in block
@@ -157,20 +208,33 @@ def test_fixture_records_and_a_report_pair_of_ones_own(monkeypatch, tmp_path):
 
 # --- bad input and --out ----------------------------------------------------------
 
+
 def test_a_seed_pair_is_bad_input(checkout):
-    assert_bad_input(invoke(["report-back", "stateful_map", "--results", str(RESULTS)]),
-                     "stateful_map is not a report pair", "py_function_map")
+    assert_bad_input(
+        invoke(["report-back", "stateful_map", "--results", str(RESULTS)]),
+        "stateful_map is not a report pair",
+        "py_function_map",
+    )
 
 
 def test_an_unknown_pair_is_bad_input(checkout):
-    assert_bad_input(invoke(["report-back", "no_such_pair", "--results", str(RESULTS)]), "unknown pair 'no_such_pair'")
+    assert_bad_input(
+        invoke(["report-back", "no_such_pair", "--results", str(RESULTS)]),
+        "unknown pair 'no_such_pair'",
+    )
 
 
 def test_results_without_the_pair_or_without_records_are_bad_input(checkout, tmp_path):
-    assert_bad_input(invoke(["report-back", "py_function_map", "--results", str(DATA / "results")]),
-                     "no records of py_function_map")
-    assert_bad_input(invoke(["report-back", "--results", str(tmp_path / "none")]), "no results directory")
-    assert_bad_input(invoke(["report-back", "--results", str(RESULTS), "--machine", "elsewhere"]), "elsewhere")
+    assert_bad_input(
+        invoke(["report-back", "py_function_map", "--results", str(DATA / "results")]),
+        "no records of py_function_map",
+    )
+    assert_bad_input(
+        invoke(["report-back", "--results", str(tmp_path / "none")]), "no results directory"
+    )
+    assert_bad_input(
+        invoke(["report-back", "--results", str(RESULTS), "--machine", "elsewhere"]), "elsewhere"
+    )
 
 
 def test_out_writes_one_file_per_pair_and_keeps_the_rest(checkout, tmp_path):
@@ -180,16 +244,32 @@ def test_out_writes_one_file_per_pair_and_keeps_the_rest(checkout, tmp_path):
     result = invoke(["report-back", "--results", str(RESULTS), "--out", str(out)])
     assert result.exit_code == 0, (result.output, result.exception)
     assert result.stdout.splitlines() == [str(out / f"{p}.md") for p in REPORT_PAIRS]
-    assert sorted(p.name for p in out.iterdir()) == sorted([*(f"{p}.md" for p in REPORT_PAIRS), "README.txt"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*(f"{p}.md" for p in REPORT_PAIRS), "README.txt"]
+    )
     assert (out / "README.txt").read_text() == "mine"
     assert (out / "py_function_map.md").read_text() == block_of("py_function_map")
-    one = invoke(["report-back", "predict_in_loop", "--results", str(RESULTS), "--out", str(tmp_path / "one")])
-    assert one.exit_code == 0 and [p.name for p in (tmp_path / "one").iterdir()] == ["predict_in_loop.md"]
+    one = invoke(
+        [
+            "report-back",
+            "predict_in_loop",
+            "--results",
+            str(RESULTS),
+            "--out",
+            str(tmp_path / "one"),
+        ]
+    )
+    assert one.exit_code == 0 and [p.name for p in (tmp_path / "one").iterdir()] == [
+        "predict_in_loop.md"
+    ]
 
 
 def test_out_that_is_a_file_is_bad_input(checkout, tmp_path):
     (tmp_path / "taken").write_text("x")
-    assert_bad_input(invoke(["report-back", "--results", str(RESULTS), "--out", str(tmp_path / "taken")]), "--out")
+    assert_bad_input(
+        invoke(["report-back", "--results", str(RESULTS), "--out", str(tmp_path / "taken")]),
+        "--out",
+    )
     assert (tmp_path / "taken").read_text() == "x"
 
 
@@ -202,9 +282,18 @@ def test_the_committed_blocks_are_generated_from_the_committed_records(checkout,
 
 # --- the pure parts ------------------------------------------------------------
 
+
 def test_change_line_and_segments_skip_releases_without_a_record():
-    cells = {"1": {"verdict": "leak"}, "2": None, "3": {"verdict": "leak"}, "4": {"verdict": "no-leak"}}
-    assert report_back.segments(cells, ["1", "2", "3", "4"]) == [("leak", "1", "3"), ("no-leak", "4", "4")]
+    cells = {
+        "1": {"verdict": "leak"},
+        "2": None,
+        "3": {"verdict": "leak"},
+        "4": {"verdict": "no-leak"},
+    }
+    assert report_back.segments(cells, ["1", "2", "3", "4"]) == [
+        ("leak", "1", "3"),
+        ("no-leak", "4", "4"),
+    ]
     assert report_back.change_line(cells, ["1", "2", "3", "4"]).startswith("**Changed at 4**")
     assert report_back.change_line({"1": None}, ["1"]) is None
     assert report_back.other_release(cells, ["1", "2", "3", "4"]) == "3"

@@ -7,6 +7,7 @@ in its environment and on its command line) that the `mark` fixture looks for af
 run, and kills in its teardown, so a failing test never leaves a process behind either.
 Every run is capped and timed.
 """
+
 from __future__ import annotations
 
 import os
@@ -72,11 +73,17 @@ RUNAWAYS = {
 }
 
 
-def scenario(tmp_path: Path, setup_body: str, name: str = "runaway",
-             repetition_body: str = "time.sleep(seconds)") -> Path:
+def scenario(
+    tmp_path: Path,
+    setup_body: str,
+    name: str = "runaway",
+    repetition_body: str = "time.sleep(seconds)",
+) -> Path:
     path = tmp_path / f"{name}.py"
-    path.write_text(HEAD + f"\n\ndef setup(seconds):\n    {setup_body}\n    return seconds\n"
-                    f"\n\ndef repetition(seconds):\n    {repetition_body}\n")
+    path.write_text(
+        HEAD + f"\n\ndef setup(seconds):\n    {setup_body}\n    return seconds\n"
+        f"\n\ndef repetition(seconds):\n    {repetition_body}\n"
+    )
     return path
 
 
@@ -119,6 +126,7 @@ def mark():
     def new() -> str:
         made.append(uuid.uuid4().hex)
         return made[-1]
+
     yield new
     for one in made:
         for proc in marked(one):
@@ -129,8 +137,15 @@ def mark():
 
 
 def run(path: Path, mark: str, **overrides) -> runner.Outcome:
-    options = dict(warmup=1, reps=5, heap_reps=0, cap_bytes=CAP, timeout_seconds=TIMEOUT,
-                   teardown_timeout_seconds=5.0, env={MARK: mark})
+    options = dict(
+        warmup=1,
+        reps=5,
+        heap_reps=0,
+        cap_bytes=CAP,
+        timeout_seconds=TIMEOUT,
+        teardown_timeout_seconds=5.0,
+        env={MARK: mark},
+    )
     options.update(overrides)
     return runner.run_child(path, {"seconds": 0.2}, **options)
 
@@ -163,14 +178,22 @@ def test_two_runs_at_once_each_end_their_own_processes(tmp_path, mark):
     kills its own orphan and leaves the other run's running; the other's ends with it."""
     first, second = mark(), mark()
     flag = tmp_path / "go"
-    waits = scenario(tmp_path, "double_fork_setsid()", "waits", "while not os.path.exists("
-                     "os.environ['LEAKBENCH_TEST_FLAG']):\n        time.sleep(0.05)")
+    waits = scenario(
+        tmp_path,
+        "double_fork_setsid()",
+        "waits",
+        "while not os.path.exists(os.environ['LEAKBENCH_TEST_FLAG']):\n        time.sleep(0.05)",
+    )
     with ThreadPoolExecutor(max_workers=1) as pool:
         try:
-            later = pool.submit(run, waits, second,
-                                env={MARK: second, "LEAKBENCH_TEST_FLAG": str(flag)})
-            theirs = wait_for(lambda: [p for p in marked(second) if SLEEPING in p.cmdline()], 30,
-                              "orphan of the waiting run")
+            later = pool.submit(
+                run, waits, second, env={MARK: second, "LEAKBENCH_TEST_FLAG": str(flag)}
+            )
+            theirs = wait_for(
+                lambda: [p for p in marked(second) if SLEEPING in p.cmdline()],
+                30,
+                "orphan of the waiting run",
+            )
             outcome = run(scenario(tmp_path, "double_fork_setsid()"), first)
             assert outcome.status == "ok", (outcome.phase, outcome.error)
             assert left_running(first) == []
@@ -188,16 +211,21 @@ def test_the_supervisor_alone_ends_an_orphan_made_as_the_child_exits(mark):
     and exits at once, before any poll; its grandchild, in a session of its own and reparented
     away, is found by the run's token and killed."""
     m = mark()
-    code = ("import os, sys; from leakbench.engine import supervise; supervise.die_with_parent(int(sys.argv[1]))\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            "        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[2]])\n"
-            "    os._exit(0)\n"
-            "os.wait()\n")
-    child = supervise.Supervised([sys.executable, "-c", code, str(os.getpid()), m],
-                                 env=supervise.child_env({MARK: m}), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+    code = (
+        "import os, sys; from leakbench.engine import supervise; supervise.die_with_parent(int(sys.argv[1]))\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[2]])\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    child = supervise.Supervised(
+        [sys.executable, "-c", code, str(os.getpid()), m],
+        env=supervise.child_env({MARK: m}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(child.reap, 30, "exit of the child")
         assert child.returncode == 0
@@ -233,14 +261,18 @@ def test_a_reused_pid_is_never_signalled():
 
 STALLS_AFTER_ERROR = {
     # its state dropped as the child's main returns, the message pipe still open
-    "dropping its state": ("class Stuck:\n    def __del__(self):\n        time.sleep(600)\n\n\n"
-                           "def setup(seconds):\n    return Stuck()\n\n\n"
-                           "def repetition(state):\n    raise RuntimeError('failed on purpose, then stalls')\n",
-                           "warm-up"),
-    "in an exit handler": ("def setup(seconds):\n    atexit.register(time.sleep, 600)\n"
-                           "    raise RuntimeError('failed on purpose, then stalls')\n\n\n"
-                           "def repetition(state):\n    pass\n",
-                           "setup"),
+    "dropping its state": (
+        "class Stuck:\n    def __del__(self):\n        time.sleep(600)\n\n\n"
+        "def setup(seconds):\n    return Stuck()\n\n\n"
+        "def repetition(state):\n    raise RuntimeError('failed on purpose, then stalls')\n",
+        "warm-up",
+    ),
+    "in an exit handler": (
+        "def setup(seconds):\n    atexit.register(time.sleep, 600)\n"
+        "    raise RuntimeError('failed on purpose, then stalls')\n\n\n"
+        "def repetition(state):\n    pass\n",
+        "setup",
+    ),
 }
 
 
@@ -254,11 +286,21 @@ def test_an_error_then_a_stall_on_the_way_out_reads_error(tmp_path, mark, where)
     body, phase = STALLS_AFTER_ERROR[where]
     path = tmp_path / "stalls.py"
     path.write_text(HEAD + "\n\n" + body)
-    settings = Settings(warmup=1, reps=5, heap_reps=0, cap_bytes=CAP, timeout_seconds=TIMEOUT,
-                        teardown_timeout_seconds=2.0)
-    rec = measure(Target(contract.read_metadata(path), "file"), {"seconds": 0.2}, settings, env={MARK: m})
+    settings = Settings(
+        warmup=1,
+        reps=5,
+        heap_reps=0,
+        cap_bytes=CAP,
+        timeout_seconds=TIMEOUT,
+        teardown_timeout_seconds=2.0,
+    )
+    rec = measure(
+        Target(contract.read_metadata(path), "file"), {"seconds": 0.2}, settings, env={MARK: m}
+    )
     assert (rec["verdict"], rec["phase"]) == ("error", phase), rec["error"]
     assert "RuntimeError: failed on purpose, then stalls" in rec["error"]
-    assert re.search(r"; then it did not exit within [0-9.]+ s and was killed$", rec["error"]), rec["error"]
+    assert re.search(r"; then it did not exit within [0-9.]+ s and was killed$", rec["error"]), rec[
+        "error"
+    ]
     assert rec["runs"][0]["wall_seconds"] < TIMEOUT / 2  # the allowance, not the timeout
     assert left_running(m) == []

@@ -21,6 +21,7 @@ server with every other host unresolvable (asv's pages and the flame graphs
 included), and keeps screenshots in test-artifacts/ (gitignored); without
 chromium it skips, and under CI=true it fails (conftest.need_chromium).
 """
+
 from __future__ import annotations
 
 import base64
@@ -45,7 +46,17 @@ from click.testing import CliRunner
 from markupsafe import escape
 
 from leakbench import cli, contract
-from leakbench.site import build as site, charts, colours, flamegraphs, lessons, memory, stacks, stages, vendor as assets
+from leakbench.site import (
+    build as site,
+    charts,
+    colours,
+    flamegraphs,
+    lessons,
+    memory,
+    stacks,
+    stages,
+    vendor as assets,
+)
 from leakbench.engine import heap
 from leakbench.repeat import run as repeat
 from leakbench.analysis import verdict
@@ -127,7 +138,13 @@ def frag_records(fixed: dict) -> list[dict]:
     na = json.loads(json.dumps(fixed))
     na.update(pair="frag_pair", variant="fixed")
     na["runs"][0]["malloc_heap_unavailable"] = NA_REASON
-    for name in ("heap_used_bytes", "mmap_used_bytes", "malloc_used_bytes", "held_bytes", "heap_free_bytes"):
+    for name in (
+        "heap_used_bytes",
+        "mmap_used_bytes",
+        "malloc_used_bytes",
+        "held_bytes",
+        "heap_free_bytes",
+    ):
         na["runs"][0]["series"][name] = [None] * len(series["rss_bytes"])
     na["metrics"]["malloc_heap_unavailable"] = NA_REASON
     return [leaky, na]
@@ -150,19 +167,32 @@ def results(tmp_path_factory) -> Path:
                     series["mmap_used_bytes"] = [1 << 20] * len(series["heap_used_bytes"])
                     series["heap_free_bytes"] = [2 << 20] * len(series["heap_used_bytes"])
                     series["held_bytes"] = [v - HELD_BELOW_RSS for v in series["rss_bytes"]]
-                    base.update(mmap_used_bytes=1 << 20, heap_free_bytes=2 << 20,
-                                held_bytes=base["rss_bytes"] - HELD_BELOW_RSS)
+                    base.update(
+                        mmap_used_bytes=1 << 20,
+                        heap_free_bytes=2 << 20,
+                        held_bytes=base["rss_bytes"] - HELD_BELOW_RSS,
+                    )
             lines.append(json.dumps(rec))
         path.write_text("\n".join(lines) + "\n")
     path = store.available(found)["2.16.2"]
-    fixed = next(r for r in store.read_records(path) if r["pair"] == "stateful_map" and r["variant"] == "fixed")
+    fixed = next(
+        r
+        for r in store.read_records(path)
+        if r["pair"] == "stateful_map" and r["variant"] == "fixed"
+    )
     with open(path, "a") as f:
         for rec in frag_records(fixed):
             f.write(json.dumps(rec) + "\n")
     capture = found.parent / "capture.bin"
     with memray.Tracker(capture, native_traces=False):
         kept = [bytearray(4096) for _ in range(64)]
-    assert kept and heap.render_flamegraph(capture, found / "flamegraphs" / "tf-2.16.2" / "stateful_map-leaky.html") is None
+    assert (
+        kept
+        and heap.render_flamegraph(
+            capture, found / "flamegraphs" / "tf-2.16.2" / "stateful_map-leaky.html"
+        )
+        is None
+    )
     return found
 
 
@@ -189,9 +219,14 @@ def pages(out: Path) -> list[Path]:
 
 def test_pages_exist(built):
     out = built.out
-    assert {rel for rel, _ in built.pages} == {"style.css", "index.html", "lessons/stateful_map.html",
-                                               "lessons/xss_pair.html", "lessons/frag_pair.html",
-                                               "flamegraphs/tf-2.16.2/stateful_map-leaky.html"}
+    assert {rel for rel, _ in built.pages} == {
+        "style.css",
+        "index.html",
+        "lessons/stateful_map.html",
+        "lessons/xss_pair.html",
+        "lessons/frag_pair.html",
+        "flamegraphs/tf-2.16.2/stateful_map-leaky.html",
+    }
     for rel, size in built.pages:
         assert (out / rel).stat().st_size == size > 0
     for page in pages(out):
@@ -252,8 +287,10 @@ def test_matrix_cells(built, results):
     index = (built.out / "index.html").read_text()
     assert re.findall(r"<th scope=\"col\">TF ([\d.]+)", index) == ["2.15.1", "2.16.2"]
     cells = matrix_cells(index)
-    recs = {v: {(r["pair"], r["variant"]): r for r in store.read_records(p)}
-            for v, p in store.available(results).items()}
+    recs = {
+        v: {(r["pair"], r["variant"]): r for r in store.read_records(p)}
+        for v, p in store.available(results).items()
+    }
 
     # the rate the verdict rests on: RSS's here (no held memory in these records)
     def kib(version, pair, variant):
@@ -263,7 +300,8 @@ def test_matrix_cells(built, results):
 
     assert cells["stateful_map"] == [
         f"leaky: leak {kib(v, 'stateful_map', 'leaky')} fixed: no-leak {kib(v, 'stateful_map', 'fixed')}"
-        for v in ("2.15.1", "2.16.2")]
+        for v in ("2.15.1", "2.16.2")
+    ]
     # a peak pair shows its exponent; the fixed variant's unexpected verdict would be marked "!"
     assert cells["xss_pair"] == ["leaky: — fixed: —", "leaky: leak k=0.88 fixed: no-leak k=-0.24"]
     assert 'class="verdict v-leak"' in index and 'class="verdict v-no-leak"' in index
@@ -278,7 +316,9 @@ def test_lesson(built):
     assert "numpy_function map appending every element to a list" in lesson
     assert "<strong>stateful functions</strong>" in lesson
     # the docstring, as prose
-    assert "<code>numpy_function</code> (and <code>py_function</code>) run ordinary Python" in lesson
+    assert (
+        "<code>numpy_function</code> (and <code>py_function</code>) run ordinary Python" in lesson
+    )
     # both real files, side by side, the differing lines marked on each side
     leaky = re.findall(r'<span class="line del"><span class="ln">(\d+)</span>', lesson)
     fixed = re.findall(r'<span class="line ins"><span class="ln">(\d+)</span>', lesson)
@@ -289,7 +329,11 @@ def test_lesson(built):
     assert "SEEN.append(x.copy())" in lesson and "STATS[&#34;count&#34;] += 1" in lesson
     # the chart: one inline SVG per panel, no XML prolog inside the HTML, ids unique in the page
     # (two of memory, one per variant, and one per count panel)
-    assert lesson.count("<svg ") == 2 + len(charts.PANELS) and "<?xml" not in lesson and "<!DOCTYPE svg" not in lesson
+    assert (
+        lesson.count("<svg ") == 2 + len(charts.PANELS)
+        and "<?xml" not in lesson
+        and "<!DOCTYPE svg" not in lesson
+    )
     ids = re.findall(r'\bid="([^"]+)"', lesson)
     assert len(ids) == len(set(ids)), [i for i in set(ids) if ids.count(i) > 1]
     assert "fixed on TensorFlow 2.16.2" in lesson
@@ -300,11 +344,16 @@ def test_lesson(built):
     assert "<strong>rss</strong>" in lesson and "<strong>heap</strong>" in lesson
     assert "leakbench run scenarios/stateful_map.py" in lesson and "leakbench check" in lesson
     # the flame graph of the leaky run, linked; xss_pair has none and says so
-    assert ('<a href="../flamegraphs/tf-2.16.2/stateful_map-leaky.html">Flame graph of the allocations still live '
-            'at the end of the memray pass,\nleaky variant, TF 2.16.2</a>') in lesson
+    assert (
+        '<a href="../flamegraphs/tf-2.16.2/stateful_map-leaky.html">Flame graph of the allocations still live '
+        "at the end of the memray pass,\nleaky variant, TF 2.16.2</a>"
+    ) in lesson
     other = (built.out / "lessons" / "xss_pair.html").read_text()
     assert "No flame graph is recorded for this pair" in other
-    assert "leakbench run xss_pair --variant leaky --flamegraph-dir results/flamegraphs/tf-VERSION" in other
+    assert (
+        "leakbench run xss_pair --variant leaky --flamegraph-dir results/flamegraphs/tf-VERSION"
+        in other
+    )
 
 
 def test_lesson_links_its_report(built):
@@ -316,22 +365,31 @@ def test_lesson_links_its_report(built):
 def test_default_version_and_source_links():
     assert site.default_version(["2.12.1", "2.21.0", "2.99.0"]) == "2.21.0"
     assert site.default_version(["2.12.1", "2.16.2"]) == "2.16.2"
-    assert lessons.source_link("tensorflow/tensorflow#123") == "https://github.com/tensorflow/tensorflow/issues/123"
+    assert (
+        lessons.source_link("tensorflow/tensorflow#123")
+        == "https://github.com/tensorflow/tensorflow/issues/123"
+    )
     assert lessons.source_link("caching") is None
 
 
 def test_cli(results, checkout, tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(checkout))
     out = tmp_path / "site"
-    result = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"])
+    result = CliRunner().invoke(
+        cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"]
+    )
     assert result.exit_code == 0, result.output
     assert (out / "index.html").is_file() and (out / "lessons" / "stateful_map.html").is_file()
     assert "6 files in" in result.output and "stateful_map-leaky.html" in result.output
-    bad = CliRunner().invoke(cli.main, ["site", "--results", str(tmp_path / "none"), "--out", str(out)])
+    bad = CliRunner().invoke(
+        cli.main, ["site", "--results", str(tmp_path / "none"), "--out", str(out)]
+    )
     assert bad.exit_code == 2 and "no results directory" in bad.stderr
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("not a site")
-    bad = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(tmp_path / "mine")])
+    bad = CliRunner().invoke(
+        cli.main, ["site", "--results", str(results), "--out", str(tmp_path / "mine")]
+    )
     assert bad.exit_code == 2 and "holds other files and no index.html" in bad.stderr
     assert (tmp_path / "mine" / "notes.txt").is_file()
 
@@ -353,7 +411,9 @@ def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
         with pytest.raises(site.SiteError) as raised:
             site.build(results, out, root=checkout, asv=False)
         message = str(raised.value)
-        assert message.startswith(f"--out {out}: cannot write the site there") and "\n" not in message, message
+        assert (
+            message.startswith(f"--out {out}: cannot write the site there") and "\n" not in message
+        ), message
     # an existing site in a folder where no new one can be built beside it: the same, not a
     # traceback, and the old site stays (not as root, who may write anywhere)
     if os.geteuid() != 0:
@@ -362,7 +422,9 @@ def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
         before = (out / "index.html").read_bytes()
         out.parent.chmod(0o500)
         try:
-            with pytest.raises(site.SiteError, match=r"cannot write the site there \(.*locked\): Permission denied"):
+            with pytest.raises(
+                site.SiteError, match=r"cannot write the site there \(.*locked\): Permission denied"
+            ):
                 site.build(results, out, root=checkout, asv=False)
         finally:
             out.parent.chmod(0o700)
@@ -372,10 +434,16 @@ def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
 def test_cli_unwritable_out(results, checkout, tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(checkout))
     for out in unwritable_outs(tmp_path):
-        done = CliRunner().invoke(cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"])
+        done = CliRunner().invoke(
+            cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"]
+        )
         assert done.exit_code == 2, done.output
-        assert "Traceback" not in done.output and isinstance(done.exception, SystemExit), done.exception
-        assert done.stderr.strip().startswith(f"leakbench: error: --out {out}: cannot write the site there")
+        assert "Traceback" not in done.output and isinstance(done.exception, SystemExit), (
+            done.exception
+        )
+        assert done.stderr.strip().startswith(
+            f"leakbench: error: --out {out}: cannot write the site there"
+        )
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
@@ -392,7 +460,10 @@ def test_a_rebuild_drops_what_is_gone(results, checkout, tmp_path):
     for folder in ("scenarios", "fixes"):
         (smaller / folder / "xss_pair.py").unlink()
     again = site.build(results, out, root=smaller, asv=False)
-    assert sorted(p.name for p in (out / "lessons").iterdir()) == ["frag_pair.html", "stateful_map.html"]
+    assert sorted(p.name for p in (out / "lessons").iterdir()) == [
+        "frag_pair.html",
+        "stateful_map.html",
+    ]
     assert not (out / "flamegraphs" / "tf-2.15.1").exists()
     assert "xss_pair" not in (out / "index.html").read_text()
     assert "pair 'xss_pair' skipped: it has records but no scenarios/xss_pair.py" in again.notes
@@ -407,7 +478,9 @@ def test_every_verdict_has_its_colour_and_legend(built):
         colours[word] = rule.group(1)
     assert len(set(colours.values())) == len(colours), colours
     for page in ("index.html", "lessons/frag_pair.html"):
-        legend = (built.out / page).read_text().split('<dl class="legend">', 1)[1].split("</dl>", 1)[0]
+        legend = (
+            (built.out / page).read_text().split('<dl class="legend">', 1)[1].split("</dl>", 1)[0]
+        )
         # each word with what it means, from the one table
         for word, meaning in verdict.VERDICTS.items():
             entry = f'<span class="verdict v-{word}">{word}</span></dt><dd>{escape(meaning)}</dd>'
@@ -420,31 +493,49 @@ def test_fragmentation_and_malloc_heap_na(built):
     # frag_pair's leaky variant declares no EXPECTED = "fragmentation": not what it should read (leakbench.expectation)
     assert cells["frag_pair"][1].startswith("leaky: fragmentation !")
     index = (built.out / "index.html").read_text()
-    assert '<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !' in index
+    assert (
+        '<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !'
+        in index
+    )
     lesson = (built.out / "lessons" / "frag_pair.html").read_text()
     history = lesson.split('<table class="history">', 1)[1].split("</table>", 1)[0]
-    assert ('<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !</span>'
-            in history)
+    assert (
+        '<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !</span>'
+        in history
+    )
     # as expected: no "!"
     assert '<span class="verdict v-no-leak" title="signals: —">no-leak</span>' in history
     # the memory chart: n/a for the fixed variant, said in its chart, with the record's reason (escaped) below
     chart = lesson.split('<figure class="memory">', 1)[1].split("</figure>", 1)[0]
     fixed_svg = chart.split('<div class="fixed">', 1)[1]
-    assert "held, malloc in use, free: n/a" in fixed_svg and "held, malloc in use, free: n/a" not in chart.split(
-        '<div class="fixed">', 1)[0]
-    assert re.search(r'<svg role="img" aria-label="fixed variant, \d+ repetitions, MiB above the process before setup: '
-                     r'held memory, malloc in use and malloc free bytes are n/a; RSS ', fixed_svg)
+    assert (
+        "held, malloc in use, free: n/a" in fixed_svg
+        and "held, malloc in use, free: n/a" not in chart.split('<div class="fixed">', 1)[0]
+    )
+    assert re.search(
+        r'<svg role="img" aria-label="fixed variant, \d+ repetitions, MiB above the process before setup: '
+        r"held memory, malloc in use and malloc free bytes are n/a; RSS ",
+        fixed_svg,
+    )
     # metrics' labels
     for label in ("RSS", "held memory", "malloc in use", "malloc free bytes", "memray heap"):
         assert f"{label}</dt><dd>" in chart, label
     assert "heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
-    assert ("<strong>held memory, malloc in use and malloc free bytes n/a for fixed:</strong> libjemalloc is loaded: "
-            "glibc&#39;s mallinfo2 does not describe its &lt;b&gt;heap&lt;/b&gt;") in chart
-    assert ('<span class="verdict v-fragmentation" title="expected: leak">fragmentation !</span>'
-            in chart)  # the charted run's verdict
+    assert (
+        "<strong>held memory, malloc in use and malloc free bytes n/a for fixed:</strong> libjemalloc is loaded: "
+        "glibc&#39;s mallinfo2 does not describe its &lt;b&gt;heap&lt;/b&gt;"
+    ) in chart
+    assert (
+        '<span class="verdict v-fragmentation" title="expected: leak">fragmentation !</span>'
+        in chart
+    )  # the charted run's verdict
     assert 'title="n/a: libjemalloc is loaded' in history and ">n/a</td>" in history
     head = lesson.split('<table class="history">', 1)[1].split("</thead>", 1)[0]
-    assert ">held memory KiB/rep<" in head and ">malloc in use KiB/rep<" in head and ">threads/rep<" in head
+    assert (
+        ">held memory KiB/rep<" in head
+        and ">malloc in use KiB/rep<" in head
+        and ">threads/rep<" in head
+    )
     assert ">peak above baseline MiB<" in head
     # a lesson without n/a draws the malloc series of both variants and names no reason
     plain = (built.out / "lessons" / "stateful_map.html").read_text()
@@ -457,15 +548,38 @@ def test_fragmentation_and_malloc_heap_na(built):
 def test_decomposition_reads_the_sample_series():
     """The memory chart draws malloc_used_bytes (heap_used + mmap_used, the sample series), held memory and
     malloc's free bytes above the import baseline, memray's heap as recorded, and the trim above baseline RSS."""
-    base = {"rss_bytes": 100, "held_bytes": 50, "heap_used_bytes": 10, "mmap_used_bytes": 5, "heap_free_bytes": 1}
-    rec = {"runs": [{"series": {"rss_bytes": [101, 102], "held_bytes": [51, 53], "heap_used_bytes": [10, 20],
-                                "mmap_used_bytes": [100, 200], "malloc_used_bytes": [111, 222],
-                                "heap_free_bytes": [1, 4]},
-                     "import_baseline": base, "heap": {"heap_bytes": [5, 6]},
-                     "trim": {"rss_before_trim_bytes": 102, "rss_after_trim_bytes": 100}}], "metrics": {}}
+    base = {
+        "rss_bytes": 100,
+        "held_bytes": 50,
+        "heap_used_bytes": 10,
+        "mmap_used_bytes": 5,
+        "heap_free_bytes": 1,
+    }
+    rec = {
+        "runs": [
+            {
+                "series": {
+                    "rss_bytes": [101, 102],
+                    "held_bytes": [51, 53],
+                    "heap_used_bytes": [10, 20],
+                    "mmap_used_bytes": [100, 200],
+                    "malloc_used_bytes": [111, 222],
+                    "heap_free_bytes": [1, 4],
+                },
+                "import_baseline": base,
+                "heap": {"heap_bytes": [5, 6]},
+                "trim": {"rss_before_trim_bytes": 102, "rss_after_trim_bytes": 100},
+            }
+        ],
+        "metrics": {},
+    }
     assert memory.decomposition(rec) == {
-        "lines": {"rss": [1, 2], "malloc": [96, 207], "free": [0, 3], "held": [1, 3]}, "heap": [5, 6],
-        "trim": (2, 0), "reps": 2, "na": None}
+        "lines": {"rss": [1, 2], "malloc": [96, 207], "free": [0, 3], "held": [1, 3]},
+        "heap": [5, 6],
+        "trim": (2, 0),
+        "reps": 2,
+        "na": None,
+    }
     for name in ("held_bytes", "malloc_used_bytes", "heap_free_bytes"):
         rec["runs"][0]["series"][name] = [None, None]
     assert memory.decomposition(rec)["na"] == memory.NO_MALLOC_VALUES
@@ -481,33 +595,71 @@ def test_memory_charts_share_their_axes_and_say_what_they_show():
 
     def rec(held_per_rep, free_per_rep):
         reps = range(1, 13)
-        return {"runs": [{"series": {"rss_bytes": [mib * (200 + (held_per_rep + free_per_rep) * i) for i in reps],
-                                     "held_bytes": [mib * (100 + held_per_rep * i) for i in reps],
-                                     "malloc_used_bytes": [mib * (50 + held_per_rep * i) for i in reps],
-                                     "heap_free_bytes": [mib * (1 + free_per_rep * i) for i in reps]},
-                          "import_baseline": {"rss_bytes": 200 * mib, "held_bytes": 100 * mib,
-                                              "malloc_used_bytes": 50 * mib, "heap_free_bytes": mib},
-                          "heap": {"heap_bytes": [mib * 4 * i for i in range(6)]},
-                          "trim": {"rss_before_trim_bytes": 260 * mib, "rss_after_trim_bytes": 250 * mib}}],
-                "metrics": {}}
+        return {
+            "runs": [
+                {
+                    "series": {
+                        "rss_bytes": [
+                            mib * (200 + (held_per_rep + free_per_rep) * i) for i in reps
+                        ],
+                        "held_bytes": [mib * (100 + held_per_rep * i) for i in reps],
+                        "malloc_used_bytes": [mib * (50 + held_per_rep * i) for i in reps],
+                        "heap_free_bytes": [mib * (1 + free_per_rep * i) for i in reps],
+                    },
+                    "import_baseline": {
+                        "rss_bytes": 200 * mib,
+                        "held_bytes": 100 * mib,
+                        "malloc_used_bytes": 50 * mib,
+                        "heap_free_bytes": mib,
+                    },
+                    "heap": {"heap_bytes": [mib * 4 * i for i in range(6)]},
+                    "trim": {"rss_before_trim_bytes": 260 * mib, "rss_after_trim_bytes": 250 * mib},
+                }
+            ],
+            "metrics": {},
+        }
 
-    drawn = memory.charts({"leaky": memory.decomposition(rec(4, 0)), "fixed": memory.decomposition(rec(0, 8))})
+    drawn = memory.charts(
+        {"leaky": memory.decomposition(rec(4, 0)), "fixed": memory.decomposition(rec(0, 8))}
+    )
     assert set(drawn) == {"leaky", "fixed"}
     label = re.search(r'aria-label="([^"]+)"', drawn["leaky"]).group(1)
-    assert label.startswith("leaky variant, 12 repetitions, MiB above the process before setup: held memory rises "
-                            "4.0 MiB per repetition to 48 MiB; malloc free bytes stays flat")
-    assert "memray heap grows 4.0 MiB per repetition" in label and label.endswith("malloc_trim gives back 10.0 MiB")
-    assert "malloc free bytes rises 8.0 MiB per repetition" in re.search(r'aria-label="([^"]+)"', drawn["fixed"]).group(1)
-    ticks = {v: re.findall(r'ytick_\d+">.*?<text[^>]*>([^<]+)</text>', svg, re.S) for v, svg in drawn.items()}
+    assert label.startswith(
+        "leaky variant, 12 repetitions, MiB above the process before setup: held memory rises "
+        "4.0 MiB per repetition to 48 MiB; malloc free bytes stays flat"
+    )
+    assert "memray heap grows 4.0 MiB per repetition" in label and label.endswith(
+        "malloc_trim gives back 10.0 MiB"
+    )
+    assert "malloc free bytes rises 8.0 MiB per repetition" in re.search(
+        r'aria-label="([^"]+)"', drawn["fixed"]
+    ).group(1)
+    ticks = {
+        v: re.findall(r'ytick_\d+">.*?<text[^>]*>([^<]+)</text>', svg, re.S)
+        for v, svg in drawn.items()
+    }
     assert ticks["leaky"] and ticks["leaky"] == ticks["fixed"], ticks
-    assert 'role="img"' in drawn["fixed"] and 'id="mem-fixed-' in drawn["fixed"] and 'id="mem-leaky-' in drawn["leaky"]
+    assert (
+        'role="img"' in drawn["fixed"]
+        and 'id="mem-fixed-' in drawn["fixed"]
+        and 'id="mem-leaky-' in drawn["leaky"]
+    )
     assert memory.charts({"leaky": {}, "fixed": {}}) is None
     # a series that goes up and down more than along its trend (fragmentation's free bytes) swings
     jumpy = [mib * v for v in (100, 300, 120, 320, 110, 310)]
-    assert memory.describe("leaky", {"lines": {"held": [mib] * 6, "free": jumpy, "malloc": [], "rss": []},
-                                     "heap": [], "trim": None, "reps": 6, "na": None}) == (
+    assert memory.describe(
+        "leaky",
+        {
+            "lines": {"held": [mib] * 6, "free": jumpy, "malloc": [], "rss": []},
+            "heap": [],
+            "trim": None,
+            "reps": 6,
+            "na": None,
+        },
+    ) == (
         "leaky variant, 6 repetitions, MiB above the process before setup: held memory stays flat near 1 MiB; "
-        "malloc free bytes swings between 100 and 320 MiB")
+        "malloc free bytes swings between 100 and 320 MiB"
+    )
 
 
 def test_one_place_for_colours(built):
@@ -516,7 +668,9 @@ def test_one_place_for_colours(built):
     css = (built.out / "style.css").read_text()
     assert set(colours.VERDICTS) == set(verdict.VERDICTS)
     for word, (background, text) in colours.VERDICTS.items():
-        assert re.search(rf"\.v-{re.escape(word)} {{ background: {background}; color: {text};", css), word
+        assert re.search(
+            rf"\.v-{re.escape(word)} {{ background: {background}; color: {text};", css
+        ), word
     for variant, colour in colours.VARIANTS.items():
         assert f"--variant-{variant}: {colour};" in css
     template = (Path(site.__file__).parent / "templates" / "style.css.j2").read_text()
@@ -546,18 +700,41 @@ def where_records(recs: dict) -> list[dict]:
             rec.update(verdict="no-leak", signals=[])
         if version == "2.16.2" and variant == "leaky":
             run["heap"]["stack_growth"] = [
-                {"frames": [f"tf_op_{i}", f"user.py:make_{i}" if i % 2 == 0 else "tensorflow/data/ops.py:map",
-                            "tensorflow/python/eager/context.py:run"],
-                 "user_frame": f"user.py:make_{i}" if i % 2 == 0 else None,
-                 "bytes": [j * (i + 1) * 64 * KIB_ for j in range(6)], "bytes_per_rep": (i + 1) * 64.0 * KIB_}
-                for i in range(8)]
-            run["stages"] = {"readings": [100, 200, 300], "tensorflow": "2.16.2", "stages": [
-                {"stage": "MapDataset", "inside": None, "bytes": [KIB_, 2 * KIB_, 3 * KIB_],
-                 "autotune": {"num_parallel_calls": 4}},
-                {"stage": "<b>Prefetch</b>", "inside": "MapDataset", "bytes": [5 << 20, 6 << 20, 8 << 20],
-                 "autotune": {"buffer_size": 16, "ram_budget": "1 GiB"}}]}
-            run["reference_chain"] = {"type": "numpy.ndarray", "chain": ["module user", "SEEN", "list[<i>0</i>]"],
-                                      "seconds": 1.25}
+                {
+                    "frames": [
+                        f"tf_op_{i}",
+                        f"user.py:make_{i}" if i % 2 == 0 else "tensorflow/data/ops.py:map",
+                        "tensorflow/python/eager/context.py:run",
+                    ],
+                    "user_frame": f"user.py:make_{i}" if i % 2 == 0 else None,
+                    "bytes": [j * (i + 1) * 64 * KIB_ for j in range(6)],
+                    "bytes_per_rep": (i + 1) * 64.0 * KIB_,
+                }
+                for i in range(8)
+            ]
+            run["stages"] = {
+                "readings": [100, 200, 300],
+                "tensorflow": "2.16.2",
+                "stages": [
+                    {
+                        "stage": "MapDataset",
+                        "inside": None,
+                        "bytes": [KIB_, 2 * KIB_, 3 * KIB_],
+                        "autotune": {"num_parallel_calls": 4},
+                    },
+                    {
+                        "stage": "<b>Prefetch</b>",
+                        "inside": "MapDataset",
+                        "bytes": [5 << 20, 6 << 20, 8 << 20],
+                        "autotune": {"buffer_size": 16, "ram_budget": "1 GiB"},
+                    },
+                ],
+            }
+            run["reference_chain"] = {
+                "type": "numpy.ndarray",
+                "chain": ["module user", "SEEN", "list[<i>0</i>]"],
+                "seconds": 1.25,
+            }
         if version == "2.16.2" and variant == "fixed":
             run["heap"]["stack_growth"] = []
             run["stages"] = {"na": "no <i>tf.data</i> iterator found"}
@@ -575,7 +752,12 @@ def where_site(results, checkout, tmp_path_factory) -> site.Built:
     for folder in ("scenarios", "fixes"):
         shutil.copy(root / folder / "stateful_map.py", root / folder / "where_pair.py")
     paths = store.available(found)
-    recs = {(v, r["variant"]): r for v, p in paths.items() for r in store.read_records(p) if r["pair"] == "stateful_map"}
+    recs = {
+        (v, r["variant"]): r
+        for v, p in paths.items()
+        for r in store.read_records(p)
+        if r["pair"] == "stateful_map"
+    }
     for version, rec in where_records(recs):
         with open(paths[version], "a") as f:
             f.write(json.dumps(rec) + "\n")
@@ -585,19 +767,33 @@ def where_site(results, checkout, tmp_path_factory) -> site.Built:
 def test_release_strip(where_site):
     lesson = (where_site.out / "lessons" / "where_pair.html").read_text()
     strip = lesson.split('<table class="strip">', 1)[1].split("</table>", 1)[0]
-    rows = {m.group(1): m.group(2) for m in re.finditer(r'<th scope="row" class="(\w+)-name">\w+</th>(.*?)</tr>',
-                                                         strip, re.S)}
-    assert [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows["leaky"], re.S)] == ["no-leak !", "leak"]
-    assert [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows["fixed"], re.S)] == ["no-leak", "no-leak"]
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r'<th scope="row" class="(\w+)-name">\w+</th>(.*?)</tr>', strip, re.S)
+    }
+    assert [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows["leaky"], re.S)] == [
+        "no-leak !",
+        "leak",
+    ]
+    assert [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows["fixed"], re.S)] == [
+        "no-leak",
+        "no-leak",
+    ]
     # the change is marked on its cell and said below; each cell links its row of the table per release
-    assert '<td class="changed"><a href="#tf-2.16.2"' in rows["leaky"] and rows["fixed"].count("changed") == 0
+    assert (
+        '<td class="changed"><a href="#tf-2.16.2"' in rows["leaky"]
+        and rows["fixed"].count("changed") == 0
+    )
     assert "where the leaky verdict changed:\nTF 2.16.2 (no-leak → leak)." in lesson
     for version in ("2.15.1", "2.16.2"):
         assert f'<tr id="tf-{version}"><th scope="row">{version}</th>' in lesson
         assert f'href="#tf-{version}"' in strip
     # a pair whose verdict never changed says so
     plain = (where_site.out / "lessons" / "stateful_map.html").read_text()
-    assert "The leaky verdict is the same on every release measured." in plain and 'class="changed"' not in plain
+    assert (
+        "The leaky verdict is the same on every release measured." in plain
+        and 'class="changed"' not in plain
+    )
 
 
 def test_index_starts_with_the_verdict_changes(where_site):
@@ -609,8 +805,15 @@ def test_index_starts_with_the_verdict_changes(where_site):
     where = [r for r in rows if "where_pair" in r]
     assert len(where) == 1, rows  # only its leaky variant changes, once
     assert '<a href="lessons/where_pair.html#releases">where_pair</a>' in where[0]
-    assert [text_of(c) for c in re.findall(r"<td>(.*?)</td>", where[0], re.S)][:3] == ["leaky", "no-leak", "leak"]
-    assert '<a href="lessons/where_pair.html#tf-2.16.2">TF 2.16.2</a>' in where[0] and "(after 2.15.1)" in where[0]
+    assert [text_of(c) for c in re.findall(r"<td>(.*?)</td>", where[0], re.S)][:3] == [
+        "leaky",
+        "no-leak",
+        "leak",
+    ]
+    assert (
+        '<a href="lessons/where_pair.html#tf-2.16.2">TF 2.16.2</a>' in where[0]
+        and "(after 2.15.1)" in where[0]
+    )
 
 
 def test_growth_by_allocation_site(where_site):
@@ -618,14 +821,21 @@ def test_growth_by_allocation_site(where_site):
     section = lesson.split('<h3 id="stacks">', 1)[1].split("<h3 ", 1)[0]
     # stacked over the heap repetitions, the leaky variant's alone (the fixed one grew nothing)
     assert section.count("<svg ") == 1 and '<div class="leaky"><svg role="img"' in section
-    assert re.search(r'aria-label="memray&#39;s heap of the leaky variant by allocation site, stacked over 6 heap '
-                     r'repetitions: tf_op_7 grows fastest, 512 KiB per repetition, of 6 stacks shown"', section)
+    assert re.search(
+        r'aria-label="memray&#39;s heap of the leaky variant by allocation site, stacked over 6 heap '
+        r'repetitions: tf_op_7 grows fastest, 512 KiB per repetition, of 6 stacks shown"',
+        section,
+    )
     assert "other stacks" in section  # the two slowest, summed
     # listed fastest first, the user's frame named first and the rest as context
     items = [text_of(i) for i in re.findall(r"<li>(.*?)</li>", section, re.S)]
-    assert items[0] == ("tf_op_7 (no frame of your code) : +512 KiB/repetition in tensorflow/data/ops.py:map ← "
-                        "tensorflow/python/eager/context.py:run")
-    assert items[1] == ("user.py:make_6 : +448 KiB/repetition in tf_op_6 ← tensorflow/python/eager/context.py:run")
+    assert items[0] == (
+        "tf_op_7 (no frame of your code) : +512 KiB/repetition in tensorflow/data/ops.py:map ← "
+        "tensorflow/python/eager/context.py:run"
+    )
+    assert items[1] == (
+        "user.py:make_6 : +448 KiB/repetition in tf_op_6 ← tensorflow/python/eager/context.py:run"
+    )
     assert len(items) == 6
     assert "<strong>fixed</strong>: no stack grew in memray's heap pass." in section
 
@@ -633,19 +843,33 @@ def test_growth_by_allocation_site(where_site):
 def test_memory_per_stage_and_reference_chain(where_site):
     lesson = (where_site.out / "lessons" / "where_pair.html").read_text()
     section = lesson.split('<h3 id="stages">', 1)[1].split("<h3 ", 1)[0]
-    rows = [[text_of(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, re.S)]
-            for r in re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1], re.S)]
-    assert rows == [["MapDataset", "3 KiB", "+2 KiB", "num_parallel_calls=4", "—"],
-                    ["&lt;b&gt;Prefetch&lt;/b&gt; in MapDataset", "8.0 MiB", "+3.0 MiB",
-                     "buffer_size=16, ram_budget=1 GiB", "—"]]
+    rows = [
+        [text_of(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, re.S)]
+        for r in re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1], re.S)
+    ]
+    assert rows == [
+        ["MapDataset", "3 KiB", "+2 KiB", "num_parallel_calls=4", "—"],
+        [
+            "&lt;b&gt;Prefetch&lt;/b&gt; in MapDataset",
+            "8.0 MiB",
+            "+3.0 MiB",
+            "buffer_size=16, ram_budget=1 GiB",
+            "—",
+        ],
+    ]
     # nested under its parent
     assert '<th scope="row" class="depth-1"><code>&lt;b&gt;Prefetch' in section
     assert "leaky: bytes at the last reading (300 elements)" in section
-    assert "<strong>fixed</strong>: memory per stage is n/a: no &lt;i&gt;tf.data&lt;/i&gt; iterator found." in section
+    assert (
+        "<strong>fixed</strong>: memory per stage is n/a: no &lt;i&gt;tf.data&lt;/i&gt; iterator found."
+        in section
+    )
     chain = lesson.split('<h3 id="chain">', 1)[1].split("<h3 ", 1)[0]
-    assert text_of(chain) == ("What keeps it alive leaky : a numpy.ndarray is reachable through module user → SEEN → "
-                              "list[&lt;i&gt;0&lt;/i&gt;] (found in 1.2 s) fixed : the reference chain is n/a: nothing "
-                              "leaked to trace.")
+    assert text_of(chain) == (
+        "What keeps it alive leaky : a numpy.ndarray is reachable through module user → SEEN → "
+        "list[&lt;i&gt;0&lt;/i&gt;] (found in 1.2 s) fixed : the reference chain is n/a: nothing "
+        "leaked to trace."
+    )
     # records without the keys say so plainly
     plain = (where_site.out / "lessons" / "stateful_map.html").read_text()
     assert f"memray's growth per stack is {escape(stacks.ABSENT)}." in plain
@@ -654,12 +878,19 @@ def test_memory_per_stage_and_reference_chain(where_site):
 
 
 def test_localize_points_cdn_tags_at_copies():
-    page = ('<script src="https://cdn.example/npm/x@1/x.min.js" integrity="sha256-abc" crossorigin="anonymous" '
-            'onerror="f()"></script><link rel="stylesheet" href="//cdn.example/y.css">'
-            '<a href="https://example.org/docs">docs</a><script src="local.js"></script>'
-            '<script src="https://cdn.example/unknown.js"></script>')
-    html, left = assets.localize(page, {"https://cdn.example/npm/x@1/x.min.js": "../vendor/x@1/x.min.js",
-                                        "//cdn.example/y.css": "../vendor/y.css"})
+    page = (
+        '<script src="https://cdn.example/npm/x@1/x.min.js" integrity="sha256-abc" crossorigin="anonymous" '
+        'onerror="f()"></script><link rel="stylesheet" href="//cdn.example/y.css">'
+        '<a href="https://example.org/docs">docs</a><script src="local.js"></script>'
+        '<script src="https://cdn.example/unknown.js"></script>'
+    )
+    html, left = assets.localize(
+        page,
+        {
+            "https://cdn.example/npm/x@1/x.min.js": "../vendor/x@1/x.min.js",
+            "//cdn.example/y.css": "../vendor/y.css",
+        },
+    )
     assert '<script src="../vendor/x@1/x.min.js" onerror="f()"></script>' in html
     assert '<link rel="stylesheet" href="../vendor/y.css">' in html
     assert '<a href="https://example.org/docs">' in html and '<script src="local.js">' in html
@@ -679,19 +910,29 @@ def test_without_npm_asv_keeps_its_cdns(tmp_path, monkeypatch):
 def real_site(tmp_path_factory) -> site.Built:
     """The site of the committed results, with asv's pages when asv is installed."""
     has_asv = (Path(os.sys.executable).with_name("asv")).exists() or shutil.which("asv")
-    return site.build(REPO / "results", tmp_path_factory.mktemp("real") / "site", root=REPO, asv=bool(has_asv))
+    return site.build(
+        REPO / "results", tmp_path_factory.mktemp("real") / "site", root=REPO, asv=bool(has_asv)
+    )
 
 
 def test_committed_results(real_site):
-    measured = {r["pair"] for p in store.available(REPO / "results").values() for r in store.read_records(p)}
+    measured = {
+        r["pair"] for p in store.available(REPO / "results").values() for r in store.read_records(p)
+    }
     names = sorted(p.stem for p in (REPO / "scenarios").glob("*.py") if p.stem in measured)
-    assert sorted(Path(rel).stem for rel, _ in real_site.pages if rel.startswith("lessons/")) == names
+    assert (
+        sorted(Path(rel).stem for rel, _ in real_site.pages if rel.startswith("lessons/")) == names
+    )
     # every lesson links its committed flame graph, or says plainly that there is none
     for name in names:
         lesson = (real_site.out / "lessons" / f"{name}.html").read_text()
-        graphs = sorted((REPO / "results" / flamegraphs.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html"))
+        graphs = sorted(
+            (REPO / "results" / flamegraphs.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html")
+        )
         if graphs:
-            assert re.search(rf'<a href="../flamegraphs/tf-[^/"]+/{name}-leaky.html">Flame graph', lesson), name
+            assert re.search(
+                rf'<a href="../flamegraphs/tf-[^/"]+/{name}-leaky.html">Flame graph', lesson
+            ), name
         elif contract.read_metadata(REPO / "scenarios" / f"{name}.py").heap_reps == 0:
             # no heap pass, no capture
             assert "it skips memray's heap pass" in lesson, name
@@ -700,12 +941,19 @@ def test_committed_results(real_site):
         # where the memory is: a chart per variant, and the newer sections drawn or said to be absent
         if (REPO / "fixes" / f"{name}.py").is_file() and "No series to draw" not in lesson:
             assert lesson.count('<svg role="img" aria-label="leaky variant, ') == 1, name
-        for drawn, absent in (('<ol class="stacks">', stacks.ABSENT), ('<table class="stages">', stages.STAGES_ABSENT),
-                              ('is reachable through', stages.CHAIN_ABSENT)):
+        for drawn, absent in (
+            ('<ol class="stacks">', stacks.ABSENT),
+            ('<table class="stages">', stages.STAGES_ABSENT),
+            ("is reachable through", stages.CHAIN_ABSENT),
+        ):
             # a pair whose repetition is no dataset (Keras, eager calls) has no pipeline to read: n/a, with why
-            said_na = drawn == '<table class="stages">' and "n/a: the target is not a dataset" in lesson
+            said_na = (
+                drawn == '<table class="stages">' and "n/a: the target is not a dataset" in lesson
+            )
             # a run where no Python type grew in both halves follows no chain, and says so (engine.chain)
-            said_na = said_na or (drawn == 'is reachable through' and "no Python type grew" in lesson)
+            said_na = said_na or (
+                drawn == "is reachable through" and "no Python type grew" in lesson
+            )
             assert drawn in lesson or str(escape(absent)) in lesson or said_na, (name, drawn)
         assert '<table class="strip">' in lesson, name
     if real_site.asv:
@@ -735,22 +983,39 @@ def test_asv_pages_load_nothing_from_cdns(real_site):
 
     original = (Path(asv.__file__).parent / "www" / "index.html").read_text()
     same = []
-    for address, integrity in re.findall(r'(?:src|href)="(https://[^"]+)" integrity="([^"]+)"', original):
-        package, version, rel = next(v for end, v in assets.ASV_CDN.items() if address.endswith(end))
+    for address, integrity in re.findall(
+        r'(?:src|href)="(https://[^"]+)" integrity="([^"]+)"', original
+    ):
+        package, version, rel = next(
+            v for end, v in assets.ASV_CDN.items() if address.endswith(end)
+        )
         copy = real_site.out / "vendor" / f"{package}@{version}" / rel
         assert f'"../vendor/{package}@{version}/{rel}"' in page
         algorithm, digest = integrity.split("-", 1)
         if base64.b64encode(hashlib.new(algorithm, copy.read_bytes()).digest()).decode() == digest:
             same.append(rel.rsplit("/", 1)[-1])
     # flot's npm package has the unminified files of 0.8.3; npm has stupid-table-plugin 1.1.3, not 1.0.1
-    assert sorted(same) == ["bootstrap.min.css", "bootstrap.min.js", "jquery.flot.orderBars.js", "jquery.min.js",
-                            "md5.min.js"]
+    assert sorted(same) == [
+        "bootstrap.min.css",
+        "bootstrap.min.js",
+        "jquery.flot.orderBars.js",
+        "jquery.min.js",
+        "md5.min.js",
+    ]
     notice = (real_site.out / "vendor" / "README.txt").read_text()
     assert "jquery@3.3.1/  npm package jquery 3.3.1; licence: MIT" in notice
-    assert (real_site.out / "vendor" / "bootstrap@3.1.1" / "dist" / "fonts" / "glyphicons-halflings-regular.woff").is_file()
+    assert (
+        real_site.out
+        / "vendor"
+        / "bootstrap@3.1.1"
+        / "dist"
+        / "fonts"
+        / "glyphicons-halflings-regular.woff"
+    ).is_file()
 
 
 # --- the browser test -----------------------------------------------------------------
+
 
 class _Quiet(SimpleHTTPRequestHandler):
     served: list = []  # paths asked for, in order
@@ -770,10 +1035,27 @@ def _chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
     profile = tempfile.mkdtemp(prefix="leakbench-chromium-")
     try:
         return subprocess.run(
-            [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", OFFLINE, *extra, url],
-            capture_output=True, text=True, timeout=120)
+            [
+                str(CHROMIUM),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--enable-logging=stderr",
+                "--v=0",
+                OFFLINE,
+                *extra,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 
@@ -801,7 +1083,9 @@ def test_browser(chromium, real_site):
             else:
                 assert "</main>" in done.stdout, f"{url} did not render"
             if page.name == "index.html":
-                assert re.search(r'<html lang="en" class="\s*js"', done.stdout), "the filter script did not run"
+                assert re.search(r'<html lang="en" class="\s*js"', done.stdout), (
+                    "the filter script did not run"
+                )
             dom = Links()
             dom.feed(done.stdout)
             for link in dom.links:
@@ -824,10 +1108,15 @@ def test_browser(chromium, real_site):
         # asv's pages show it by going to their error page, the flame graphs by drawing nothing)
         (out / "probe-offline.html").write_text(
             '<script>fetch("https://example.com/", {mode: "no-cors"}).then(() => console.log("reached"),'
-            ' () => console.log("blocked"))</script>')
+            ' () => console.log("blocked"))</script>'
+        )
         try:
-            done = _chromium(base + "probe-offline.html", "--dump-dom", "--virtual-time-budget=5000")
-            assert any('"blocked"' in line for line in _console(done)), f"the network is not blocked: {_console(done)}"
+            done = _chromium(
+                base + "probe-offline.html", "--dump-dom", "--virtual-time-budget=5000"
+            )
+            assert any('"blocked"' in line for line in _console(done)), (
+                f"the network is not blocked: {_console(done)}"
+            )
         finally:
             (out / "probe-offline.html").unlink()
         # a phone's width: no lesson is wider than 375 px (wide tables scroll inside their own box)
@@ -837,11 +1126,14 @@ def test_browser(chromium, real_site):
             ' var f = document.createElement("iframe"); f.width = 375; f.height = 800; f.src = "lessons/" + n + ".html";'
             " f.onload = function () { var d = f.contentDocument.documentElement;"
             ' console.log("width " + n + " " + d.scrollWidth + " " + d.clientWidth); };'
-            " document.body.appendChild(f); });</script>")
+            " document.body.appendChild(f); });</script>"
+        )
         try:
             done = _chromium(base + "probe-width.html", "--dump-dom", "--virtual-time-budget=10000")
-            widths = {m.group(1): (int(m.group(2)), int(m.group(3)))
-                      for m in re.finditer(r'"width (\S+) (\d+) (\d+)"', done.stderr)}
+            widths = {
+                m.group(1): (int(m.group(2)), int(m.group(3)))
+                for m in re.finditer(r'"width (\S+) (\d+) (\d+)"', done.stderr)
+            }
             assert sorted(widths) == names, _console(done)
             assert all(wide <= seen for wide, seen in widths.values()), widths
         finally:
@@ -849,25 +1141,36 @@ def test_browser(chromium, real_site):
         if real_site.asv_offline:  # asv's own pages, with every CDN unreachable
             _Quiet.served.clear()
             # the grid of summary plots, the regressions table (stupidtable), one benchmark's graph (flot)
-            for view, drawn in (("", 'class="benchmark-plot"'), ("#/regressions", 'class="table table-hover"'),
-                                ("#benchmark_pairs.Pairs.track_rss_growth", 'class="flot-base"')):
+            for view, drawn in (
+                ("", 'class="benchmark-plot"'),
+                ("#/regressions", 'class="table table-hover"'),
+                ("#benchmark_pairs.Pairs.track_rss_growth", 'class="flot-base"'),
+            ):
                 url = base + "asv/index.html" + view
                 done = _chromium(url, "--dump-dom", "--virtual-time-budget=10000")
                 assert done.returncode == 0 and not _console(done), f"{url}: {_console(done)}"
-                assert "continental origin" not in done.stdout, f"{url}: asv's dependencies failed to load"
+                assert "continental origin" not in done.stdout, (
+                    f"{url}: asv's dependencies failed to load"
+                )
                 assert drawn in done.stdout, f"{url}: no {drawn}"
             assert {path for path, code in _Quiet.served if path.startswith("/vendor/")} >= {
-                "/vendor/jquery@3.3.1/dist/jquery.min.js", "/vendor/bootstrap@3.1.1/dist/css/bootstrap.min.css"}
+                "/vendor/jquery@3.3.1/dist/jquery.min.js",
+                "/vendor/bootstrap@3.1.1/dist/css/bootstrap.min.css",
+            }
             assert all(code == "200" for _, code in _Quiet.served), _Quiet.served
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         lesson = sorted(p for p in pages(out) if p.parent.name == "lessons")[0]
-        shots = {"index.png": (base + "index.html", "1280,900"),
-                 "index-phone.png": (base + "index.html", "375,812"),
-                 f"lesson-{lesson.stem}.png": (urljoin(base, f"lessons/{lesson.name}"), "1280,900"),
-                 f"lesson-{lesson.stem}-phone.png": (urljoin(base, f"lessons/{lesson.name}"), "375,812")}
+        shots = {
+            "index.png": (base + "index.html", "1280,900"),
+            "index-phone.png": (base + "index.html", "375,812"),
+            f"lesson-{lesson.stem}.png": (urljoin(base, f"lessons/{lesson.name}"), "1280,900"),
+            f"lesson-{lesson.stem}-phone.png": (urljoin(base, f"lessons/{lesson.name}"), "375,812"),
+        }
         for name, (url, size) in shots.items():
             done = _chromium(url, f"--screenshot={ARTIFACTS / name}", f"--window-size={size}")
-            assert done.returncode == 0 and (ARTIFACTS / name).stat().st_size > 10_000, done.stderr[-2000:]
+            assert done.returncode == 0 and (ARTIFACTS / name).stat().st_size > 10_000, done.stderr[
+                -2000:
+            ]
     finally:
         server.shutdown()
         server.server_close()
@@ -878,8 +1181,10 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
     """A flame graph naming versions the installed memray does not ship still loads nothing from a CDN."""
     page = tmp_path / "out" / "flamegraphs" / "tf-9.9.9" / "x-leaky.html"
     page.parent.mkdir(parents=True)
-    page.write_text('<script src="https://cdn.example/npm/d3@6.0.0/dist/d3.min.js"></script>'
-                    '<script src="https://cdn.example/npm/nothing@1/dist/nothing.js"></script>')
+    page.write_text(
+        '<script src="https://cdn.example/npm/d3@6.0.0/dist/d3.min.js"></script>'
+        '<script src="https://cdn.example/npm/nothing@1/dist/nothing.js"></script>'
+    )
     left, copied, stand_ins = assets.vendor_flamegraph(page, tmp_path / "out")
     assert left == ["https://cdn.example/npm/nothing@1/dist/nothing.js"]
     assert stand_ins == ["https://cdn.example/npm/d3@6.0.0/dist/d3.min.js"]
@@ -891,24 +1196,66 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
 
 # --- repeatability (leakbench repeat's files) ------------------------------------------
 
-def repeat_observation(pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2"):
+
+def repeat_observation(
+    pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2"
+):
     """One run as leakbench.repeat.run.observe keeps it; held in bytes/repetition."""
-    return {"pair": pair, "variant": variant, "run": run, "verdict": word, "signals": [], "expected": expected,
-            "expected_ok": word == expected,
-            "tensorflow": version, "cap_bytes": 1 << 30, "wall_seconds": 10.0,
-            "slopes": {"bytes_metric": {"signal": "held", "slope": held, "rate": held, "unit": "bytes/repetition",
-                                        "moved": False},
-                       "count_metric": {"signal": "threads", "slope": 0.0, "rate": 0.0, "unit": "threads/repetition",
-                                        "moved": False}},
-            "peak_exponent": exponent, "confirmation_seconds": None, "phase": None, "error": None}
+    return {
+        "pair": pair,
+        "variant": variant,
+        "run": run,
+        "verdict": word,
+        "signals": [],
+        "expected": expected,
+        "expected_ok": word == expected,
+        "tensorflow": version,
+        "cap_bytes": 1 << 30,
+        "wall_seconds": 10.0,
+        "slopes": {
+            "bytes_metric": {
+                "signal": "held",
+                "slope": held,
+                "rate": held,
+                "unit": "bytes/repetition",
+                "moved": False,
+            },
+            "count_metric": {
+                "signal": "threads",
+                "slope": 0.0,
+                "rate": 0.0,
+                "unit": "threads/repetition",
+                "moved": False,
+            },
+        },
+        "peak_exponent": exponent,
+        "confirmation_seconds": None,
+        "phase": None,
+        "error": None,
+    }
 
 
 def repeat_result(observations, machine="vm", jobs=1, version="2.16.2") -> dict:
-    return {"format": repeat.FORMAT, "machine": machine, "jobs": jobs, "tensorflow": version,
-            "runs_requested": max(o["run"] for o in observations), "updated": "2026-12-01T10:00:00+00:00",
-            "elapsed_seconds": 50.0, "observations": observations, "summary": repeat.summarize(observations),
-            "settings": {"warmup": 3, "reps": 12, "heap_reps": 6, "cap_bytes": 0, "timeout_seconds": 300.0,
-                         "scales": [1, 2, 4], "teardown_timeout_seconds": 30.0}}
+    return {
+        "format": repeat.FORMAT,
+        "machine": machine,
+        "jobs": jobs,
+        "tensorflow": version,
+        "runs_requested": max(o["run"] for o in observations),
+        "updated": "2026-12-01T10:00:00+00:00",
+        "elapsed_seconds": 50.0,
+        "observations": observations,
+        "summary": repeat.summarize(observations),
+        "settings": {
+            "warmup": 3,
+            "reps": 12,
+            "heap_reps": 6,
+            "cap_bytes": 0,
+            "timeout_seconds": 300.0,
+            "scales": [1, 2, 4],
+            "teardown_timeout_seconds": 30.0,
+        },
+    }
 
 
 @pytest.fixture(scope="module")
@@ -922,22 +1269,36 @@ def repeat_results(results, tmp_path_factory) -> Path:
     runs = []
     for run in (1, 2, 3):
         runs.append(repeat_observation("stateful_map", "leaky", run, "leak", run * 1024 * 1024))
-        runs.append(repeat_observation("stateful_map", "fixed", run, "leak" if run == 2 else "no-leak",
-                                       run * 1024.0, expected="no-leak"))
+        runs.append(
+            repeat_observation(
+                "stateful_map",
+                "fixed",
+                run,
+                "leak" if run == 2 else "no-leak",
+                run * 1024.0,
+                expected="no-leak",
+            )
+        )
         runs.append(repeat_observation("<i>gone</i>", "leaky", run, "leak", 0.0, exponent=0.9))
     (folder / "vm-tf-2.16.2-jobs2.json").write_text(json.dumps(repeat_result(runs, jobs=2)))
-    older = [repeat_observation("stateful_map", v, 1, w, 0.0, expected=w, version="2.15.1")
-             for v, w in (("leaky", "leak"), ("fixed", "no-leak"))]
+    older = [
+        repeat_observation("stateful_map", v, 1, w, 0.0, expected=w, version="2.15.1")
+        for v, w in (("leaky", "leak"), ("fixed", "no-leak"))
+    ]
     (folder / "vm-tf-2.15.1.json").write_text(json.dumps(repeat_result(older, version="2.15.1")))
     theirs = [repeat_observation("other_machines_pair", "leaky", 1, "leak", 0.0)]
-    (folder / "elsewhere-tf-2.16.2.json").write_text(json.dumps(repeat_result(theirs, machine="elsewhere")))
+    (folder / "elsewhere-tf-2.16.2.json").write_text(
+        json.dumps(repeat_result(theirs, machine="elsewhere"))
+    )
     (folder / "vm-tf-broken.json").write_text("{")
     return found
 
 
 @pytest.fixture(scope="module")
 def repeat_site(repeat_results, checkout, tmp_path_factory) -> site.Built:
-    return site.build(repeat_results, tmp_path_factory.mktemp("repeat-site") / "out", root=checkout, asv=False)
+    return site.build(
+        repeat_results, tmp_path_factory.mktemp("repeat-site") / "out", root=checkout, asv=False
+    )
 
 
 def text_of(html: str) -> str:
@@ -948,8 +1309,10 @@ def repeat_tables(page: str) -> dict:
     """h2 id -> rows of its table, each a list of cell texts."""
     found = {}
     for anchor, body in re.findall(r'<h2 id="([^"]+)">.*?<tbody>(.*?)</tbody>', page, re.S):
-        found[anchor] = [[text_of(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
-                         for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+        found[anchor] = [
+            [text_of(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+        ]
     return found
 
 
@@ -959,42 +1322,93 @@ def test_repeatability_page(repeat_site):
     page = (out / "repeatability.html").read_text()
     tables = repeat_tables(page)
     assert list(tables) == ["tf-2.15.1", "tf-2.16.2-jobs2"]  # by TF version
-    assert ">TensorFlow 2.16.2, 2 children at a time</h2>" in page and ">TensorFlow 2.15.1, 1 child at a time</h2>" in page
+    assert (
+        ">TensorFlow 2.16.2, 2 children at a time</h2>" in page
+        and ">TensorFlow 2.15.1, 1 child at a time</h2>" in page
+    )
     # a row per pair × variant: expected, verdict counts, agrees, as expected, slopes median (min–max)
     assert tables["tf-2.16.2-jobs2"] == [
-        ["&lt;i&gt;gone&lt;/i&gt;", "leaky", "leak", "leak 3/3", "yes", "yes", "0.0 (0.0–0.0)", "0.0 (0.0–0.0)",
-         "0.90 (0.90–0.90)"],
-        ["stateful_map", "leaky", "leak", "leak 3/3", "yes", "yes", "2,048 (1,024–3,072)", "0.0 (0.0–0.0)", "—"],
-        ["stateful_map", "fixed", "no-leak", "no-leak 2, leak 1", "NO", "NO", "2.0 (1.0–3.0)", "0.0 (0.0–0.0)", "—"]]
-    assert tables["tf-2.15.1"] == [["stateful_map", "leaky", "leak", "leak 1/1", "yes", "yes", "0.0", "0.0"],
-                                   ["stateful_map", "fixed", "no-leak", "no-leak 1/1", "yes", "yes", "0.0", "0.0"]]
+        [
+            "&lt;i&gt;gone&lt;/i&gt;",
+            "leaky",
+            "leak",
+            "leak 3/3",
+            "yes",
+            "yes",
+            "0.0 (0.0–0.0)",
+            "0.0 (0.0–0.0)",
+            "0.90 (0.90–0.90)",
+        ],
+        [
+            "stateful_map",
+            "leaky",
+            "leak",
+            "leak 3/3",
+            "yes",
+            "yes",
+            "2,048 (1,024–3,072)",
+            "0.0 (0.0–0.0)",
+            "—",
+        ],
+        [
+            "stateful_map",
+            "fixed",
+            "no-leak",
+            "no-leak 2, leak 1",
+            "NO",
+            "NO",
+            "2.0 (1.0–3.0)",
+            "0.0 (0.0–0.0)",
+            "—",
+        ],
+    ]
+    assert tables["tf-2.15.1"] == [
+        ["stateful_map", "leaky", "leak", "leak 1/1", "yes", "yes", "0.0", "0.0"],
+        ["stateful_map", "fixed", "no-leak", "no-leak 1/1", "yes", "yes", "0.0", "0.0"],
+    ]
     head = page.split('id="tf-2.16.2-jobs2"', 1)[1].split("</thead>", 1)[0]
     assert ">held KiB/rep<" in head and ">threads/rep<" in head and ">peak ∝ size^k<" in head
-    assert '<span class="verdict v-no-leak">no-leak</span> 2, <span class="verdict v-leak">leak</span> 1' in page
+    assert (
+        '<span class="verdict v-no-leak">no-leak</span> 2, <span class="verdict v-leak">leak</span> 1'
+        in page
+    )
     # pairs with a lesson link it; a pair without one is plain, escaped text
     assert '<a href="lessons/stateful_map.html">stateful_map</a>' in page and "<i>gone" not in page
     # the settings and totals, repeat_report's words
-    assert "3 runs per variant, each a fresh child process" in page and "2 of 3 variants agree over all runs" in page
+    assert (
+        "3 runs per variant, each a fresh child process" in page
+        and "2 of 3 variants agree over all runs" in page
+    )
     # another machine's file is not this site's; a broken file is left out with a note, and no error
     assert "other_machines_pair" not in page
-    assert any(n.startswith("vm-tf-broken.json skipped") for n in repeat_site.notes), repeat_site.notes
+    assert any(n.startswith("vm-tf-broken.json skipped") for n in repeat_site.notes), (
+        repeat_site.notes
+    )
 
 
 def test_repeatability_is_linked(repeat_site):
     out = repeat_site.out
     index = (out / "index.html").read_text()
-    line = next(p for p in re.findall(r"<p>.*?</p>", index, re.S) if "How often each verdict repeats" in p)
+    line = next(
+        p for p in re.findall(r"<p>.*?</p>", index, re.S) if "How often each verdict repeats" in p
+    )
     assert 'href="repeatability.html"' in line
-    assert text_of(line) == ("How often each verdict repeats: 1 run of every variant on TensorFlow 2.15.1, 1 child "
-                             "at a time; 3 runs of every variant on TensorFlow 2.16.2, 2 children at a time .")
+    assert text_of(line) == (
+        "How often each verdict repeats: 1 run of every variant on TensorFlow 2.15.1, 1 child "
+        "at a time; 3 runs of every variant on TensorFlow 2.16.2, 2 children at a time ."
+    )
     lesson = (out / "lessons" / "stateful_map.html").read_text()
     lines = [text_of(p) for p in re.findall(r'<p class="repeat">(.*?)</p>', lesson, re.S)]
     assert lines == [
         "Repeatability on TensorFlow 2.15.1, 1 child at a time: leaky leak 1/1; fixed no-leak 1/1 "
         "( the runs and the spread of their slopes ).",
         "Repeatability on TensorFlow 2.16.2, 2 children at a time: leaky leak 3/3; fixed no-leak 2, leak 1 "
-        "( the runs and the spread of their slopes )."]
-    assert 'href="../repeatability.html#tf-2.16.2-jobs2"' in lesson and 'href="../repeatability.html#tf-2.15.1"' in lesson
+        "( the runs and the spread of their slopes ).",
+    ]
+    assert (
+        'href="../repeatability.html#tf-2.16.2-jobs2"' in lesson
+        and 'href="../repeatability.html#tf-2.15.1"' in lesson
+    )
     # a lesson whose pair was not repeated has no line
     assert "repeatability.html" not in (out / "lessons" / "xss_pair.html").read_text()
     for page in pages(out):  # every relative link resolves, the anchors included
@@ -1003,14 +1417,18 @@ def test_repeatability_is_linked(repeat_site):
                 target = (page.parent / urlsplit(link).path).resolve()
                 assert target.is_file(), f"{page.name}: broken link {link}"
                 anchor = urlsplit(link).fragment
-                assert not anchor or f'id="{anchor}"' in target.read_text(), f"{page.name}: no #{anchor}"
+                assert not anchor or f'id="{anchor}"' in target.read_text(), (
+                    f"{page.name}: no #{anchor}"
+                )
 
 
 def test_no_repeatability_no_page_and_no_links(built, repeat_results, results, checkout, tmp_path):
     assert not (built.out / "repeatability.html").exists()
     for page in pages(built.out):
         text = page.read_text()
-        assert "repeatability.html" not in text and "How often each verdict repeats" not in text, page.name
+        assert "repeatability.html" not in text and "How often each verdict repeats" not in text, (
+            page.name
+        )
     # a rebuild without the files drops the page an earlier build wrote
     out = tmp_path / "out"
     site.build(repeat_results, out, root=checkout, asv=False)

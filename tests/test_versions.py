@@ -10,6 +10,7 @@ fragmentation (RSS +500 KiB/rep, malloc heap +1, 6.5 MiB given back by the
 trim). `fragmenting` leaky reads fragmentation everywhere; `gpu_only` is
 skipped everywhere (REQUIRES = "GPU", no GPU visible to TensorFlow).
 """
+
 from __future__ import annotations
 
 import json
@@ -47,13 +48,16 @@ def one_error_line(result) -> str:
 
 # --- the TF pin ---------------------------------------------------------------
 
+
 def test_pin_check_passes_when_the_child_imported_the_pinned_version():
     pin.check_tf_version(store.read_records(FILES / "tf-2.13.1.jsonl"), "2.13.1")
 
 
 def test_pin_check_raises_on_another_version():
     recs = store.read_records(FILES / "tf-2.13.1.jsonl")
-    with pytest.raises(store.VersionError, match="imported TensorFlow 2.13.1, but this environment pins 2.21.0"):
+    with pytest.raises(
+        store.VersionError, match="imported TensorFlow 2.13.1, but this environment pins 2.21.0"
+    ):
         pin.check_tf_version(recs, "2.21.0")
 
 
@@ -63,7 +67,12 @@ def test_pin_check_raises_without_tensorflow_installed():
 
 
 def test_pin_check_skips_a_child_that_died_before_reporting_versions():
-    crashed = {"pair": "p", "variant": "leaky", "verdict": "over-cap", "environment": {"tensorflow": None}}
+    crashed = {
+        "pair": "p",
+        "variant": "leaky",
+        "verdict": "over-cap",
+        "environment": {"tensorflow": None},
+    }
     pin.check_tf_version([crashed], "2.21.0")
 
 
@@ -74,6 +83,7 @@ def test_installed_version_comes_from_pip_metadata(monkeypatch):
         if dist not in seen:
             raise pin.metadata.PackageNotFoundError(dist)
         return seen[dist]
+
     monkeypatch.setattr(pin.metadata, "version", version)
     assert pin.installed_tf_version() == "2.15.1"
     seen.clear()
@@ -81,6 +91,7 @@ def test_installed_version_comes_from_pip_metadata(monkeypatch):
 
 
 # --- record files --------------------------------------------------------------
+
 
 def test_write_records_rewrites_the_version_file(tmp_path):
     recs = store.read_records(FILES / "tf-2.13.1.jsonl")
@@ -92,14 +103,23 @@ def test_write_records_rewrites_the_version_file(tmp_path):
     store.write_records(tmp_path, "box", "2.13.1", [changed])
     again = store.read_records(tmp_path / "records" / "box" / "tf-2.13.1.jsonl")
     assert len(again) == len(recs)
-    assert [r["verdict"] for r in again if (r["pair"], r["variant"]) == (changed["pair"], changed["variant"])] == ["no-leak"]
+    assert [
+        r["verdict"]
+        for r in again
+        if (r["pair"], r["variant"]) == (changed["pair"], changed["variant"])
+    ] == ["no-leak"]
 
 
 def test_versions_sort_numerically():
-    assert sorted(["2.9.1", "2.12.1", "2.10.0"], key=store.version_key) == ["2.9.1", "2.10.0", "2.12.1"]
+    assert sorted(["2.9.1", "2.12.1", "2.10.0"], key=store.version_key) == [
+        "2.9.1",
+        "2.10.0",
+        "2.12.1",
+    ]
 
 
 # --- compare -------------------------------------------------------------------
+
 
 def test_compare_unchanged_exits_0_markdown():
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
@@ -107,7 +127,9 @@ def test_compare_unchanged_exits_0_markdown():
     assert "| pair | variant | metric | 2.13.1 | 2.21.0 | ratio |  |" in result.output
     # below the floor
     assert "| growing | fixed | RSS (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output
-    assert "| peaking | fixed | peak above baseline (MiB) | 25.0 | 30.0 | 1.20× |  |" in result.output
+    assert (
+        "| peaking | fixed | peak above baseline (MiB) | 25.0 | 30.0 | 1.20× |  |" in result.output
+    )
     assert "exit 0" in result.output
 
 
@@ -122,13 +144,19 @@ def test_compare_regression_exits_1_and_names_it():
 
 def test_compare_factor_is_configurable():
     # 25 → 30 MiB is 1.2×, but under the 16 MiB floor: no marker even at 1.1×
-    assert invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS, "--factor", "1.1").exit_code == 0
+    assert (
+        invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS, "--factor", "1.1").exit_code
+        == 0
+    )
     # 25 → 80 MiB is 3.2×: at 4× the peak is no failure, the verdict change still is
-    result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--factor", "4", "--format", "json")
+    result = invoke(
+        "compare", "2.13.1", "2.99.0", "--results", RESULTS, "--factor", "4", "--format", "json"
+    )
     assert result.exit_code == 1
     assert json.loads(result.output)["failures"] == [
         "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak",
-        "growing (fixed): verdict no-leak → leak: the fix leaks again"]
+        "growing (fixed): verdict no-leak → leak: the fix leaks again",
+    ]
 
 
 def test_compare_json():
@@ -136,8 +164,11 @@ def test_compare_json():
     found = json.loads(result.output)
     assert found["exit_code"] == 1 == result.exit_code
     assert (found["old"], found["new"], found["factor"]) == ("2.13.1", "2.99.0", 1.5)
-    row = next(r for r in found["rows"] if (r["pair"], r["variant"], r["metric"])
-               == ("peaking", "fixed", "peak above baseline"))
+    row = next(
+        r
+        for r in found["rows"]
+        if (r["pair"], r["variant"], r["metric"]) == ("peaking", "fixed", "peak above baseline")
+    )
     assert row["old"] == 25 << 20 and row["new"] == 80 << 20 and row["marker"] == "regressed"
     assert row["ratio"] == pytest.approx(3.2)
 
@@ -155,11 +186,14 @@ def test_compare_improvement_is_marked_and_passes():
     assert result.exit_code == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (("2.13.1", "2.0.0"), "TensorFlow 2.0.0 is not in"),
-    (("2.13.1", "missing.jsonl"), "no records file at missing.jsonl"),
-    (("2.13.1", "2.21.0", "--factor", "1"), "--factor must be above 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("2.13.1", "2.0.0"), "TensorFlow 2.0.0 is not in"),
+        (("2.13.1", "missing.jsonl"), "no records file at missing.jsonl"),
+        (("2.13.1", "2.21.0", "--factor", "1"), "--factor must be above 1"),
+    ],
+)
 def test_compare_bad_input_exits_2(args, message):
     result = invoke("compare", *args, "--results", RESULTS)
     assert message in one_error_line(result)
@@ -168,37 +202,52 @@ def test_compare_bad_input_exits_2(args, message):
 def test_compare_wrong_directory_exits_2(tmp_path):
     (tmp_path / "vm").mkdir()  # an asv results directory of another project: no records/
     (tmp_path / "benchmarks.json").write_text("{}")
-    assert "holds no leakbench records" in one_error_line(invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path))
-    assert "no results directory" in one_error_line(invoke("matrix", "--results", tmp_path / "nope"))
+    assert "holds no leakbench records" in one_error_line(
+        invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path)
+    )
+    assert "no results directory" in one_error_line(
+        invoke("matrix", "--results", tmp_path / "nope")
+    )
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"schema": 1, "pair": "x"\n', "line 1: corrupt JSON"),
-    ('{"some": "other json"}\n', "line 1: not a leakbench record"),
-    ("\n", "holds no records"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"schema": 1, "pair": "x"\n', "line 1: corrupt JSON"),
+        ('{"some": "other json"}\n', "line 1: not a leakbench record"),
+        ("\n", "holds no records"),
+    ],
+)
 def test_corrupt_records_exit_2(tmp_path, text, message):
     shutil.copytree(RESULTS, tmp_path / "results")
     (tmp_path / "results" / "records" / MACHINE / "tf-2.21.0.jsonl").write_text(text)
-    assert message in one_error_line(invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path / "results"))
+    assert message in one_error_line(
+        invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path / "results")
+    )
     assert message in one_error_line(invoke("matrix", "--results", tmp_path / "results"))
 
 
 # --- matrix --------------------------------------------------------------------
+
 
 def test_matrix_markdown():
     result = invoke("matrix", "--results", RESULTS)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "| pair | variant | 2.13.1 | 2.21.0 | 2.99.0 |" in lines
-    assert "| growing | fixed | no-leak +4 | no-leak +9 | **leak** (rss) +900 · malloc +880 · trim 3.0 MiB |" in lines
+    assert (
+        "| growing | fixed | no-leak +4 | no-leak +9 | **leak** (rss) +900 · malloc +880 · trim 3.0 MiB |"
+        in lines
+    )
     assert "| peaking | leaky | leak k=0.80 | leak k=0.80 | leak k=0.80 |" in lines
 
 
 def test_matrix_json():
     found = json.loads(invoke("matrix", "--results", RESULTS, "--format", "json").output)
     assert found["versions"] == ["2.13.1", "2.21.0", "2.99.0"] and found["machine"] == MACHINE
-    cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("growing", "fixed"))["cells"]["2.99.0"]
+    cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("growing", "fixed"))[
+        "cells"
+    ]["2.99.0"]
     assert cell["verdict"] == "leak" and cell["expected"] is False
     assert cell["memory_rate_bytes_per_rep"] == 900 * 1024 and cell["expectation"] == "no-leak"
 
@@ -206,8 +255,12 @@ def test_matrix_json():
 def test_matrix_marks_a_version_without_a_pair(tmp_path):
     shutil.copytree(RESULTS, tmp_path / "results")
     recs = store.read_records(FILES / "tf-2.13.1.jsonl")
-    store.write_records(tmp_path / "results", MACHINE, "2.12.1", [{**r, "environment": {"tensorflow": "2.12.1"}}
-                                                            for r in recs if r["pair"] == "growing"])
+    store.write_records(
+        tmp_path / "results",
+        MACHINE,
+        "2.12.1",
+        [{**r, "environment": {"tensorflow": "2.12.1"}} for r in recs if r["pair"] == "growing"],
+    )
     found = matrix.matrix(tmp_path / "results")
     assert found["versions"][0] == "2.12.1"
     peaking = next(r for r in found["rows"] if r["pair"] == "peaking")
@@ -222,36 +275,76 @@ def test_empty_matrix_exits_2(tmp_path):
 
 # --- fragmentation, malloc heap and trim (issue 8), the skipped GPU pair -------------
 
+
 def test_compare_shows_malloc_heap_growth_and_trim():
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
-    assert "| growing | fixed | malloc in use (KiB/rep) | 2.00 | 880 | 440.00× | ▲ regressed |" in result.output
-    assert "| growing | leaky | returned by malloc_trim (MiB) | 4.00 | 4.00 | 1.00× |  |" in result.output
+    assert (
+        "| growing | fixed | malloc in use (KiB/rep) | 2.00 | 880 | 440.00× | ▲ regressed |"
+        in result.output
+    )
+    assert (
+        "| growing | leaky | returned by malloc_trim (MiB) | 4.00 | 4.00 | 1.00× |  |"
+        in result.output
+    )
     # 3.0 → 6.5 MiB given back is 2.2×, but under the 8 MiB floor: the allocator's noise here
-    assert "| fragmenting | fixed | returned by malloc_trim (MiB) | 3.00 | 6.50 | 2.17× |  |" in result.output
-    rows = json.loads(invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--format", "json").output)["rows"]
-    trim = next(r for r in rows if (r["pair"], r["variant"], r["metric"]) == ("growing", "leaky", "returned by malloc_trim"))
+    assert (
+        "| fragmenting | fixed | returned by malloc_trim (MiB) | 3.00 | 6.50 | 2.17× |  |"
+        in result.output
+    )
+    rows = json.loads(
+        invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--format", "json").output
+    )["rows"]
+    trim = next(
+        r
+        for r in rows
+        if (r["pair"], r["variant"], r["metric"]) == ("growing", "leaky", "returned by malloc_trim")
+    )
     assert trim["old"] == trim["new"] == 4 << 20 and trim["unit"] == "MiB"
 
 
 def test_compare_shows_fragmentation_apart_from_leak():
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
-    assert "| fragmenting | leaky | verdict | fragmentation | fragmentation |  |  |" in result.output
-    assert "| fragmenting | fixed | verdict | no-leak | fragmentation |  | **changed** |" in result.output
-    assert "fragmentation (fixed)" not in result.output and verdict.VERDICTS["fragmentation"] in result.output
-    assert "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak" in result.output
-    assert "the fix leaks again" not in next(l for l in result.output.splitlines() if l.startswith("- fragmenting"))
+    assert (
+        "| fragmenting | leaky | verdict | fragmentation | fragmentation |  |  |" in result.output
+    )
+    assert (
+        "| fragmenting | fixed | verdict | no-leak | fragmentation |  | **changed** |"
+        in result.output
+    )
+    assert (
+        "fragmentation (fixed)" not in result.output
+        and verdict.VERDICTS["fragmentation"] in result.output
+    )
+    assert (
+        "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak"
+        in result.output
+    )
+    assert "the fix leaks again" not in next(
+        l for l in result.output.splitlines() if l.startswith("- fragmenting")
+    )
 
 
 def test_matrix_shows_fragmentation_with_its_evidence():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
     # undeclared (no EXPECTED = "fragmentation" in its contract): neither side should read it, evidence shown
     frag = "**fragmentation** (rss) {} · malloc {} · trim {} MiB"
-    assert f"| fragmenting | leaky | {frag.format('+600', '+2', '9.0')} | {frag.format('+600', '+2', '9.0')} | " \
-           f"{frag.format('+600', '+2', '9.0')} |" in lines
-    assert f"| fragmenting | fixed | no-leak +8 | no-leak +8 | {frag.format('+500', '+1', '6.5')} |" in lines
+    assert (
+        f"| fragmenting | leaky | {frag.format('+600', '+2', '9.0')} | {frag.format('+600', '+2', '9.0')} | "
+        f"{frag.format('+600', '+2', '9.0')} |" in lines
+    )
+    assert (
+        f"| fragmenting | fixed | no-leak +8 | no-leak +8 | {frag.format('+500', '+1', '6.5')} |"
+        in lines
+    )
     found = matrix.matrix(RESULTS)
-    cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("fragmenting", "leaky"))["cells"]["2.13.1"]
-    assert cell["verdict"] == "fragmentation" and cell["expected"] is False and cell["expectation"] == "leak"
+    cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("fragmenting", "leaky"))[
+        "cells"
+    ]["2.13.1"]
+    assert (
+        cell["verdict"] == "fragmentation"
+        and cell["expected"] is False
+        and cell["expectation"] == "leak"
+    )
     # registry keys
     assert cell["malloc_heap_growth"] == 2 * 1024 and cell["trim_returned_bytes"] == 9 << 20
 
@@ -260,7 +353,9 @@ def test_skipped_pair_in_matrix_and_compare():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
     # not bold: nothing unexpected
     assert "| gpu_only | leaky | skipped | skipped | skipped |" in lines
-    cell = next(r for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"]["2.21.0"]
+    cell = next(r for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"][
+        "2.21.0"
+    ]
     assert cell["verdict"] == "skipped" and cell["expected"] is True
     assert cell["skip_reason"] == "no GPU visible to TensorFlow"
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
@@ -268,20 +363,30 @@ def test_skipped_pair_in_matrix_and_compare():
     assert [l for l in result.output.splitlines() if l.startswith("| gpu_only |")] == [
         "| gpu_only | leaky | verdict | skipped | skipped |  |  |",
         # no metric rows: nothing measured
-        "| gpu_only | fixed | verdict | skipped | skipped |  |  |"]
+        "| gpu_only | fixed | verdict | skipped | skipped |  |  |",
+    ]
 
 
 def test_a_skip_against_a_measurement_is_shown_not_failed(tmp_path):
     recs = store.read_records(FILES / "tf-2.13.1.jsonl")
-    measured = [{**r, "verdict": "leak" if r["variant"] == "leaky" else "no-leak"} if r["pair"] == "gpu_only" else r
-                for r in recs]
+    measured = [
+        {**r, "verdict": "leak" if r["variant"] == "leaky" else "no-leak"}
+        if r["pair"] == "gpu_only"
+        else r
+        for r in recs
+    ]
     found = compare.compare("gpu", measured, "cpu", recs)
-    row = next(r for r in found.rows if (r["pair"], r["variant"], r["metric"]) == ("gpu_only", "fixed", "verdict"))
+    row = next(
+        r
+        for r in found.rows
+        if (r["pair"], r["variant"], r["metric"]) == ("gpu_only", "fixed", "verdict")
+    )
     assert (row["old"], row["new"], row["marker"]) == ("no-leak", "skipped", compare.CHANGED)
     assert found.failures == []
 
 
 # --- records per asv machine ------------------------------------------------------
+
 
 def two_machines(tmp_path) -> Path:
     shutil.copytree(RESULTS, tmp_path / "results")
@@ -299,27 +404,39 @@ def test_records_live_under_their_machine():
 
 def test_several_machines_need_machine_one_line(tmp_path):
     results = two_machines(tmp_path)
-    for args in (("matrix",), ("compare", "2.13.1", "2.21.0"), ("site", "--no-asv", "--out", tmp_path / "site")):
+    for args in (
+        ("matrix",),
+        ("compare", "2.13.1", "2.21.0"),
+        ("site", "--no-asv", "--out", tmp_path / "site"),
+    ):
         line = one_error_line(invoke(*args, "--results", results))
-        assert line == (f"leakbench: error: {results} holds records of 2 machines (fixture, gpu-box): "
-                        "pick one with --machine"), args
+        assert line == (
+            f"leakbench: error: {results} holds records of 2 machines (fixture, gpu-box): "
+            "pick one with --machine"
+        ), args
 
 
 def test_machine_option_picks_the_records(tmp_path):
     results = two_machines(tmp_path)
-    found = json.loads(invoke("matrix", "--results", results, "--machine", "gpu-box", "--format", "json").output)
+    found = json.loads(
+        invoke("matrix", "--results", results, "--machine", "gpu-box", "--format", "json").output
+    )
     assert found["machine"] == "gpu-box" and found["versions"] == ["2.13.1", "2.21.0"]
     result = invoke("compare", "2.13.1", "2.21.0", "--results", results, "--machine", "fixture")
     assert result.exit_code == 0 and "Records of asv machine `fixture`." in result.output
     assert "TensorFlow 2.99.0 is not in" in one_error_line(
-        invoke("compare", "2.13.1", "2.99.0", "--results", results, "--machine", "gpu-box"))
+        invoke("compare", "2.13.1", "2.99.0", "--results", results, "--machine", "gpu-box")
+    )
     assert "no records of machine 'laptop'" in one_error_line(
-        invoke("matrix", "--results", results, "--machine", "laptop"))
+        invoke("matrix", "--results", results, "--machine", "laptop")
+    )
 
 
 def test_record_files_need_no_machine(tmp_path):
     results = two_machines(tmp_path)  # two machines, but the files are named: nothing to pick
-    result = invoke("compare", FILES / "tf-2.13.1.jsonl", FILES / "tf-2.21.0.jsonl", "--results", results)
+    result = invoke(
+        "compare", FILES / "tf-2.13.1.jsonl", FILES / "tf-2.21.0.jsonl", "--results", results
+    )
     assert result.exit_code == 0, result.output
     assert "Records of asv machine" not in result.output
 
@@ -328,7 +445,9 @@ def test_records_of_the_old_layout_are_named(tmp_path):
     (tmp_path / "records").mkdir()
     shutil.copy(FILES / "tf-2.13.1.jsonl", tmp_path / "records")
     line = one_error_line(invoke("matrix", "--results", tmp_path))
-    assert "holds records without a machine folder" in line and "records/<asv machine name>/" in line
+    assert (
+        "holds records without a machine folder" in line and "records/<asv machine name>/" in line
+    )
 
 
 def test_write_records_refuses_a_machine_name_that_is_no_folder(tmp_path):
@@ -360,6 +479,7 @@ def test_committed_records_are_per_machine():
 
 # --- the asv glue (benchmarks/benchmark_pairs.py), with the engine stubbed -------------
 
+
 def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp_path, monkeypatch):
     import math
 
@@ -368,13 +488,30 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
 
     def fake_measure(target, params, settings):
         if target.scenario.requires == "GPU":  # as the child reports it on this CPU-only machine
-            return {"pair": target.scenario.name, "variant": target.variant, "verdict": "skipped", "metrics": {},
-                    "signals": [], "skip_reason": "no GPU visible to TensorFlow", "schema": 1,
-                    "environment": {"tensorflow": "2.21.0"}}
-        metrics = {"malloc_heap_growth": {"slope": 300 * 1024.0}, "trim_returned_bytes": 5 << 20,
-                   "rss_growth": {"slope": 310 * 1024.0}}
-        return {"pair": target.scenario.name, "variant": target.variant, "verdict": "leak", "metrics": metrics,
-                "signals": ["rss"], "schema": 1, "environment": {"tensorflow": "2.21.0"}}
+            return {
+                "pair": target.scenario.name,
+                "variant": target.variant,
+                "verdict": "skipped",
+                "metrics": {},
+                "signals": [],
+                "skip_reason": "no GPU visible to TensorFlow",
+                "schema": 1,
+                "environment": {"tensorflow": "2.21.0"},
+            }
+        metrics = {
+            "malloc_heap_growth": {"slope": 300 * 1024.0},
+            "trim_returned_bytes": 5 << 20,
+            "rss_growth": {"slope": 310 * 1024.0},
+        }
+        return {
+            "pair": target.scenario.name,
+            "variant": target.variant,
+            "verdict": "leak",
+            "metrics": metrics,
+            "signals": ["rss"],
+            "schema": 1,
+            "environment": {"tensorflow": "2.21.0"},
+        }
 
     monkeypatch.setattr(measure_module, "measure", fake_measure)
     monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
@@ -385,8 +522,9 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
     pairs = glue.Pairs()
     cache = pairs.setup_cache()
     stored = store.read_records(tmp_path / "records" / "box" / "tf-2.21.0.jsonl")
-    assert {(r["pair"], r["variant"]) for r in stored} == {(p, v) for p in ("stateful_map", "kept_device_batches")
-                                                            for v in ("leaky", "fixed")}
+    assert {(r["pair"], r["variant"]) for r in stored} == {
+        (p, v) for p in ("stateful_map", "kept_device_batches") for v in ("leaky", "fixed")
+    }
     pairs.setup(cache, "stateful_map", "leaky")  # measured: no skip
     assert pairs.track_malloc_heap_growth(cache, "stateful_map", "leaky") == 300 * 1024
     assert pairs.track_trim_returned(cache, "stateful_map", "leaky") == 5 << 20
@@ -405,9 +543,17 @@ def _stub_engine(monkeypatch, seen_tf="2.21.0"):
 
     def fake_measure(target, params, settings):
         calls.append((target.scenario.name, target.variant, settings.flamegraph_dir))
-        return {"pair": target.scenario.name, "variant": target.variant, "verdict": "no-leak", "metrics": {},
-                "signals": [], "schema": 2, "expects": None, "requires": None,
-                "environment": {"tensorflow": seen_tf}}
+        return {
+            "pair": target.scenario.name,
+            "variant": target.variant,
+            "verdict": "no-leak",
+            "metrics": {},
+            "signals": [],
+            "schema": 2,
+            "expects": None,
+            "requires": None,
+            "environment": {"tensorflow": seen_tf},
+        }
 
     monkeypatch.setattr(measure_module, "measure", fake_measure)
     monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
@@ -419,10 +565,14 @@ def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
 
     calls = _stub_engine(monkeypatch)
     root = Path(__file__).resolve().parents[1]
-    pinned, recs, path = sweep.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box",
-                                               flamegraph_dir="/drawn")
+    pinned, recs, path = sweep.record_pairs(
+        root, ["stateful_map"], Settings(), tmp_path, "box", flamegraph_dir="/drawn"
+    )
     assert pinned == "2.21.0" and path == tmp_path / "records" / "box" / "tf-2.21.0.jsonl"
-    assert [(r["pair"], r["variant"]) for r in recs] == [("stateful_map", "leaky"), ("stateful_map", "fixed")]
+    assert [(r["pair"], r["variant"]) for r in recs] == [
+        ("stateful_map", "leaky"),
+        ("stateful_map", "fixed"),
+    ]
     # graphs: leaky only
     assert calls == [("stateful_map", "leaky", "/drawn"), ("stateful_map", "fixed", None)]
     assert store.read_records(path) == sorted(recs, key=lambda r: r["variant"])
@@ -456,16 +606,24 @@ def test_record_version_script_files_each_pair(tmp_path, monkeypatch, capsys):
     assert module.main(["stateful_map", "dataset_per_step"]) == 0
     out = capsys.readouterr().out.splitlines()
     written = tmp_path / "results" / "records" / "box" / "tf-2.21.0.jsonl"
-    assert out == ["tf 2.21.0 stateful_map: leaky no-leak, fixed no-leak",
-                   "tf 2.21.0 dataset_per_step: leaky no-leak, fixed no-leak", f"wrote {written}"]
+    assert out == [
+        "tf 2.21.0 stateful_map: leaky no-leak, fixed no-leak",
+        "tf 2.21.0 dataset_per_step: leaky no-leak, fixed no-leak",
+        f"wrote {written}",
+    ]
     assert len(store.read_records(written)) == 4
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("{not json\n", "corrupt JSON"),
-    ('{"schema": 99, "pair": "p", "variant": "leaky", "verdict": "leak", "metrics": {}, "environment": {}}\n',
-     "record schema 99"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("{not json\n", "corrupt JSON"),
+        (
+            '{"schema": 99, "pair": "p", "variant": "leaky", "verdict": "leak", "metrics": {}, "environment": {}}\n',
+            "record schema 99",
+        ),
+    ],
+)
 def test_write_records_never_drops_a_file_it_cannot_read_whole(tmp_path, bad, message):
     """It used to replace the whole file when one line was corrupt or of another schema."""
     recs = store.read_records(FILES / "tf-2.13.1.jsonl")
@@ -483,17 +641,31 @@ def test_record_pairs_checks_the_records_file_before_measuring(tmp_path, monkeyp
     path.parent.mkdir(parents=True)
     path.write_text("{not json\n")
     from leakbench.measure import Settings
+
     with pytest.raises(store.VersionError, match="corrupt JSON"):
-        sweep.record_pairs(Path(__file__).resolve().parents[1], ["stateful_map"], Settings(), tmp_path, "box")
+        sweep.record_pairs(
+            Path(__file__).resolve().parents[1], ["stateful_map"], Settings(), tmp_path, "box"
+        )
     assert calls == [] and path.read_text() == "{not json\n"  # nothing measured, nothing lost
 
 
 def test_schema_1_records_migrate_on_read():
     from leakbench.analysis import schema
-    v1 = {"schema": 1, "pair": "p", "variant": "leaky", "verdict": "skipped", "metrics": {}, "environment": {},
-          "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}]}
+
+    v1 = {
+        "schema": 1,
+        "pair": "p",
+        "variant": "leaky",
+        "verdict": "skipped",
+        "metrics": {},
+        "environment": {},
+        "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}],
+    }
     rec = schema.loads(json.dumps(v1))
-    assert rec["schema"] == schema.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (None, "GPU")
+    assert rec["schema"] == schema.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (
+        None,
+        "GPU",
+    )
     assert rec["runs"][0]["series"]["malloc_used_bytes"] == [15, None]
     # the schema-1 fixtures, migrated
     assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 2
@@ -506,13 +678,22 @@ def test_committed_records_load_in_the_current_schema():
     # 2.12–2.21 and a nightly column
     assert len(releases) == 10 and any(builds.is_nightly(v) for v in found)
     assert all(r["schema"] == 2 for recs in found.values() for r in recs)
-    frag = next(r for r in found["2.21.0"] if (r["pair"], r["variant"]) == ("shuffle_fragmentation", "leaky"))
+    frag = next(
+        r
+        for r in found["2.21.0"]
+        if (r["pair"], r["variant"]) == ("shuffle_fragmentation", "leaky")
+    )
     assert frag["expects"] == "fragmentation"  # copied from the contract (scripts/migrate-records)
 
 
 def test_asv_track_benchmarks_match_the_registry():
     import benchmarks.benchmark_pairs as glue
-    tracked = {name[len("track_"):]: getattr(glue.Pairs, name) for name in dir(glue.Pairs) if name.startswith("track_")}
+
+    tracked = {
+        name[len("track_") :]: getattr(glue.Pairs, name)
+        for name in dir(glue.Pairs)
+        if name.startswith("track_")
+    }
     registry = {m.asv: m for m in metrics.METRICS if m.asv}
     assert tracked.keys() == registry.keys()
     assert {k: f.unit for k, f in tracked.items()} == {k: m.unit for k, m in registry.items()}

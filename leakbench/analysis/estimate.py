@@ -11,6 +11,7 @@ Trend test: Mann–Kendall, i.e. Kendall's tau between repetition index and
 value, one-sided (increasing), via scipy.stats.kendalltau. It asks whether the
 series tends to rise, not by how much; the slope threshold asks how much.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,7 +60,14 @@ def trend(values) -> Trend | None:
         p = 1.0  # a constant series has no trend; kendalltau would return nan
     else:
         p = float(stats.kendalltau(x, y, alternative="greater").pvalue)
-    return Trend(float(slope), float(low), float(high), p if math.isfinite(p) else 1.0, float(first), float(second))
+    return Trend(
+        float(slope),
+        float(low),
+        float(high),
+        p if math.isfinite(p) else 1.0,
+        float(first),
+        float(second),
+    )
 
 
 def scaling_exponent(sizes, peaks, floor: float = MIB) -> float | None:

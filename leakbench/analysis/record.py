@@ -16,6 +16,7 @@ the GPU metrics null and gpu_unavailable saying why ("no GPU visible to
 TensorFlow"). A scenario that REQUIRES a GPU it cannot see reads `skipped`,
 its reason in skip_reason; its run has status skipped and empty series.
 """
+
 from __future__ import annotations
 
 import platform
@@ -32,7 +33,9 @@ from leakbench.metrics import SERIES_UNITS
 NOT_REPORTED = "not reported: the child ended before it looked for a GPU"
 
 
-def environment(child_versions: dict | None, device: dict | None = None, gpu_problem: str | None = None) -> dict:
+def environment(
+    child_versions: dict | None, device: dict | None = None, gpu_problem: str | None = None
+) -> dict:
     """Where the measurement ran: versions, CPU model, cores, RAM (bytes), device and GPU.
 
     device: the child's device message (leakbench.engine.child._device); None if it never came.
@@ -52,7 +55,7 @@ def environment(child_versions: dict | None, device: dict | None = None, gpu_pro
         "cores": psutil.cpu_count(),
         "ram_bytes": psutil.virtual_memory().total,
         "device": device["device"],
-        "gpu": device["gpu"],                          # name, compute_capability, driver, count
+        "gpu": device["gpu"],  # name, compute_capability, driver, count
         "gpu_unavailable": device["gpu_unavailable"],  # why there is no GPU reading, or None
     }
 
@@ -122,8 +125,11 @@ def stack_slopes(heap: dict | None) -> dict | None:
     for stack in (heap or {}).get("stack_growth") or []:
         values = stack["bytes"]
         found = estimate.trend(values)
-        stack["bytes_per_rep"] = found.slope if found is not None else (
-            float(values[-1] - values[0]) / (len(values) - 1) if len(values) > 1 else 0.0)
+        stack["bytes_per_rep"] = (
+            found.slope
+            if found is not None
+            else (float(values[-1] - values[0]) / (len(values) - 1) if len(values) > 1 else 0.0)
+        )
     return heap
 
 
@@ -142,20 +148,30 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
             out[metric.key] = _trend(first["series"][metric.series], metric.unit)
     out["malloc_heap_unavailable"] = first["malloc_heap_unavailable"]
     trim, rss = first["trim"], first["series"]["rss_bytes"]
-    out["trim_returned_bytes"] = trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
-    out["rss_growth_bytes"] = rss[-1] - first["baseline"]["rss_bytes"] if rss and first["baseline"] else None
+    out["trim_returned_bytes"] = (
+        trim and trim["rss_before_trim_bytes"] - trim["rss_after_trim_bytes"]
+    )
+    out["rss_growth_bytes"] = (
+        rss[-1] - first["baseline"]["rss_bytes"] if rss and first["baseline"] else None
+    )
     # ... and how much of it malloc keeps as free bytes (fragmentation), over the same repetitions
     free = first["series"]["heap_free_bytes"]  # None throughout where glibc's counters are n/a
-    out["malloc_free_growth_bytes"] = (free[-1] - first["baseline"]["heap_free_bytes"]
-                                       if free and free[-1] is not None and first["baseline"] else None)
+    out["malloc_free_growth_bytes"] = (
+        free[-1] - first["baseline"]["heap_free_bytes"]
+        if free and free[-1] is not None and first["baseline"]
+        else None
+    )
     # RSS the pipeline held above the process before setup, just before the trim:
     # what a trim that gives most of it back shows to be freed memory malloc kept.
     before = first.get("import_baseline")
     out["rss_held_bytes"] = trim and before and trim["rss_before_trim_bytes"] - before["rss_bytes"]
     # ... and the free bytes malloc keeps above that process, after the last repetition: chunks
     # freed but stranded between chunks in use, which the trim cannot give back (verdict.fragmented).
-    out["malloc_free_held_bytes"] = (free[-1] - before["heap_free_bytes"] if free and free[-1] is not None
-                                     and before and before.get("heap_free_bytes") is not None else None)
+    out["malloc_free_held_bytes"] = (
+        free[-1] - before["heap_free_bytes"]
+        if free and free[-1] is not None and before and before.get("heap_free_bytes") is not None
+        else None
+    )
     heap = first["heap"]
     out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
@@ -167,8 +183,11 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     if scenario.kind == "peak" and len(runs) > 1:
         sizes = [r["params"][scenario.size_param] for r in runs]
         peaks = [r["peak_above_baseline_bytes"] for r in runs]
-        out["peak_scaling"] = {"sizes": sizes, "peaks_bytes": peaks,
-                               "exponent": estimate.scaling_exponent(sizes, peaks)}
+        out["peak_scaling"] = {
+            "sizes": sizes,
+            "peaks_bytes": peaks,
+            "exponent": estimate.scaling_exponent(sizes, peaks),
+        }
     return out
 
 
@@ -185,8 +204,15 @@ def stalled_in_teardown(outcome) -> bool:
     return outcome.status == "hang" and outcome.phase == "teardown" and outcome.result is not None
 
 
-def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, pair: str | None = None,
-          flamegraph: dict | None = None) -> Record:
+def build(
+    scenario,
+    variant: str,
+    params: dict,
+    settings: dict,
+    outcomes: list,
+    pair: str | None = None,
+    flamegraph: dict | None = None,
+) -> Record:
     """The record of one scenario variant from its child runs (Outcome objects, default size first).
 
     pair: what the record calls it (catalog.Target.pair); None: the scenario file's name.
@@ -198,7 +224,9 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, 
     # Metrics from every run whose measurement finished (its result arrived),
     # even if it then hung in teardown or a larger size went over the cap.
     measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
-    found = metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
+    found = (
+        metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
+    )
     if found:
         # which memory series decided, in words
         found["growth_basis"] = verdict.memory_basis(found).words
@@ -209,9 +237,13 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, 
     # iterators takes is the machine's load, not the pipeline's memory.
     stalled = [r for r, o in zip(runs, outcomes) if stalled_in_teardown(o)]
     word, signals = verdict.decide(["ok" if r in stalled else r["status"] for r in runs], found)
-    failed = next((r for r in runs if r["status"] not in ("ok", "skipped") and r not in stalled), None)
-    versions = next((o.result["versions"] for o in outcomes if o.result),
-                    next((o.versions for o in outcomes if o.versions), None))
+    failed = next(
+        (r for r in runs if r["status"] not in ("ok", "skipped") and r not in stalled), None
+    )
+    versions = next(
+        (o.result["versions"] for o in outcomes if o.result),
+        next((o.versions for o in outcomes if o.versions), None),
+    )
     device = next((o.device for o in outcomes if o.device), None)
     # What one repetition was: the scenario's REPETITION, unless the first run's child learned it
     # (a check target is a dataset or a function only once set up: engine.target.Adapted).
@@ -231,14 +263,22 @@ def build(scenario, variant: str, params: dict, settings: dict, outcomes: list, 
         "size_param": scenario.size_param,
         "params": params,
         "settings": settings,
-        "environment": environment(versions, device, next((r["gpu_unavailable"] for r in runs
-                                                           if r["gpu_unavailable"]), None)),
+        "environment": environment(
+            versions,
+            device,
+            next((r["gpu_unavailable"] for r in runs if r["gpu_unavailable"]), None),
+        ),
         "runs": runs,
         "metrics": found,
         "signals": signals,
         "verdict": word,
-        "teardown_stalled": stalled and (stalled[0]["error"] or "teardown passed its timeout (settings "
-                                         "teardown_timeout_seconds) after the measurement was in") or None,
+        "teardown_stalled": stalled
+        and (
+            stalled[0]["error"]
+            or "teardown passed its timeout (settings "
+            "teardown_timeout_seconds) after the measurement was in"
+        )
+        or None,
         "phase": failed and failed["phase"],
         "error": failed and failed["error"],
         "skip_reason": next((o.skipped for o in outcomes if o.status == "skipped"), None),
@@ -260,6 +300,16 @@ def confirmed(rec: Record, scenario, reps: int, outcome) -> Record:
     run = run_entry(outcome)
     later = confirmation_metrics(run, scenario) if outcome.result else None
     word, signals, again = verdict.confirm(rec["signals"], outcome.status, later, rec["metrics"])
-    return {**rec, "verdict": word, "signals": signals, "seconds": rec["seconds"] + outcome.wall_seconds,
-            "confirmation": {"reps": reps, "status": outcome.status, "signals": again, "run": run,
-                             "seconds": outcome.wall_seconds}}
+    return {
+        **rec,
+        "verdict": word,
+        "signals": signals,
+        "seconds": rec["seconds"] + outcome.wall_seconds,
+        "confirmation": {
+            "reps": reps,
+            "status": outcome.status,
+            "signals": again,
+            "run": run,
+            "seconds": outcome.wall_seconds,
+        },
+    }

@@ -13,6 +13,7 @@ Schemas:
        record alone, leakbench.expectation), and the sample series
        `malloc_used_bytes` (heap_used_bytes + mmap_used_bytes) in every run.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,32 +31,32 @@ class Record(TypedDict, total=False):
     growth metrics carry their unit ("bytes/repetition", ...)."""
 
     schema: int
-    pair: str                   # scenario file stem, or the check target
-    variant: str                # "leaky", "fixed", "file", "check"
+    pair: str  # scenario file stem, or the check target
+    variant: str  # "leaky", "fixed", "file", "check"
     path: str
     title: str
     source: str
-    reported: dict | None       # the contract's REPORTED claim
-    expects: str | None         # the contract's EXPECTED ("fragmentation") or None
-    requires: str | None        # the contract's REQUIRES ("GPU") or None
-    kind: str                   # "growth" or "peak"
+    reported: dict | None  # the contract's REPORTED claim
+    expects: str | None  # the contract's EXPECTED ("fragmentation") or None
+    requires: str | None  # the contract's REQUIRES ("GPU") or None
+    kind: str  # "growth" or "peak"
     repetition: str
     size_param: str
     params: dict
-    settings: dict              # leakbench.measure.Settings, flamegraph_dir left out
-    environment: dict           # versions, CPU, cores, RAM, device
-    runs: list[dict]            # one per size (record.run_entry)
-    metrics: dict               # leakbench.metrics.METRICS keys, and the fragmentation inputs
+    settings: dict  # leakbench.measure.Settings, flamegraph_dir left out
+    environment: dict  # versions, CPU, cores, RAM, device
+    runs: list[dict]  # one per size (record.run_entry)
+    metrics: dict  # leakbench.metrics.METRICS keys, and the fragmentation inputs
     signals: list[str]
-    verdict: str                # a word of verdict.VERDICTS
+    verdict: str  # a word of verdict.VERDICTS
     teardown_stalled: str | None
     phase: str | None
     error: str | None
     skip_reason: str | None
     seconds: float
-    confirmation: dict          # only on a leak measured again (leakbench.measure)
-    flamegraph: dict            # only where memray drew one
-    diagnosis: dict             # only from leakbench check
+    confirmation: dict  # only on a leak measured again (leakbench.measure)
+    flamegraph: dict  # only where memray drew one
+    diagnosis: dict  # only from leakbench check
 
 
 def first_run(rec: dict | None) -> dict:
@@ -75,8 +76,10 @@ def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
         series = run.get("series") or {}
         if "heap_used_bytes" in series and "malloc_used_bytes" not in series:
             mapped = series.get("mmap_used_bytes") or [None] * len(series["heap_used_bytes"])
-            series["malloc_used_bytes"] = [h + m if h is not None and m is not None else None
-                                           for h, m in zip(series["heap_used_bytes"], mapped)]
+            series["malloc_used_bytes"] = [
+                h + m if h is not None and m is not None else None
+                for h, m in zip(series["heap_used_bytes"], mapped)
+            ]
     rec["schema"] = 2
     return rec
 
@@ -89,15 +92,23 @@ def migrate(rec: dict[str, Any]) -> Record:
     whose values are not of its schema (leakbench.analysis.validate: the first problem, one line)."""
     if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED):
         raise SchemaError(f"not a leakbench record (needs {', '.join(REQUIRED)})")
-    if isinstance(rec["schema"], int) and not isinstance(rec["schema"], bool) and rec["schema"] > SCHEMA:
-        raise SchemaError(f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}")
+    if (
+        isinstance(rec["schema"], int)
+        and not isinstance(rec["schema"], bool)
+        and rec["schema"] > SCHEMA
+    ):
+        raise SchemaError(
+            f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}"
+        )
     problem = validate.problem("record", rec)  # every schema's keys: a newer one is optional
     if problem:
         raise SchemaError(f"not a valid record: {problem}")
     while rec["schema"] != SCHEMA:
         step = _MIGRATIONS.get(rec["schema"]) if isinstance(rec["schema"], int) else None
         if step is None:
-            raise SchemaError(f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}")
+            raise SchemaError(
+                f"record schema {rec['schema']}; this leakbench reads schemas 1 to {SCHEMA}"
+            )
         rec = step(rec)
     return rec  # type: ignore[return-value]
 

@@ -19,13 +19,22 @@ in docs/verdicts.md; the thresholds of the growth signals are the registry's
   (`fragmented`, TRIM_SHARE_MIN, TRIM_HELD_MIN and FREE_HELD_MIN).
 What each variant should read is leakbench.expectation's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from leakbench import metrics as registry
-from leakbench.metrics import (COUNT_SLOPE_MIN, GPU_SLOPE_MIN, HEAP_SLOPE_MIN, HELD_SLOPE_MIN,  # noqa: F401
-                               OBJECT_SLOPE_MIN, PEAK_RISE_MIN, RSS_SLOPE_MIN, rate)
+from leakbench.metrics import (
+    COUNT_SLOPE_MIN,
+    GPU_SLOPE_MIN,
+    HEAP_SLOPE_MIN,
+    HELD_SLOPE_MIN,  # noqa: F401
+    OBJECT_SLOPE_MIN,
+    PEAK_RISE_MIN,
+    RSS_SLOPE_MIN,
+    rate,
+)
 from leakbench.units import MIB
 
 # The closed set of verdicts, each with what it means: the one text every view shows.
@@ -33,8 +42,8 @@ VERDICTS = {
     "leak": "a signal grew with every repetition, or the peak grew with the data",
     "no-leak": "every signal stayed within its threshold",
     "fragmentation": "RSS grew but nothing was held (held memory, memray's heap, threads, open files and "
-                     "Python objects stayed flat) and malloc_trim gave the memory back: freed memory the "
-                     "allocator kept, not a leak",
+    "Python objects stayed flat) and malloc_trim gave the memory back: freed memory the "
+    "allocator kept, not a leak",
     "over-cap": "killed past the memory cap",
     "hang": "killed after going its timeout without progress",
     "error": "the scenario raised or its process crashed",
@@ -52,7 +61,9 @@ CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first ru
 
 # metric key -> (signal name, threshold in the metric's unit), from the registry (leakbench.metrics).
 # These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
-GROWTH_SIGNALS = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback}
+GROWTH_SIGNALS = {
+    m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback
+}
 RSS_FALLBACK = {m.key: (m.signal, m.threshold) for m in registry.METRICS if m.fallback}
 # n/a where held memory does not decide
 _MALLINFO2 = {m.key for m in registry.METRICS if m.mallinfo2}
@@ -74,7 +85,11 @@ class Basis:
     @property
     def words(self) -> str:
         """The record's growth_basis: "held", or e.g. "rss (held memory n/a: libjemalloc is loaded: ...)"."""
-        return self.metric.signal if self.why is None else f"{self.metric.signal} ({registry.HELD.label} {self.why})"
+        return (
+            self.metric.signal
+            if self.why is None
+            else f"{self.metric.signal} ({registry.HELD.label} {self.why})"
+        )
 
 
 def memory_basis(metrics: dict) -> Basis:
@@ -119,8 +134,11 @@ def peak_scales(exponent: float | None, peaks: list) -> bool:
 
 def moved_signals(metrics: dict) -> list[str]:
     """Names of the deciding signals that moved, and the peak's (PEAK_SIGNAL) if the peak scaled."""
-    signals = [name for key, (name, threshold) in deciding_signals(metrics).items()
-               if moved(metrics.get(key), threshold)]
+    signals = [
+        name
+        for key, (name, threshold) in deciding_signals(metrics).items()
+        if moved(metrics.get(key), threshold)
+    ]
     scaling = metrics.get("peak_scaling")
     if scaling and peak_scales(scaling["exponent"], scaling["peaks_bytes"]):
         signals.append(registry.PEAK_SIGNAL)
@@ -152,7 +170,9 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
 def _unmoved(metrics: dict) -> tuple[str, list[str]]:
     """The verdict where no deciding signal moved: fragmentation by its rule, else no-leak."""
     rss = registry.RSS
-    rss_grew = memory_basis(metrics).metric is not rss and moved(metrics.get(rss.key), rss.threshold)
+    rss_grew = memory_basis(metrics).metric is not rss and moved(
+        metrics.get(rss.key), rss.threshold
+    )
     if fragmented(metrics, grew=rss_grew):
         return "fragmentation", [rss.signal] if rss_grew else []
     return "no-leak", []
@@ -187,11 +207,12 @@ def later_half(values: list) -> list:
     """The part of a confirmation run's series (one value per repetition) its verdict reads: the
     later half. A creep that levels off (a buffer AUTOTUNE widens, a cache that fills) has spent
     its growth before it; a leak goes on at its rate (docs/verdicts.md, "Confirmation")."""
-    return values[len(values) // 2:]
+    return values[len(values) // 2 :]
 
 
-def confirm(first: list[str], status: str, later: dict | None,
-            metrics: dict) -> tuple[str, list[str], list[str]]:
+def confirm(
+    first: list[str], status: str, later: dict | None, metrics: dict
+) -> tuple[str, list[str], list[str]]:
     """Verdict of a leak that needed confirmation, from its confirmation run.
 
     first: the signals that moved in the first run; metrics: the first run's (as for decide).
@@ -233,10 +254,17 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
         return False
     grown, held = metrics.get("rss_growth_bytes"), metrics.get("rss_held_bytes")
     freed = metrics.get("malloc_free_growth_bytes")
-    if (grew and grown and grown >= TRIM_HELD_MIN and freed is not None
-            and min(returned, freed) >= TRIM_SHARE_MIN * grown):
+    if (
+        grew
+        and grown
+        and grown >= TRIM_HELD_MIN
+        and freed is not None
+        and min(returned, freed) >= TRIM_SHARE_MIN * grown
+    ):
         return True
     if bool(held) and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held:
         return True
     free = metrics.get("malloc_free_held_bytes")
-    return bool(held) and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held
+    return (
+        bool(held) and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held
+    )

@@ -9,6 +9,7 @@ skipped in silence. What a fix should read is the expectation model's
 `expectation.accepts` refuses it; one that reads `skipped` measured nothing and
 counts for neither.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,18 +42,31 @@ def suite_cost(records_path: Path) -> dict | None:
         warmup, reps, heap_reps = (kept.get(k) for k in ("warmup", "reps", "heap_reps"))
         for run in rec.get("runs") or []:
             s = run.get("seconds") or {}
-            if not warmup or not reps or "wall_seconds" not in run or not all(k in s for k in TIMED):
+            if (
+                not warmup
+                or not reps
+                or "wall_seconds" not in run
+                or not all(k in s for k in TIMED)
+            ):
                 continue  # no settings or no timed run: nothing to count
             count += 1
             walls += run["wall_seconds"]
             floors += s["import"] + s["setup"] + s["warm-up"] / warmup * (warmup + reps)
             if "heap" in s and heap_reps:  # the whole pass: memray's start, stop and read-back too
-                heap += (s["heap"] + s.get("heap_tracker", 0.0) + s.get("heap_analysis", 0.0)) / heap_reps
+                heap += (
+                    s["heap"] + s.get("heap_tracker", 0.0) + s.get("heap_analysis", 0.0)
+                ) / heap_reps
                 plain += s["repetitions"] / reps
     if not count:
         return None
-    return {"records": str(records_path), "runs": count, "wall_seconds": walls, "floor_seconds": floors,
-            "wall_over_floor": walls / floors, "heap_over_plain": heap / plain if plain else None}
+    return {
+        "records": str(records_path),
+        "runs": count,
+        "wall_seconds": walls,
+        "floor_seconds": floors,
+        "wall_over_floor": walls / floors,
+        "heap_over_plain": heap / plain if plain else None,
+    }
 
 
 def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, dict]], list[str]]:
@@ -85,10 +99,19 @@ def committed_fix_verdicts(fixes: list[tuple[str, dict]], unreadable: list[str] 
     by_verdict: dict[str, int] = {}
     for _, rec in measured:
         by_verdict[rec["verdict"]] = by_verdict.get(rec["verdict"], 0) + 1
-    alarms = [f"{label}: {rec['pair']} {rec['verdict']} ({', '.join(rec.get('signals') or [])})"
-              for label, rec in measured if not expectation.accepts(rec)]
-    return {"records": len(measured), "skipped": len(fixes) - len(measured), "by_verdict": by_verdict,
-            "false_alarms": len(alarms), "alarms": alarms, "unreadable": list(unreadable)}
+    alarms = [
+        f"{label}: {rec['pair']} {rec['verdict']} ({', '.join(rec.get('signals') or [])})"
+        for label, rec in measured
+        if not expectation.accepts(rec)
+    ]
+    return {
+        "records": len(measured),
+        "skipped": len(fixes) - len(measured),
+        "by_verdict": by_verdict,
+        "false_alarms": len(alarms),
+        "alarms": alarms,
+        "unreadable": list(unreadable),
+    }
 
 
 def noise_floor(observations: list[dict], fixes: list[tuple[str, dict]]) -> dict:
@@ -101,16 +124,26 @@ def noise_floor(observations: list[dict], fixes: list[tuple[str, dict]]) -> dict
     registry's), floor, set_by (the run or fix that sets it, None if none), fix_records (clean
     fixes with metrics)}.
     """
-    clean = [(f"{rec['pair']} fixed, {label}", rec["metrics"]) for label, rec in fixes
-             if rec["verdict"] != "skipped" and rec["metrics"] and expectation.accepts(rec)]
+    clean = [
+        (f"{rec['pair']} fixed, {label}", rec["metrics"])
+        for label, rec in fixes
+        if rec["verdict"] != "skipped" and rec["metrics"] and expectation.accepts(rec)
+    ]
     out = {}
     for name, metric in SIGNALS.items():
-        found = [(f"{o['holder']} control run {o['run']}", o[f"{name}_reach"]) for o in observations
-                 if o["bytes_per_rep"] == 0 and o.get(f"{name}_reach") is not None]
+        found = [
+            (f"{o['holder']} control run {o['run']}", o[f"{name}_reach"])
+            for o in observations
+            if o["bytes_per_rep"] == 0 and o.get(f"{name}_reach") is not None
+        ]
         found += [(label, r) for label, m in clean if (r := reach(m.get(metric.key))) is not None]
         worst = max(found, key=lambda f: f[1], default=(None, 0.0))
-        out[name] = {"threshold": metric.threshold, "floor": max(worst[1], 0.0), "set_by": worst[0],
-                     "fix_records": len(clean)}
+        out[name] = {
+            "threshold": metric.threshold,
+            "floor": max(worst[1], 0.0),
+            "set_by": worst[0],
+            "fix_records": len(clean),
+        }
     return out
 
 
@@ -128,7 +161,11 @@ def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> 
             # jsonfile.Unreadable is a ValueError
             caught = None  # not a calibration result: it says nothing here
     if not caught:
-        return (f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "
-                "leakbench calibrate measures what it catches (docs/calibration.md)")
-    return (f"no-leak means held memory grew by less than {format_bytes(caught, whole=True)}/repetition: the smallest "
-            f"designed leak caught in every run on {machine}, TensorFlow {tensorflow} ({path})")
+        return (
+            f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "
+            "leakbench calibrate measures what it catches (docs/calibration.md)"
+        )
+    return (
+        f"no-leak means held memory grew by less than {format_bytes(caught, whole=True)}/repetition: the smallest "
+        f"designed leak caught in every run on {machine}, TensorFlow {tensorflow} ({path})"
+    )

@@ -18,6 +18,7 @@ RSS every runner.POLL_SECONDS, killed past the cap or the timeout) and dies
 with its parent (PR_SET_PDEATHSIG). Run as `python -m leakbench.calibrate.peers
 CONFIG_JSON`; it prints one JSON line: {"leak": bool, "detail": str}.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ PEERS = ("memory_checker", "limit_leaks")
 LIMIT_LEAKS = "64 KB"  # pytest-memray's KB is 1024 bytes: a stack holding 64 KiB after the test
 _LIMIT_LEAKS_TEXT = "per location but at least one location leaked more"
 
-_TEST_FILE = '''\
+_TEST_FILE = """\
 import pytest
 from pathlib import Path
 from leakbench import contract
@@ -48,22 +49,40 @@ for _ in range({warmup}):
 def test_measured_repetitions():
     for _ in range({reps}):
         MODULE.repetition(STATE)
-'''
+"""
 
 
-def run_peer(peer: str, path: Path, params: dict, *, warmup: int, reps: int, cap_bytes: int,
-             timeout_seconds: float) -> dict:
+def run_peer(
+    peer: str,
+    path: Path,
+    params: dict,
+    *,
+    warmup: int,
+    reps: int,
+    cap_bytes: int,
+    timeout_seconds: float,
+) -> dict:
     """One peer on one case: {"peer", "status" (ok, over-cap, hang, error), "leak" (bool or None),
     "detail", "wall_seconds", "max_rss_bytes"}."""
-    config = {"peer": peer, "path": str(Path(path).resolve()), "params": params, "warmup": warmup, "reps": reps,
-              "parent": os.getpid()}
+    config = {
+        "peer": peer,
+        "path": str(Path(path).resolve()),
+        "params": params,
+        "warmup": warmup,
+        "reps": reps,
+        "parent": os.getpid(),
+    }
     env = supervise.child_env({"PYTHONMALLOC": "malloc"} if peer == "limit_leaks" else None)
     with tempfile.TemporaryDirectory(prefix="leakbench-peer-") as tmp:
         out, log = Path(tmp) / "out", Path(tmp) / "log"
         config["folder"] = tmp
         with open(out, "wb") as stdout, open(log, "wb") as stderr:
-            child = supervise.Supervised(supervise.python("leakbench.calibrate.peers", json.dumps(config)),
-                                         env=env, stdout=stdout, stderr=stderr)
+            child = supervise.Supervised(
+                supervise.python("leakbench.calibrate.peers", json.dumps(config)),
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+            )
         status, deadline = "ok", child.started + timeout_seconds
         try:
             while not child.reap():
@@ -74,8 +93,14 @@ def run_peer(peer: str, path: Path, params: dict, *, warmup: int, reps: int, cap
         finally:
             child.kill()
         proc, max_rss = child.proc, child.max_rss_bytes
-        found = {"peer": peer, "status": status, "leak": None, "detail": None,
-                 "wall_seconds": child.seconds(), "max_rss_bytes": max_rss}
+        found = {
+            "peer": peer,
+            "status": status,
+            "leak": None,
+            "detail": None,
+            "wall_seconds": child.seconds(),
+            "max_rss_bytes": max_rss,
+        }
         lines = out.read_text(errors="replace").strip().splitlines()
         if status == "ok":
             try:
@@ -83,7 +108,8 @@ def run_peer(peer: str, path: Path, params: dict, *, warmup: int, reps: int, cap
             except (IndexError, json.JSONDecodeError):
                 found["status"] = "error"
                 found["detail"] = f"exit code {proc.returncode}: " + " | ".join(
-                    log.read_text(errors="replace").strip().splitlines()[-3:])
+                    log.read_text(errors="replace").strip().splitlines()[-3:]
+                )
     return found
 
 
@@ -102,7 +128,10 @@ def _memory_checker(config: dict) -> dict:
     try:
         checker.assert_no_leak_if_all_possibly_except_one()
     except AssertionError as err:
-        return {"leak": True, "detail": str(err).strip().splitlines()[0][:300] if str(err).strip() else "leak"}
+        return {
+            "leak": True,
+            "detail": str(err).strip().splitlines()[0][:300] if str(err).strip() else "leak",
+        }
     return {"leak": False, "detail": None}
 
 
@@ -110,22 +139,47 @@ def _limit_leaks(config: dict) -> dict:
     import pytest
 
     test = Path(config["folder"]) / "test_peer_limit_leaks.py"
-    test.write_text(_TEST_FILE.format(path=config["path"], params=config["params"], warmup=config["warmup"],
-                                      reps=config["reps"], limit=LIMIT_LEAKS))
+    test.write_text(
+        _TEST_FILE.format(
+            path=config["path"],
+            params=config["params"],
+            warmup=config["warmup"],
+            reps=config["reps"],
+            limit=LIMIT_LEAKS,
+        )
+    )
     report = Path(config["folder"]) / "pytest.txt"
     with open(report, "w") as f:
         saved = sys.stdout
         sys.stdout = f
         try:
-            code = pytest.main([str(test), "--memray", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                                "--rootdir", config["folder"], "-o", "addopts=", "-o", "timeout=0"])
+            code = pytest.main(
+                [
+                    str(test),
+                    "--memray",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "no:randomly",
+                    "--rootdir",
+                    config["folder"],
+                    "-o",
+                    "addopts=",
+                    "-o",
+                    "timeout=0",
+                ]
+            )
         finally:
             sys.stdout = saved
     text = report.read_text(errors="replace")
     if code == 0:
         return {"leak": False, "detail": None}
     if code == 1 and _LIMIT_LEAKS_TEXT in text:
-        return {"leak": True, "detail": next((l.strip() for l in text.splitlines() if "Test was allowed" in l), "")}
+        return {
+            "leak": True,
+            "detail": next((l.strip() for l in text.splitlines() if "Test was allowed" in l), ""),
+        }
     raise RuntimeError(f"pytest exit code {code}: " + " | ".join(text.strip().splitlines()[-3:]))
 
 

@@ -30,6 +30,7 @@ calibration result is never overwritten: CalibrateError, one line;
 resume=False (--fresh) replaces it. The tables are
 leakbench.reporters.calibration's; how to read them is docs/calibration.md.
 """
+
 from __future__ import annotations
 
 import platform
@@ -49,9 +50,12 @@ from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
 
 FOLDER = Path(__file__).parent / "designs"
-HOLDERS = {"python": FOLDER / "python_held.py", "tensorflow": FOLDER / "tensorflow_held.py",
-           # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default
-           "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py"}
+HOLDERS = {
+    "python": FOLDER / "python_held.py",
+    "tensorflow": FOLDER / "tensorflow_held.py",
+    # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default
+    "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py",
+}
 FORMAT = 2  # 2: the installed TensorFlow kept at the top; committed_fixes counts false_alarms
 
 
@@ -61,22 +65,29 @@ class CalibrateError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    holder: str          # key of HOLDERS
-    bytes_per_rep: int   # true bytes kept per repetition (0: the control)
+    holder: str  # key of HOLDERS
+    bytes_per_rep: int  # true bytes kept per repetition (0: the control)
 
 
 def observe(rec: dict, case: Case, run: int) -> dict:
     """What calibration keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     first = first_run(rec)
-    seen = {"holder": case.holder, "bytes_per_rep": case.bytes_per_rep, "run": run,
-            "verdict": rec["verdict"], "signals": rec["signals"], "phase": rec["phase"],
-            "error": rec["error"] and rec["error"].strip().splitlines()[-1],
-            "wall_seconds": rec["seconds"], "seconds": first.get("seconds") or {},
-            "peak_rss_bytes": first.get("high_water_mark_bytes"),
-            "max_rss_bytes": first.get("max_rss_bytes"),
-            "tensorflow": rec["environment"]["tensorflow"],
-            "heap_source": (first.get("heap") or {}).get("heap_source")}
+    seen = {
+        "holder": case.holder,
+        "bytes_per_rep": case.bytes_per_rep,
+        "run": run,
+        "verdict": rec["verdict"],
+        "signals": rec["signals"],
+        "phase": rec["phase"],
+        "error": rec["error"] and rec["error"].strip().splitlines()[-1],
+        "wall_seconds": rec["seconds"],
+        "seconds": first.get("seconds") or {},
+        "peak_rss_bytes": first.get("high_water_mark_bytes"),
+        "max_rss_bytes": first.get("max_rss_bytes"),
+        "tensorflow": rec["environment"]["tensorflow"],
+        "heap_source": (first.get("heap") or {}).get("heap_source"),
+    }
     # A deciding signal of a record measured again (verdict.confirm) is caught only if it also
     # moved in the confirmation's later half.
     again = (rec.get("confirmation") or {}).get("signals")
@@ -86,7 +97,8 @@ def observe(rec: dict, case: Case, run: int) -> dict:
         seen[f"{name}_slope"] = trend and trend["slope"]
         seen[f"{name}_p"] = trend and trend["p_increasing"]
         seen[f"{name}_moved"] = verdict.moved(trend, metric.threshold) and (
-            again is None or metric.key not in deciding or name in again)
+            again is None or metric.key not in deciding or name in again
+        )
         seen[f"{name}_trend"] = trend  # slope, interval, p, halves: everything the verdict read
         seen[f"{name}_reach"] = stats.reach(trend)
         seen[f"{name}_trend_only"] = stats.trend_only(trend)
@@ -108,9 +120,18 @@ def plan(holders: list[str], sizes: list[int], runs: int) -> list[tuple[int, Cas
     return [(run, Case(h, s)) for run in range(1, runs + 1) for h in holders for s in sizes]
 
 
-def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Settings, out: Path,
-              resume: bool = True, on_run: Callable[[int, int, Case, int, dict], None] | None = None,
-              machine: str | None = None, peer_names: tuple = (), peer_runs: int = 0) -> dict:
+def calibrate(
+    holders: list[str],
+    sizes: list[int],
+    runs: int,
+    settings: Settings,
+    out: Path,
+    resume: bool = True,
+    on_run: Callable[[int, int, Case, int, dict], None] | None = None,
+    machine: str | None = None,
+    peer_names: tuple = (),
+    peer_runs: int = 0,
+) -> dict:
     """Measure every (run, case) of plan() not yet in `out`, writing `out` after each; return the result.
 
     holders: keys of HOLDERS; sizes: bytes kept per repetition (0: the control). settings: the
@@ -124,27 +145,55 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
     docstring); `out` is then left as it was.
     """
     settings = settings.resolved()
-    made = {"machine": machine or platform.node(), "tensorflow": tensorflow_version(),
-            "settings": settings.stored()}
-    result = jsonfile.resumable(out, made, FORMAT, "a calibration result", CalibrateError) if resume else None
+    made = {
+        "machine": machine or platform.node(),
+        "tensorflow": tensorflow_version(),
+        "settings": settings.stored(),
+    }
+    result = (
+        jsonfile.resumable(out, made, FORMAT, "a calibration result", CalibrateError)
+        if resume
+        else None
+    )
     # its types, once
-    result = validate.check_resumed(result, "calibrate", out, "a calibration result", FORMAT, CalibrateError)
+    result = validate.check_resumed(
+        result, "calibrate", out, "a calibration result", FORMAT, CalibrateError
+    )
     if result is None:
-        result = {"format": FORMAT, **made, "environment": record.environment(None), "observations": []}
+        result = {
+            "format": FORMAT,
+            **made,
+            "environment": record.environment(None),
+            "observations": [],
+        }
     result.setdefault("peers", [])
     done = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
     peers_done = {(p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]}
-    todo = [(run, case, None) for run, case in plan(holders, sizes, runs)
-            if (case.holder, case.bytes_per_rep, run) not in done]
-    todo += [(run, case, peer) for run, case in plan(holders, sizes, peer_runs) for peer in peer_names
-             if (peer, case.holder, case.bytes_per_rep, run) not in peers_done]
+    todo = [
+        (run, case, None)
+        for run, case in plan(holders, sizes, runs)
+        if (case.holder, case.bytes_per_rep, run) not in done
+    ]
+    todo += [
+        (run, case, peer)
+        for run, case in plan(holders, sizes, peer_runs)
+        for peer in peer_names
+        if (peer, case.holder, case.bytes_per_rep, run) not in peers_done
+    ]
     todo.sort(key=lambda item: item[0])  # stable: run by run, the engine before its peers
     for i, (run, case, peer) in enumerate(todo, 1):
         scenario = read_metadata(HOLDERS[case.holder])
         params = {**scenario.params, scenario.size_param: case.bytes_per_rep}
         if peer:
-            seen = peers.run_peer(peer, scenario.path, params, warmup=settings.warmup, reps=settings.reps,
-                                  cap_bytes=settings.cap_bytes, timeout_seconds=settings.timeout_seconds)
+            seen = peers.run_peer(
+                peer,
+                scenario.path,
+                params,
+                warmup=settings.warmup,
+                reps=settings.reps,
+                cap_bytes=settings.cap_bytes,
+                timeout_seconds=settings.timeout_seconds,
+            )
             seen.update(holder=case.holder, bytes_per_rep=case.bytes_per_rep, run=run)
             result["peers"].append(seen)
         else:
@@ -162,8 +211,13 @@ def calibrate(holders: list[str], sizes: list[int], runs: int, settings: Setting
     return result
 
 
-def add_context(result: dict, out: Path, settings: Settings, suite_records: Path | None,
-                records_dir: Path | None) -> dict:
+def add_context(
+    result: dict,
+    out: Path,
+    settings: Settings,
+    suite_records: Path | None,
+    records_dir: Path | None,
+) -> dict:
     """Add what records on disk say (leakbench.calibrate.committed), recompute the targets, write `out`.
 
     suite_records: a `leakbench run --json` file for the suite's cost (None: none). records_dir:
@@ -186,5 +240,3 @@ def _finish(result: dict, settings: Settings, suite_records: Path | None = None)
     if suite_records is not None:
         result["suite_cost"] = committed.suite_cost(suite_records)
     result["targets"] = stats.targets(result["summary"], result["cost"], result.get("suite_cost"))
-
-

@@ -11,6 +11,7 @@ signals, phase, wall_seconds, the child's per-phase seconds, peak_rss_bytes
 docs/calibration.md, "How to read its tables"; what they were on this machine:
 docs/measurements.md, "Held memory".
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,11 @@ def reach(trend: dict | None) -> float | None:
 def trend_only(trend: dict | None) -> bool:
     """The trend test passes and both halves rise, with no size threshold: what a signal could
     catch at best with a lower bar."""
-    return bool(trend) and trend["p_increasing"] < verdict.TREND_P_MAX and min(
-        trend["first_half"], trend["second_half"]) > 0
+    return (
+        bool(trend)
+        and trend["p_increasing"] < verdict.TREND_P_MAX
+        and min(trend["first_half"], trend["second_half"]) > 0
+    )
 
 
 def _rate(k: int, n: int) -> dict:
@@ -60,12 +64,25 @@ def _spread(slopes: list[float], true: int) -> dict:
     """Mean slope, bias (bytes/repetition) and relative bias (share of `true`; None on the control),
     CV (std/mean, ddof 1; None for one slope or a mean <= 0), min and max. All None without slopes."""
     if not slopes:
-        return {"mean": None, "bias": None, "relative_bias": None, "cv": None, "min": None, "max": None}
+        return {
+            "mean": None,
+            "bias": None,
+            "relative_bias": None,
+            "cv": None,
+            "min": None,
+            "max": None,
+        }
     y = np.asarray(slopes, dtype=float)
     mean = float(y.mean())
     cv = float(y.std(ddof=1) / mean) if len(y) > 1 and mean > 0 else None
-    return {"mean": mean, "bias": mean - true, "relative_bias": (mean - true) / true if true else None,
-            "cv": cv, "min": float(y.min()), "max": float(y.max())}
+    return {
+        "mean": mean,
+        "bias": mean - true,
+        "relative_bias": (mean - true) / true if true else None,
+        "cv": cv,
+        "min": float(y.min()),
+        "max": float(y.max()),
+    }
 
 
 def summarize(observations: list[dict]) -> list[dict]:
@@ -77,16 +94,28 @@ def summarize(observations: list[dict]) -> list[dict]:
     for holder, size in sorted({(o["holder"], o["bytes_per_rep"]) for o in observations}):
         done = [o for o in observations if (o["holder"], o["bytes_per_rep"]) == (holder, size)]
         measured = [o for o in done if o["rss_slope"] is not None]
-        row = {"holder": holder, "bytes_per_rep": size, "runs": len(done), "measured": len(measured),
-               "verdicts": {v: sum(o["verdict"] == v for o in done) for v in sorted({o["verdict"] for o in done})},
-               "leak": _rate(sum(o["verdict"] == "leak" for o in measured), len(measured)),
-               "false_alarms": None if size else _rate(sum(not CONTROL.accepts(o) for o in done), len(done))}
+        row = {
+            "holder": holder,
+            "bytes_per_rep": size,
+            "runs": len(done),
+            "measured": len(measured),
+            "verdicts": {
+                v: sum(o["verdict"] == v for o in done)
+                for v in sorted({o["verdict"] for o in done})
+            },
+            "leak": _rate(sum(o["verdict"] == "leak" for o in measured), len(measured)),
+            "false_alarms": None
+            if size
+            else _rate(sum(not CONTROL.accepts(o) for o in done), len(done)),
+        }
         for name in SIGNALS:
             with_signal = [o for o in measured if o[f"{name}_slope"] is not None]
             row[name] = {
                 "detected": _rate(sum(o[f"{name}_moved"] for o in with_signal), len(with_signal)),
                 "reach": [o.get(f"{name}_reach") for o in with_signal],
-                "trend_only": _rate(sum(o[f"{name}_trend_only"] for o in with_signal), len(with_signal)),
+                "trend_only": _rate(
+                    sum(o[f"{name}_trend_only"] for o in with_signal), len(with_signal)
+                ),
                 "slope": _spread([o[f"{name}_slope"] for o in with_signal], size),
             }
         row["asv_peakmem"] = _asv(observations, holder, size)
@@ -97,16 +126,26 @@ def summarize(observations: list[dict]) -> list[dict]:
 def _asv(observations: list[dict], holder: str, size: int) -> dict:
     """asv's peakmem_ judgement: runs whose peak RSS passed ASV_FACTOR × the median peak of the
     holder's control (a control run against the other control runs), and the median peak (bytes)."""
-    control = [o for o in observations if o["holder"] == holder and o["bytes_per_rep"] == 0 and o["peak_rss_bytes"]]
-    runs = [o for o in observations if o["holder"] == holder and o["bytes_per_rep"] == size and o["peak_rss_bytes"]]
+    control = [
+        o
+        for o in observations
+        if o["holder"] == holder and o["bytes_per_rep"] == 0 and o["peak_rss_bytes"]
+    ]
+    runs = [
+        o
+        for o in observations
+        if o["holder"] == holder and o["bytes_per_rep"] == size and o["peak_rss_bytes"]
+    ]
     flagged = 0
     for o in runs:
         others = [c["peak_rss_bytes"] for c in control if c is not o]
         if others and o["peak_rss_bytes"] > ASV_FACTOR * float(np.median(others)):
             flagged += 1
     peaks = [o["peak_rss_bytes"] for o in runs]
-    return {"detected": _rate(flagged, len(runs) if len(control) > (size == 0) else 0),
-            "median_peak_bytes": float(np.median(peaks)) if peaks else None}
+    return {
+        "detected": _rate(flagged, len(runs) if len(control) > (size == 0) else 0),
+        "median_peak_bytes": float(np.median(peaks)) if peaks else None,
+    }
 
 
 def summarize_peers(found: list[dict]) -> list[dict]:
@@ -114,13 +153,25 @@ def summarize_peers(found: list[dict]) -> list[dict]:
     over the runs with status ok), failed (count per other status), median wall_seconds."""
     rows = []
     for peer, holder, size in sorted({(p["peer"], p["holder"], p["bytes_per_rep"]) for p in found}):
-        runs = [p for p in found if (p["peer"], p["holder"], p["bytes_per_rep"]) == (peer, holder, size)]
+        runs = [
+            p for p in found if (p["peer"], p["holder"], p["bytes_per_rep"]) == (peer, holder, size)
+        ]
         ok = [p for p in runs if p["status"] == "ok" and p["leak"] is not None]
-        rows.append({"peer": peer, "holder": holder, "bytes_per_rep": size, "runs": len(runs),
-                     "detected": _rate(sum(p["leak"] for p in ok), len(ok)),
-                     "failed": {p["status"]: sum(q["status"] == p["status"] for q in runs) for p in runs
-                                if p["status"] != "ok"},
-                     "wall_seconds": float(np.median([p["wall_seconds"] for p in runs]))})
+        rows.append(
+            {
+                "peer": peer,
+                "holder": holder,
+                "bytes_per_rep": size,
+                "runs": len(runs),
+                "detected": _rate(sum(p["leak"] for p in ok), len(ok)),
+                "failed": {
+                    p["status"]: sum(q["status"] == p["status"] for q in runs)
+                    for p in runs
+                    if p["status"] != "ok"
+                },
+                "wall_seconds": float(np.median([p["wall_seconds"] for p in runs])),
+            }
+        )
     return rows
 
 
@@ -134,8 +185,10 @@ def cost(observations: list[dict], settings: Settings) -> dict:
     per repetition (heap_total_seconds_per_rep, heap_total_over_plain). Memray figures are None
     without a memray pass; from a child older than the split (seconds["heap"] the whole pass), only
     the totals are given."""
-    return {holder: _cost([o for o in observations if o["holder"] == holder], settings)
-            for holder in sorted({o["holder"] for o in observations})}
+    return {
+        holder: _cost([o for o in observations if o["holder"] == holder], settings)
+        for holder in sorted({o["holder"] for o in observations})
+    }
 
 
 # the child's per-pass seconds beside seconds["heap"] (engine.heap)
@@ -164,13 +217,19 @@ def _cost(observations: list[dict], settings: Settings) -> dict:
         return {}
     median = lambda xs: float(np.median(xs)) if xs else None  # noqa: E731
     over = lambda xs: median(xs) / median(plain) if xs else None  # noqa: E731
-    return {"runs": len(walls), "wall_seconds": sum(walls), "floor_seconds": sum(floors),
-            "wall_over_floor": sum(walls) / sum(floors),
-            "work_seconds_per_rep": median(work),
-            "plain_seconds_per_rep": median(plain),
-            "heap_seconds_per_rep": median(heap), "heap_over_plain": over(heap),
-            **{f"{k}_seconds": median(v) for k, v in fixed.items()},
-            "heap_total_seconds_per_rep": median(total), "heap_total_over_plain": over(total)}
+    return {
+        "runs": len(walls),
+        "wall_seconds": sum(walls),
+        "floor_seconds": sum(floors),
+        "wall_over_floor": sum(walls) / sum(floors),
+        "work_seconds_per_rep": median(work),
+        "plain_seconds_per_rep": median(plain),
+        "heap_seconds_per_rep": median(heap),
+        "heap_over_plain": over(heap),
+        **{f"{k}_seconds": median(v) for k, v in fixed.items()},
+        "heap_total_seconds_per_rep": median(total),
+        "heap_total_over_plain": over(total),
+    }
 
 
 def smallest_caught(rows: list[dict]) -> int | None:
@@ -194,42 +253,79 @@ def _every_run(detected: dict) -> bool:
 def targets(rows: list[dict], costs: dict, suite: dict | None) -> list[dict]:
     """The calibration's targets, each {target, measured (text, None if not measured), met (bool,
     None if not measured)}, from summarize's rows, cost's figures and committed.suite_cost's."""
+
     def row(holder, size):
         return next((r for r in rows if (r["holder"], r["bytes_per_rep"]) == (holder, size)), None)
 
     out = []
     for holder in sorted({r["holder"] for r in rows}):
         r = row(holder, 64 * KIB)
-        out.append(_target(f"{holder}: 64 KiB/rep caught 10/10 by {registry.HELD.label}", r and r[HELD]["detected"],
-                           _every_run))
+        out.append(
+            _target(
+                f"{holder}: 64 KiB/rep caught 10/10 by {registry.HELD.label}",
+                r and r[HELD]["detected"],
+                _every_run,
+            )
+        )
         r = row(holder, 16 * KIB)
-        out.append(_target(f"{holder}: 16 KiB/rep caught 10/10 by {registry.HELD.label} (aim)",
-                           r and r[HELD]["detected"], _every_run))
+        out.append(
+            _target(
+                f"{holder}: 16 KiB/rep caught 10/10 by {registry.HELD.label} (aim)",
+                r and r[HELD]["detected"],
+                _every_run,
+            )
+        )
         r = row(holder, KIB)
-        out.append(_target(f"{holder}: 1 KiB/rep caught 10/10 by {HEAP}", r and r[HEAP]["detected"], _every_run))
+        out.append(
+            _target(
+                f"{holder}: 1 KiB/rep caught 10/10 by {HEAP}", r and r[HEAP]["detected"], _every_run
+            )
+        )
         r = row(holder, 0)
         alarms = r and r["false_alarms"]
         found = _target(f"{holder}: no false alarm on the control", alarms, lambda d: d["k"] == 0)
         if found["measured"]:
             found["measured"] += f" runs read other than {CONTROL.label}"
         out.append(found)
-        cvs = [(r["bytes_per_rep"], r[HELD]["slope"]["cv"]) for r in rows
-               if r["holder"] == holder and r["bytes_per_rep"] and r[HELD]["detected"]["k"]]
+        cvs = [
+            (r["bytes_per_rep"], r[HELD]["slope"]["cv"])
+            for r in rows
+            if r["holder"] == holder and r["bytes_per_rep"] and r[HELD]["detected"]["k"]
+        ]
         worst = max((cv for _, cv in cvs if cv is not None), default=None)
-        out.append({"target": f"{holder}: {HELD} slope CV <= 10 % where it detects", "measured":
-                    worst is not None and ", ".join(f"{format_bytes(s, whole=True)} {cv:.0%}" for s, cv in cvs if cv is not None),
-                    "met": None if worst is None else worst <= 0.10})
+        out.append(
+            {
+                "target": f"{holder}: {HELD} slope CV <= 10 % where it detects",
+                "measured": worst is not None
+                and ", ".join(
+                    f"{format_bytes(s, whole=True)} {cv:.0%}" for s, cv in cvs if cv is not None
+                ),
+                "met": None if worst is None else worst <= 0.10,
+            }
+        )
         c = costs.get(holder) or {}
         ratio, whole = c.get("heap_over_plain"), c.get("heap_total_over_plain")
         # Judged on the whole pass (memray's start, stop and read-back included): the plain pass
         # samples after every repetition and the tracked repetitions do not, so theirs alone flatters.
-        out.append({"target": f"{holder}: memray pass <= 1.5x the plain pass (per repetition, whole pass)",
-                    "measured": None if whole is None else f"{whole:.2f}x" if ratio is None
-                    else f"{whole:.2f}x (its tracked repetitions alone {ratio:.2f}x)",
-                    "met": None if whole is None else whole <= 1.5})
+        out.append(
+            {
+                "target": f"{holder}: memray pass <= 1.5x the plain pass (per repetition, whole pass)",
+                "measured": None
+                if whole is None
+                else f"{whole:.2f}x"
+                if ratio is None
+                else f"{whole:.2f}x (its tracked repetitions alone {ratio:.2f}x)",
+                "met": None if whole is None else whole <= 1.5,
+            }
+        )
     ratio = (suite or {}).get("wall_over_floor")
-    out.append({"target": "suite <= 1.5x its floor", "measured": ratio and f"{ratio:.2f}x",
-                "met": None if not ratio else ratio <= 1.5})
+    out.append(
+        {
+            "target": "suite <= 1.5x its floor",
+            "measured": ratio and f"{ratio:.2f}x",
+            "met": None if not ratio else ratio <= 1.5,
+        }
+    )
     return out
 
 

@@ -8,6 +8,7 @@ grew, bytes buffered per transformation, the largest live allocation stacks,
 and hints at the seed source. Hints are read from the evidence and say so;
 they are never a certainty.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,6 @@ from leakbench.measure import Settings, measure
 from leakbench.check.diagnosis import attribution, hints
 
 
-
 def plan(spec: str) -> tuple[Target, dict, dict]:
     """Target, parameters and child options for a TARGET string. Raises ContractError (one line)."""
     parsed = check_target.parse(spec)
@@ -30,14 +30,25 @@ def plan(spec: str) -> tuple[Target, dict, dict]:
         scenario = read_metadata(parsed.path)
         return Target(scenario, "check", spec), dict(scenario.params), {"diagnose": True}
     where = parsed.path if parsed.path is not None else Path(parsed.module)
-    scenario = Scenario(path=where, title=f"check {parsed.spec}", source="unknown",
-                        repetition=f"one repetition of {parsed.name}", kind="growth", size_param="", params={})
+    scenario = Scenario(
+        path=where,
+        title=f"check {parsed.spec}",
+        source="unknown",
+        repetition=f"one repetition of {parsed.name}",
+        kind="growth",
+        size_param="",
+        params={},
+    )
     # Its repetition is told once the child has set it up (a dataset or a function: engine.target.REPETITIONS).
     return Target(scenario, "check", spec), {}, {"diagnose": True, "target": parsed.as_config()}
 
 
-def check(spec: str, settings: Settings, env: dict | None = None,
-          on_message: Callable[[dict], None] | None = None) -> dict:
+def check(
+    spec: str,
+    settings: Settings,
+    env: dict | None = None,
+    on_message: Callable[[dict], None] | None = None,
+) -> dict:
     """Measure TARGET `spec` and return its record, variant "check", with a "diagnosis".
 
     settings: as for `leakbench run`; pass an explicit cap_bytes and timeout_seconds.
@@ -66,5 +77,3 @@ def diagnosis(rec: dict) -> dict:
     }
     found["hints"] = hints(rec, found)
     return found
-
-

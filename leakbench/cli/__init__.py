@@ -3,6 +3,7 @@
 One module per command family; each registers its commands on the group in
 leakbench.cli.base, which also holds what they share.
 """
+
 from leakbench.cli import bisect, calibrate, check, history, repeat, report_back, run, site  # noqa: F401  (registers them)
 from leakbench.cli.base import main
 from leakbench.cli.check import check_exit_code

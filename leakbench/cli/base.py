@@ -5,6 +5,7 @@ Exit codes of every command: 0 as expected, 1 a verdict the variant should
 not read (each command says which), 2 bad input (one line on stderr, nothing
 run, nothing already recorded touched).
 """
+
 from __future__ import annotations
 
 import errno
@@ -39,7 +40,9 @@ def say(message: str) -> None:
 
 
 # What str.splitlines breaks a line at, written as escapes: bad input (a path, a pair name) may hold them.
-_LINE_BREAKS = {c: repr(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+_LINE_BREAKS = {
+    c: repr(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)
+}
 
 
 def one_line(text: str) -> str:
@@ -71,7 +74,9 @@ class _OneLineErrors(click.Group):
             if e.errno not in _BAD_NAMES:
                 raise
             # a name given on the command line that no filesystem takes: bad input, told in one line
-            fail(f"{str(e.filename)[:80]}{'...' if len(str(e.filename)) > 80 else ''}: {e.strerror}")
+            fail(
+                f"{str(e.filename)[:80]}{'...' if len(str(e.filename)) > 80 else ''}: {e.strerror}"
+            )
 
 
 # The errors of a path that cannot name a file (too long, a loop of links): the caller's input.
@@ -86,44 +91,84 @@ def main() -> None:
 def measurement_options(command):
     """The options `run`, `check` and `repeat` share: repetitions, memory cap, timeouts."""
     options = [
-        click.option("--reps", type=click.IntRange(MIN_SERIES, 10_000), default=Settings.reps,
-                     show_default=True, help="Measured repetitions per child run."),
-        click.option("--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True),
-        click.option("--heap-reps", type=click.IntRange(0, 10_000), default=Settings.heap_reps, show_default=True,
-                     help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES})."),
-        click.option("--cap", "cap", default=None, metavar="SIZE",
-                     help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM, "
-                          "or less where little is available or a cgroup limits memory."),
-        click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds,
-                     show_default=True, help="Seconds a child run may go without progress (a phase begun, "
-                                             "a repetition done) before it is killed as a hang: per step, "
-                                             "not for the whole run."),
-        click.option("--teardown-timeout", type=FINITE_SECONDS,
-                     default=Settings.teardown_timeout_seconds, show_default=True,
-                     help="Seconds a child may take to tear down once its measurement is in."),
-        click.option("--flamegraph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     metavar="DIR", help="Also write memray's flame graph of the allocations the heap pass "
-                                         "retained (memray flamegraph --leaks) to DIR/<pair>-<variant>.html."),
+        click.option(
+            "--reps",
+            type=click.IntRange(MIN_SERIES, 10_000),
+            default=Settings.reps,
+            show_default=True,
+            help="Measured repetitions per child run.",
+        ),
+        click.option(
+            "--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True
+        ),
+        click.option(
+            "--heap-reps",
+            type=click.IntRange(0, 10_000),
+            default=Settings.heap_reps,
+            show_default=True,
+            help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).",
+        ),
+        click.option(
+            "--cap",
+            "cap",
+            default=None,
+            metavar="SIZE",
+            help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM, "
+            "or less where little is available or a cgroup limits memory.",
+        ),
+        click.option(
+            "--timeout",
+            type=FINITE_SECONDS,
+            default=Settings.timeout_seconds,
+            show_default=True,
+            help="Seconds a child run may go without progress (a phase begun, "
+            "a repetition done) before it is killed as a hang: per step, "
+            "not for the whole run.",
+        ),
+        click.option(
+            "--teardown-timeout",
+            type=FINITE_SECONDS,
+            default=Settings.teardown_timeout_seconds,
+            show_default=True,
+            help="Seconds a child may take to tear down once its measurement is in.",
+        ),
+        click.option(
+            "--flamegraph-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            metavar="DIR",
+            help="Also write memray's flame graph of the allocations the heap pass "
+            "retained (memray flamegraph --leaks) to DIR/<pair>-<variant>.html.",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
     return command
 
 
-SCALES_OPTION = click.option("--scales", default="1,4", show_default=True,
-                             help="Multiples of the size parameter for peak scenarios, increasing.")
+SCALES_OPTION = click.option(
+    "--scales",
+    default="1,4",
+    show_default=True,
+    help="Multiples of the size parameter for peak scenarios, increasing.",
+)
 
 
 def scales_of(text: str) -> tuple:
     """'1,4' -> (1.0, 4.0); bad input ends here (Settings says what scales may be)."""
     try:
         found = tuple(float(s) for s in text.split(","))
-        bad = next((s.strip() for s, number in zip(text.split(","), found) if not math.isfinite(number)), None)
+        bad = next(
+            (s.strip() for s, number in zip(text.split(","), found) if not math.isfinite(number)),
+            None,
+        )
         if bad is not None:
             fail(f"--scales: {bad!r} is not a finite number")
         Settings(scales=found)
     except ValueError:
-        fail(f"--scales: {text!r} is not two or more positive multiples in increasing order, e.g. 1,4")
+        fail(
+            f"--scales: {text!r} is not two or more positive multiples in increasing order, e.g. 1,4"
+        )
     return found
 
 
@@ -139,26 +184,39 @@ def sizes_fit(plans, scales) -> None:
             fail(f"--param/--scales: {target.scenario.name}: {e}")
 
 
-def settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, **more) -> Settings:
+def settings_of(
+    reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, **more
+) -> Settings:
     """Settings from the shared options; bad values end here with one line, exit 2."""
     try:
         cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
     except ValueError as e:
         fail(f"--cap: {e}")
     if 0 < heap_reps < MIN_SERIES:
-        fail(f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}")
+        fail(
+            f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}"
+        )
     if flamegraph_dir is not None:
         if heap_reps == 0:
-            fail("--flamegraph-dir: the flame graph is drawn from the heap pass; --heap-reps 0 skips it")
+            fail(
+                "--flamegraph-dir: the flame graph is drawn from the heap pass; --heap-reps 0 skips it"
+            )
         try:
             flamegraph_dir.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=flamegraph_dir, prefix=".leakbench-probe-"):
                 pass  # a folder that exists but takes no file would fail only after the measurement
         except OSError as e:
             fail(f"--flamegraph-dir: cannot write in {flamegraph_dir}: {e.strerror or e}")
-    return Settings(warmup=warmup, reps=reps, heap_reps=heap_reps, cap_bytes=cap_bytes, timeout_seconds=timeout,
-                    teardown_timeout_seconds=teardown_timeout,
-                    flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None, **more)
+    return Settings(
+        warmup=warmup,
+        reps=reps,
+        heap_reps=heap_reps,
+        cap_bytes=cap_bytes,
+        timeout_seconds=timeout,
+        teardown_timeout_seconds=teardown_timeout,
+        flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None,
+        **more,
+    )
 
 
 def writable(option: str, path: Path, create_folder: bool = False) -> None:
@@ -227,18 +285,23 @@ def targets_of(names, variant: str) -> list:
     except ContractError as e:
         fail(str(e))
     if importlib.util.find_spec("tensorflow") is None and any(
-            contract.imports_tensorflow(t.scenario.path) for t in found):
-        fail(f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'")
+        contract.imports_tensorflow(t.scenario.path) for t in found
+    ):
+        fail(
+            f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'"
+        )
     return found
 
 
 def progress(status, label: str, reps: int):
     """A child-message callback that shows the phase and repetition on a rich status line."""
+
     def show(message: dict) -> None:
         if "phase" in message:
             status.update(f"{label}: {message['phase']}")
         elif "sample" in message:
             status.update(f"{label}: repetition {message['rep'] + 1}/{reps}")
+
     return show
 
 
@@ -260,13 +323,24 @@ def results_dir(results: Path | None) -> Path:
 
 
 RESULTS_OPTION = click.option(
-    "--results", type=click.Path(file_okay=False, path_type=Path), default=None,
-    help="asv results directory holding records/<machine>/tf-<version>.jsonl. Default: ./results.")
+    "--results",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="asv results directory holding records/<machine>/tf-<version>.jsonl. Default: ./results.",
+)
 MACHINE_OPTION = click.option(
-    "--machine", default=None, metavar="NAME",
-    help="asv machine whose records to read. Default: the only one in the results.")
-FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["markdown", "json"]),
-                             default="markdown", show_default=True)
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="asv machine whose records to read. Default: the only one in the results.",
+)
+FORMAT_OPTION = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
 
 
 def machine_of(results: Path, machine: str | None) -> str:

@@ -6,6 +6,7 @@ Exit 0: a boundary found and confirmed; 1: none (the ends read alike, an end or 
 around the boundary unusable, a boundary not stable); 2: bad input or a refusal (one line,
 before anything is installed, except a disk budget reached mid-way, which stops there).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -56,9 +57,13 @@ def _check_out(out: Path, force: bool, default: bool) -> Path:
 
 def _check_venv(path: Path) -> None:
     """A --venv folder must be missing, empty, or one this command made: it is deleted at the end."""
-    if path.exists() and (not path.is_dir() or (any(path.iterdir()) and not (path / installer.MARK).exists())):
-        fail(f"--venv: {path} exists and is not a bisect virtualenv (it would be deleted at the end); "
-             "pick a new folder")
+    if path.exists() and (
+        not path.is_dir() or (any(path.iterdir()) and not (path / installer.MARK).exists())
+    ):
+        fail(
+            f"--venv: {path} exists and is not a bisect virtualenv (it would be deleted at the end); "
+            "pick a new folder"
+        )
 
 
 def _lock(path: Path):
@@ -68,35 +73,91 @@ def _lock(path: Path):
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        fail(f"--venv: another leakbench bisect is using {path}; wait for it, or pass another --venv")
+        fail(
+            f"--venv: another leakbench bisect is using {path}; wait for it, or pass another --venv"
+        )
     return handle
 
 
 @main.command()
 @click.argument("pair")
-@click.option("--variant", type=click.Choice(["leaky", "fixed"]), default="leaky", show_default=True)
-@click.option("--good", required=True, metavar="VERSION", help="The build reading the old verdict, e.g. 2.15.1.")
-@click.option("--bad", required=True, metavar="VERSION",
-              help="A later build reading another, e.g. 2.16.2; `nightly`: the newest nightly the registry serves.")
-@click.option("--confirm", type=click.IntRange(1, 100), default=3, show_default=True,
-              help="Readings each boundary build must give alike, its search reading included.")
-@click.option("--cap", default=None, metavar="SIZE",
-              help="Memory cap per measurement. Default: leakbench run's (half of RAM, or less where little is "
-                   "available), fixed as the bisection starts.")
-@click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds, show_default=True,
-              help="Seconds a measurement's child run may go without progress (per step, as for run).")
-@click.option("--venv", "venv_dir", type=click.Path(path_type=Path), default=None,
-              help="The virtualenv to install each build into. Default: ~/.cache/leakbench/bisect-venv.")
-@click.option("--keep-venv", is_flag=True, help="Keep the virtualenv at the end (it is deleted otherwise).")
-@click.option("--disk-budget", default="6GiB", show_default=True, metavar="SIZE",
-              help="Most the virtualenv may take on disk, an install's download included.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="The result as JSON (and markdown beside it, .md). "
-                   "Default: results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json.")
+@click.option(
+    "--variant", type=click.Choice(["leaky", "fixed"]), default="leaky", show_default=True
+)
+@click.option(
+    "--good",
+    required=True,
+    metavar="VERSION",
+    help="The build reading the old verdict, e.g. 2.15.1.",
+)
+@click.option(
+    "--bad",
+    required=True,
+    metavar="VERSION",
+    help="A later build reading another, e.g. 2.16.2; `nightly`: the newest nightly the registry serves.",
+)
+@click.option(
+    "--confirm",
+    type=click.IntRange(1, 100),
+    default=3,
+    show_default=True,
+    help="Readings each boundary build must give alike, its search reading included.",
+)
+@click.option(
+    "--cap",
+    default=None,
+    metavar="SIZE",
+    help="Memory cap per measurement. Default: leakbench run's (half of RAM, or less where little is "
+    "available), fixed as the bisection starts.",
+)
+@click.option(
+    "--timeout",
+    type=FINITE_SECONDS,
+    default=Settings.timeout_seconds,
+    show_default=True,
+    help="Seconds a measurement's child run may go without progress (per step, as for run).",
+)
+@click.option(
+    "--venv",
+    "venv_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The virtualenv to install each build into. Default: ~/.cache/leakbench/bisect-venv.",
+)
+@click.option(
+    "--keep-venv", is_flag=True, help="Keep the virtualenv at the end (it is deleted otherwise)."
+)
+@click.option(
+    "--disk-budget",
+    default="6GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Most the virtualenv may take on disk, an install's download included.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The result as JSON (and markdown beside it, .md). "
+    "Default: results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json.",
+)
 @click.option("--force", is_flag=True, help="Replace --out (and its .md) if they exist.")
 @RESULTS_OPTION
-def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv, disk_budget, out, force,
-           results) -> None:
+def bisect(
+    pair,
+    variant,
+    good,
+    bad,
+    confirm,
+    cap,
+    timeout,
+    venv_dir,
+    keep_venv,
+    disk_budget,
+    out,
+    force,
+    results,
+) -> None:
     """Find the first TensorFlow build whose verdict for PAIR's variant differs from GOOD's.
 
     Candidates are the releases and RCs (tensorflow-cpu) and nightlies (tf-nightly) from
@@ -130,23 +191,36 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
     except (registry.RegistryError, bisecting.BisectError) as e:
         fail(str(e))
     try:  # every check before anything is made on disk
-        installer.check_budget(venv_path, installer.DEPS_BYTES + max(map(installer.install_bytes, candidates)),
-                               budget, "leakbench's dependencies and the largest candidate")
+        installer.check_budget(
+            venv_path,
+            installer.DEPS_BYTES + max(map(installer.install_bytes, candidates)),
+            budget,
+            "leakbench's dependencies and the largest candidate",
+        )
     except installer.BudgetError as e:
         fail(str(e))
     if out is None:  # named after the builds, `nightly` resolved
         out = default_out(where, pair, variant, good, bad)
         md = _check_out(out, force, default=True)
-    apart([("--out", out), ("--out's table", md)],
-          [("the pair's scenario file", root / folder / f"{pair}.py") for folder in catalog.VARIANT_DIRS.values()])
+    apart(
+        [("--out", out), ("--out's table", md)],
+        [
+            ("the pair's scenario file", root / folder / f"{pair}.py")
+            for folder in catalog.VARIANT_DIRS.values()
+        ],
+    )
     if not keep_venv and Path(os.path.realpath(venv_path)) in Path(os.path.realpath(out)).parents:
-        fail(f"--out: {out} is inside --venv {venv_path}, which is deleted at the end; write elsewhere, "
-             "or pass --keep-venv")
+        fail(
+            f"--out: {out} is inside --venv {venv_path}, which is deleted at the end; write elsewhere, "
+            "or pass --keep-venv"
+        )
     venv_path.parent.mkdir(parents=True, exist_ok=True)
     lock = _lock(venv_path)  # held to the end: two bisections never share one virtualenv
     env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))
-    say(f"bisect {pair} ({variant}): {len(candidates)} candidates from {good} to {bad}; venv {venv_path}, "
-        f"log {env.log}")
+    say(
+        f"bisect {pair} ({variant}): {len(candidates)} candidates from {good} to {bad}; venv {venv_path}, "
+        f"log {env.log}"
+    )
     readings = []
 
     def shown(reading) -> None:
@@ -155,9 +229,13 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
 
     try:
         env.ensure(root)
-        found = bisecting.search(candidates, env.install,
-                                 lambda build: env.measure(root, pair, variant, cap_bytes, timeout),
-                                 confirm=confirm, on_reading=shown)
+        found = bisecting.search(
+            candidates,
+            env.install,
+            lambda build: env.measure(root, pair, variant, cap_bytes, timeout),
+            confirm=confirm,
+            on_reading=shown,
+        )
     except installer.BudgetError as e:
         fail(f"{e}; stopped after {len(readings)} measurements")
     except bisecting.InstallFailed as e:
@@ -166,13 +244,23 @@ def bisect(pair, variant, good, bad, confirm, cap, timeout, venv_dir, keep_venv,
         if not keep_venv:
             env.remove()
         lock.close()
-    result = {"pair": pair, "variant": variant, "good_asked": good, "bad_asked": bad,
-              "machine": store.asv_machine(where), "python": platform.python_version(),
-              "interpreter_tag": str(next(iter(sys_tags()))), "started": started.isoformat(timespec="seconds"),
-              "seconds": round(time.monotonic() - clock, 1), "disk_budget_bytes": budget, "cap_bytes": cap_bytes,
-              "timeout_seconds": timeout, "confirm": confirm, "distributions": [registry.RELEASE_DIST,
-                                                                               registry.NIGHTLY_DIST],
-              **found.as_dict()}
+    result = {
+        "pair": pair,
+        "variant": variant,
+        "good_asked": good,
+        "bad_asked": bad,
+        "machine": store.asv_machine(where),
+        "python": platform.python_version(),
+        "interpreter_tag": str(next(iter(sys_tags()))),
+        "started": started.isoformat(timespec="seconds"),
+        "seconds": round(time.monotonic() - clock, 1),
+        "disk_budget_bytes": budget,
+        "cap_bytes": cap_bytes,
+        "timeout_seconds": timeout,
+        "confirm": confirm,
+        "distributions": [registry.RELEASE_DIST, registry.NIGHTLY_DIST],
+        **found.as_dict(),
+    }
     jsonfile.write_text_atomic(out, json.dumps(result, indent=2) + "\n")
     jsonfile.write_text_atomic(md, views.markdown(result))
     for line in views.summary(result):

@@ -1,4 +1,5 @@
 """`leakbench calibrate`: designed leaks of known size (logic in leakbench.calibrate)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -26,32 +27,83 @@ def _sizes(text: str) -> list[int]:
 
 
 @main.command("calibrate")
-@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
-              help="Measurements per case, each in a fresh process.")
-@click.option("--sizes", default="0,8KiB,16KiB,32KiB,64KiB", show_default=True,
-              help="Bytes kept per repetition, comma-separated; 0 is the control.")
-@click.option("--holders", default="python,tensorflow", show_default=True,
-              help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
-                   "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).")
-@click.option("--cap", default=format_bytes(FIXED_CAP_BYTES, whole=True).replace(" ", ""), show_default=True, metavar="SIZE", help="Memory cap per child.")
-@click.option("--timeout", type=FINITE_SECONDS, default=Settings.timeout_seconds, show_default=True,
-              help="Seconds an engine child run may go without progress (per step, as for run); "
-                   "a peer's child (--peers) gets them for its whole run.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.")
-@click.option("--machine", default=None, metavar="NAME", help="Machine name for the default --out and the suite records. Default: asv's machine name, as the records use.")
-@click.option("--resume/--fresh", default=True, show_default=True,
-              help="Keep the runs already in --out (same settings) and measure only the missing ones.")
-@click.option("--suite-records", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Records of the default suite (leakbench run --json) to report its wall time against its floor. "
-                   "Default: results/records/<machine>/tf-<version>.jsonl if there is one.")
-@click.option("--peers", "peer_names", default="", metavar="NAMES",
-              help="Also run these peers on the same cases: memory_checker (TensorFlow's MemoryChecker), "
-                   "limit_leaks (pytest-memray). asv's peakmem_ is always read from leakbench's own runs.")
-@click.option("--peer-runs", type=click.IntRange(0, 1000), default=None,
-              help="Runs per case for each peer. Default: --runs.")
-def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, suite_records, peer_names,
-                      peer_runs) -> None:
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="Measurements per case, each in a fresh process.",
+)
+@click.option(
+    "--sizes",
+    default="0,8KiB,16KiB,32KiB,64KiB",
+    show_default=True,
+    help="Bytes kept per repetition, comma-separated; 0 is the control.",
+)
+@click.option(
+    "--holders",
+    default="python,tensorflow",
+    show_default=True,
+    help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
+    "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).",
+)
+@click.option(
+    "--cap",
+    default=format_bytes(FIXED_CAP_BYTES, whole=True).replace(" ", ""),
+    show_default=True,
+    metavar="SIZE",
+    help="Memory cap per child.",
+)
+@click.option(
+    "--timeout",
+    type=FINITE_SECONDS,
+    default=Settings.timeout_seconds,
+    show_default=True,
+    help="Seconds an engine child run may go without progress (per step, as for run); "
+    "a peer's child (--peers) gets them for its whole run.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.",
+)
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="Machine name for the default --out and the suite records. Default: asv's machine name, as the records use.",
+)
+@click.option(
+    "--resume/--fresh",
+    default=True,
+    show_default=True,
+    help="Keep the runs already in --out (same settings) and measure only the missing ones.",
+)
+@click.option(
+    "--suite-records",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Records of the default suite (leakbench run --json) to report its wall time against its floor. "
+    "Default: results/records/<machine>/tf-<version>.jsonl if there is one.",
+)
+@click.option(
+    "--peers",
+    "peer_names",
+    default="",
+    metavar="NAMES",
+    help="Also run these peers on the same cases: memory_checker (TensorFlow's MemoryChecker), "
+    "limit_leaks (pytest-memray). asv's peakmem_ is always read from leakbench's own runs.",
+)
+@click.option(
+    "--peer-runs",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Runs per case for each peer. Default: --runs.",
+)
+def calibrate_command(
+    runs, sizes, holders, cap, timeout, out, machine, resume, suite_records, peer_names, peer_runs
+) -> None:
     """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
     settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
 
@@ -68,16 +120,25 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     holder_list = [h.strip() for h in holders.split(",") if h.strip()]
     unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
     if unknown or not holder_list:
-        fail(f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})")
+        fail(
+            f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})"
+        )
     # every option is checked before what the machine lacks (TensorFlow)
     peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
     unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
     if unknown:
         fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(calibrate.peers.PEERS)})")
     if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
-        fail("--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)")
-    if any(h.startswith("tensorflow") for h in holder_list) and importlib.util.find_spec("tensorflow") is None:
-        fail(f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'")
+        fail(
+            "--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)"
+        )
+    if (
+        any(h.startswith("tensorflow") for h in holder_list)
+        and importlib.util.find_spec("tensorflow") is None
+    ):
+        fail(
+            f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'"
+        )
     results = results_dir(None)
     machine = machine_of(results, machine)
     default = out is None
@@ -88,30 +149,54 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     writable("--out's table", out.with_suffix(".md"))
     # read after the measuring: refused now
     if suite_records is not None and jsonfile.special(suite_records):
-        fail(f"--suite-records: {suite_records} is {jsonfile.special(suite_records)}, not a regular file")
+        fail(
+            f"--suite-records: {suite_records} is {jsonfile.special(suite_records)}, not a regular file"
+        )
     if suite_records is None:
         found = records_path(results, machine, calibrate.tensorflow_version() or "none")
         suite_records = found if found.is_file() else None
     # --out itself is resumed on purpose
-    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],
-          [("--suite-records", suite_records), *(("a records file it reads", p) for p in
-                                                 sorted((results / "records").glob("*/tf-*.jsonl"))),
-           *(("a holder's scenario file", calibrate.HOLDERS[h]) for h in holder_list)])
+    apart(
+        [("--out", out), ("--out's table", out.with_suffix(".md"))],
+        [
+            ("--suite-records", suite_records),
+            *(
+                ("a records file it reads", p)
+                for p in sorted((results / "records").glob("*/tf-*.jsonl"))
+            ),
+            *(("a holder's scenario file", calibrate.HOLDERS[h]) for h in holder_list),
+        ],
+    )
     settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
 
     def progress(i, total, case, run, seen):
         if "peer" in seen:
-            say(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['peer']} "
-                f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s")
+            say(
+                f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['peer']} "
+                f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s"
+            )
             return
-        slopes = ", ".join(f"{name} {seen[f'{name}_slope'] or 0:,.0f}" for name in calibrate.SIGNALS)
-        say(f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
-            f"({slopes} B/rep) in {seen['wall_seconds']:.1f} s")
+        slopes = ", ".join(
+            f"{name} {seen[f'{name}_slope'] or 0:,.0f}" for name in calibrate.SIGNALS
+        )
+        say(
+            f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
+            f"({slopes} B/rep) in {seen['wall_seconds']:.1f} s"
+        )
 
     try:
-        result = calibrate.calibrate(holder_list, size_list, runs, settings, out, resume=resume, on_run=progress,
-                                     machine=machine, peer_names=peer_list,
-                                     peer_runs=runs if peer_runs is None else peer_runs)
+        result = calibrate.calibrate(
+            holder_list,
+            size_list,
+            runs,
+            settings,
+            out,
+            resume=resume,
+            on_run=progress,
+            machine=machine,
+            peer_names=peer_list,
+            peer_runs=runs if peer_runs is None else peer_runs,
+        )
     except calibrate.CalibrateError as e:
         fail(str(e))
     result = calibrate.add_context(result, out, settings, suite_records, results / "records")
@@ -119,5 +204,3 @@ def calibrate_command(runs, sizes, holders, cap, timeout, out, machine, resume, 
     jsonfile.write_text_atomic(out.with_suffix(".md"), table)
     click.echo(table)
     say(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}")
-
-

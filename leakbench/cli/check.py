@@ -1,4 +1,5 @@
 """`leakbench check`: a pipeline of your own (logic in leakbench.check, views in leakbench.reporters.check)."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,20 @@ from pathlib import Path
 import click
 
 from leakbench import expectation
-from leakbench.cli.base import (apart, err, fail, flamegraph_note, main, measurement_options, one_line, out, progress, say,
-                                settings_of, writable)
+from leakbench.cli.base import (
+    apart,
+    err,
+    fail,
+    flamegraph_note,
+    main,
+    measurement_options,
+    one_line,
+    out,
+    progress,
+    say,
+    settings_of,
+    writable,
+)
 from leakbench.contract import ContractError
 from leakbench.reporters import check as view
 
@@ -43,11 +56,28 @@ def _target_file(spec: str) -> Path | None:
 @main.command("check")
 @click.argument("target")
 @measurement_options
-@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write a self-contained report page (charts, stages, stacks, chain) to this file.")
-def check_command(target, reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
-                  as_json, html_path) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables."
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a self-contained report page (charts, stages, stacks, chain) to this file.",
+)
+def check_command(
+    target,
+    reps,
+    warmup,
+    heap_reps,
+    cap,
+    timeout,
+    teardown_timeout,
+    flamegraph_dir,
+    as_json,
+    html_path,
+) -> None:
     """Check a pipeline of your own for leaks, and say where the memory is.
 
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a

@@ -1,4 +1,5 @@
 """`leakbench compare` and `leakbench matrix`: TensorFlow releases' records (logic in leakbench.history)."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from leakbench.cli.base import FORMAT_OPTION, MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
+from leakbench.cli.base import (
+    FORMAT_OPTION,
+    MACHINE_OPTION,
+    RESULTS_OPTION,
+    fail,
+    main,
+    results_dir,
+)
 from leakbench.cli.types import FINITE_FLOAT
 from leakbench.history import compare as comparing
 from leakbench.history import matrix as tabulating
@@ -17,8 +25,13 @@ from leakbench.reporters import history as views
 @main.command()
 @click.argument("old")
 @click.argument("new")
-@click.option("--factor", type=FINITE_FLOAT, default=comparing.DEFAULT_FACTOR, show_default=True,
-              help="Mark a metric regressed or improved past this ratio.")
+@click.option(
+    "--factor",
+    type=FINITE_FLOAT,
+    default=comparing.DEFAULT_FACTOR,
+    show_default=True,
+    help="Mark a metric regressed or improved past this ratio.",
+)
 @RESULTS_OPTION
 @MACHINE_OPTION
 @FORMAT_OPTION
@@ -36,11 +49,19 @@ def compare(old, new, factor, results, machine, fmt) -> None:
             machine = store.pick_machine(where, machine)
         old_label, old_recs = store.resolve(where, old, machine)
         new_label, new_recs = store.resolve(where, new, machine)
-        found = comparing.compare(old_label, old_recs, new_label, new_recs, factor,
-                                  machine=None if from_files else machine)
+        found = comparing.compare(
+            old_label,
+            old_recs,
+            new_label,
+            new_recs,
+            factor,
+            machine=None if from_files else machine,
+        )
     except store.VersionError as e:
         fail(str(e))
-    click.echo(json.dumps(found.as_dict(), indent=2) if fmt == "json" else views.compare_markdown(found))
+    click.echo(
+        json.dumps(found.as_dict(), indent=2) if fmt == "json" else views.compare_markdown(found)
+    )
     raise SystemExit(found.exit_code)
 
 

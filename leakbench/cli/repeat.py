@@ -1,5 +1,6 @@
 """`leakbench repeat`: the repeatability table (logic in leakbench.repeat, view in
 leakbench.reporters.repeatability)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,40 +8,106 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
-from leakbench.cli.base import (SCALES_OPTION, apart, fail, machine_of, main, measurement_options, results_dir, say, scales_of,
-                                settings_of, sizes_fit, targets_of, writable)
+from leakbench.cli.base import (
+    SCALES_OPTION,
+    apart,
+    fail,
+    machine_of,
+    main,
+    measurement_options,
+    results_dir,
+    say,
+    scales_of,
+    settings_of,
+    sizes_fit,
+    targets_of,
+    writable,
+)
 
 
 @main.command("repeat")
 @click.argument("names", nargs=-1)
-@click.option("--runs", type=click.IntRange(1, 1000), default=10, show_default=True,
-              help="Runs per pair × variant, each a fresh child process.")
-@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Children measured at once (the default cap is divided between them).")
-@click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="Runs per pair × variant, each a fresh child process.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Children measured at once (the default cap is divided between them).",
+)
+@click.option(
+    "--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True
+)
 @measurement_options
 @SCALES_OPTION
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Result JSON (the table goes beside it, .md). "
-                   "Default: results/repeatability/<machine>-tf-<version>[-jobs<N>].json.")
-@click.option("--machine", default=None, metavar="NAME",
-              help="Machine name for the default --out. Default: asv's machine name, as the records use.")
-@click.option("--resume/--fresh", default=True, show_default=True,
-              help="Keep the runs already in --out (same settings) and measure only the missing ones; "
-                   "--fresh measures anew and replaces it.")
-@click.option("--cpu-hog", type=click.IntRange(0, 256), default=0, show_default=True,
-              help="Keep this many busy processes running beside the runs (one per core: every core "
-                   "busy), to see the verdicts on a loaded machine.")
-def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
-                   flamegraph_dir, scales, out, machine, resume, cpu_hog) -> None:
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Result JSON (the table goes beside it, .md). "
+    "Default: results/repeatability/<machine>-tf-<version>[-jobs<N>].json.",
+)
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="Machine name for the default --out. Default: asv's machine name, as the records use.",
+)
+@click.option(
+    "--resume/--fresh",
+    default=True,
+    show_default=True,
+    help="Keep the runs already in --out (same settings) and measure only the missing ones; "
+    "--fresh measures anew and replaces it.",
+)
+@click.option(
+    "--cpu-hog",
+    type=click.IntRange(0, 256),
+    default=0,
+    show_default=True,
+    help="Keep this many busy processes running beside the runs (one per core: every core "
+    "busy), to see the verdicts on a loaded machine.",
+)
+def repeat_command(
+    names,
+    runs,
+    jobs,
+    variant,
+    reps,
+    warmup,
+    heap_reps,
+    cap,
+    timeout,
+    teardown_timeout,
+    flamegraph_dir,
+    scales,
+    out,
+    machine,
+    resume,
+    cpu_hog,
+) -> None:
     """Measure pairs (all by default) RUNS times each, in independent runs, and write the
     repeatability table: verdict agreement and the spread of each decisive slope.
     Exit 0 once the table is written, 2 on bad input (nothing measured, nothing overwritten)."""
     from leakbench.repeat import run as repeat
     from leakbench.reporters import repeatability as repeat_report
 
-    settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
-                           scales=scales_of(scales))
+    settings = settings_of(
+        reps,
+        warmup,
+        heap_reps,
+        cap,
+        timeout,
+        teardown_timeout,
+        flamegraph_dir,
+        scales=scales_of(scales),
+    )
     targets = targets_of(names, variant)
     sizes_fit([(t, t.scenario.params) for t in targets], settings.scales)
     results = results_dir(None)
@@ -52,16 +119,29 @@ def repeat_command(names, runs, jobs, variant, reps, warmup, heap_reps, cap, tim
     writable("--out", out, create_folder=default)
     writable("--out's table", out.with_suffix(".md"))
     # --out itself is resumed on purpose
-    apart([("--out", out), ("--out's table", out.with_suffix(".md"))],
-          [("a scenario file it measures", t.scenario.path) for t in targets])
+    apart(
+        [("--out", out), ("--out's table", out.with_suffix(".md"))],
+        [("a scenario file it measures", t.scenario.path) for t in targets],
+    )
 
     def progress(i, total, seen):
-        say(f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: {seen['verdict']} "
-            f"in {seen['wall_seconds']:.1f} s")
+        say(
+            f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: {seen['verdict']} "
+            f"in {seen['wall_seconds']:.1f} s"
+        )
 
     try:
-        result = repeat.repeat(targets, runs, settings, out, jobs=jobs, resume=resume, machine=machine,
-                               on_run=progress, cpu_hog=cpu_hog)
+        result = repeat.repeat(
+            targets,
+            runs,
+            settings,
+            out,
+            jobs=jobs,
+            resume=resume,
+            machine=machine,
+            on_run=progress,
+            cpu_hog=cpu_hog,
+        )
     except repeat.RepeatError as e:
         fail(str(e))
     table = repeat_report.markdown(result)

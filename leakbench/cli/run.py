@@ -3,6 +3,7 @@
 run's exit code: 0 when every variant reads what its contract says it should
 (leakbench.expectation), 1 when some does not, 2 on bad input.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,25 @@ import click
 
 from leakbench import catalog, expectation, jsonfile
 from leakbench.calibrate import committed
-from leakbench.cli.base import (SCALES_OPTION, apart, err, fail, flamegraph_note, main, measurement_options, one_line, out,
-                                progress, results_dir, say, scales_of, settings_of, sizes_fit, targets_of, writable)
+from leakbench.cli.base import (
+    SCALES_OPTION,
+    apart,
+    err,
+    fail,
+    flamegraph_note,
+    main,
+    measurement_options,
+    one_line,
+    out,
+    progress,
+    results_dir,
+    say,
+    scales_of,
+    settings_of,
+    sizes_fit,
+    targets_of,
+    writable,
+)
 from leakbench.contract import ContractError
 from leakbench.measure import measure
 from leakbench.history.store import asv_machine
@@ -44,28 +62,73 @@ def _overrides(params) -> dict:
 
 @main.command()
 @click.argument("names", nargs=-1)
-@click.option("--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True)
+@click.option(
+    "--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True
+)
 @measurement_options
-@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter.")
+@click.option(
+    "--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter."
+)
 @SCALES_OPTION
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Append one JSON record per line to this file.")
-@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the wide table in markdown to this file (e.g. results/run-<machine>-tf-<v>.md).")
-@click.option("--wide", is_flag=True, help="Print every metric, not only the columns the verdict rests on.")
-def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, params, scales,
-        json_path, markdown_path, wide) -> None:
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append one JSON record per line to this file.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the wide table in markdown to this file (e.g. results/run-<machine>-tf-<v>.md).",
+)
+@click.option(
+    "--wide", is_flag=True, help="Print every metric, not only the columns the verdict rests on."
+)
+def run(
+    names,
+    variant,
+    reps,
+    warmup,
+    heap_reps,
+    cap,
+    timeout,
+    teardown_timeout,
+    flamegraph_dir,
+    params,
+    scales,
+    json_path,
+    markdown_path,
+    wide,
+) -> None:
     """Measure scenario pairs (all by default), each run in a capped, timed subprocess.
 
     NAMES are pair names from `leakbench list` or paths to scenario files.
     """
-    settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir,
-                           scales=scales_of(scales))
+    settings = settings_of(
+        reps,
+        warmup,
+        heap_reps,
+        cap,
+        timeout,
+        teardown_timeout,
+        flamegraph_dir,
+        scales=scales_of(scales),
+    )
     overrides = _overrides(params)
     targets = targets_of(names, variant)
     try:
-        plans = [(t, t.scenario.with_params({k: v for k, v in overrides.items() if k in t.scenario.params}))
-                 for t in targets]
+        plans = [
+            (
+                t,
+                t.scenario.with_params(
+                    {k: v for k, v in overrides.items() if k in t.scenario.params}
+                ),
+            )
+            for t in targets
+        ]
     except ContractError as e:
         fail(str(e))
     unused = set(overrides) - {k for t in targets for k in t.scenario.params}
@@ -75,8 +138,10 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
     for option, path in (("--json", json_path), ("--markdown", markdown_path)):
         if path:
             writable(option, path)
-    apart([("--json", json_path), ("--markdown", markdown_path)],
-          [("a scenario file it measures", t.scenario.path) for t in targets])
+    apart(
+        [("--json", json_path), ("--markdown", markdown_path)],
+        [("a scenario file it measures", t.scenario.path) for t in targets],
+    )
 
     records = []
     with err.status("starting") as status:
@@ -89,14 +154,21 @@ def run(names, variant, reps, warmup, heap_reps, cap, timeout, teardown_timeout,
             note = flamegraph_note(rec, flamegraph_dir)
             say(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s{'; ' + note if note else ''}")
     out.print(table.table(records, wide=wide))
-    tf = next((r["environment"]["tensorflow"] for r in records if r["environment"]["tensorflow"]), None)
+    tf = next(
+        (r["environment"]["tensorflow"] for r in records if r["environment"]["tensorflow"]), None
+    )
     results = results_dir(None)
     say(committed.sensitivity(results / "calibration", asv_machine(results), tf))
     if markdown_path:
-        jsonfile.write_text_atomic(markdown_path, table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"))
+        jsonfile.write_text_atomic(
+            markdown_path,
+            table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"),
+        )
     for rec in records:
         if rec["error"]:
-            say(f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {one_line(rec['error'])}")
+            say(
+                f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {one_line(rec['error'])}"
+            )
         elif rec.get("skip_reason"):  # REQUIRES a GPU TensorFlow does not see: not a failure
             say(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}")
     sys.exit(0 if all(expectation.accepts(r) for r in records) else 1)

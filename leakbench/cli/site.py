@@ -1,4 +1,5 @@
 """`leakbench site`: the static site (logic in leakbench.site)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +14,19 @@ from leakbench.units import KIB, format_bytes
 @main.command("site")
 @RESULTS_OPTION
 @MACHINE_OPTION
-@click.option("--out", type=click.Path(path_type=Path), default=Path("site"), show_default=True,
-              help="Folder to write the site into.")
-@click.option("--asv/--no-asv", default=True, show_default=True,
-              help="Also run `asv publish` of the same results into OUT/asv.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("site"),
+    show_default=True,
+    help="Folder to write the site into.",
+)
+@click.option(
+    "--asv/--no-asv",
+    default=True,
+    show_default=True,
+    help="Also run `asv publish` of the same results into OUT/asv.",
+)
 def site_command(results, machine, out, asv) -> None:
     """Build the static site: the leak matrix and one lesson per pair, from the results."""
     from leakbench.site import build as site
@@ -29,5 +39,7 @@ def site_command(results, machine, out, asv) -> None:
         click.echo(f"{out / rel}  {format_bytes(size, unit=KIB)}")
     for note in built.notes:
         click.echo(f"note: {note}")
-    click.echo(f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "
-               f"open {out / 'index.html'}")
+    click.echo(
+        f"{len(built.pages)} files{' and asv/' if built.asv else ''} in {built.seconds:.1f} s: "
+        f"open {out / 'index.html'}"
+    )

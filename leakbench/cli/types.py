@@ -6,6 +6,7 @@ never comes (nan also passes every range check: each comparison with it is
 false). Each float option uses one of the types here; a bad value ends the
 command with click's usage error, which leakbench prints in one line, exit 2.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,5 +30,4 @@ class FiniteFloat(click.FloatRange):
 
 
 FINITE_SECONDS = FiniteFloat(min=1)  # --timeout, --teardown-timeout: at least a second
-FINITE_FLOAT = FiniteFloat()         # --factor (compare says what range it takes)
-
+FINITE_FLOAT = FiniteFloat()  # --factor (compare says what range it takes)

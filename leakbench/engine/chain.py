@@ -6,6 +6,7 @@ Collected in the measured child after the measured repetitions and the heap pass
 them): `object_ids` before the baseline sample, `new_instances` after the repetitions,
 `reference_chain` last (it unfreezes the import's objects).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -17,8 +18,8 @@ from array import array
 from leakbench.engine.evidence import TYPE_GROWTH_MIN
 from leakbench.engine.frames import _short
 
-REFERENCE_DEPTH = 12        # links searched back from the instance
-REFERENCE_SECONDS = 4.0     # and no longer than this
+REFERENCE_DEPTH = 12  # links searched back from the instance
+REFERENCE_SECONDS = 4.0  # and no longer than this
 
 
 class _OutOfTime(Exception):
@@ -53,7 +54,11 @@ def new_instances(growth: list[dict], baseline_ids: array | None, limit: int = C
     name = followed(growth)
     if name is None or baseline_ids is None:
         return []
-    found = [o for o in gc.get_objects() if type(o).__qualname__ == name and not _known(baseline_ids, id(o))]
+    found = [
+        o
+        for o in gc.get_objects()
+        if type(o).__qualname__ == name and not _known(baseline_ids, id(o))
+    ]
     step = max(1, len(found) // limit)
     return found[::step][:limit]
 
@@ -72,8 +77,10 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
     """
     name = followed(growth)
     if name is None:
-        return {"na": f"no Python type grew (at least {TYPE_GROWTH_MIN:g} objects per repetition, "
-                      "over the repetitions and over each half)"}
+        return {
+            "na": f"no Python type grew (at least {TYPE_GROWTH_MIN:g} objects per repetition, "
+            "over the repetitions and over each half)"
+        }
     import objgraph
 
     start = time.perf_counter()
@@ -97,10 +104,13 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
         while candidates and len(chain) < 2:  # the next instance if one has no chain
             instance = candidates.pop()
             if find is not None:  # objgraph's own search, with a clock on each step
-                chain = find(instance, is_root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore)
+                chain = find(
+                    instance, is_root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
+                )
             else:
-                chain = objgraph.find_backref_chain(instance, is_root, max_depth=REFERENCE_DEPTH,
-                                                    extra_ignore=ignore)
+                chain = objgraph.find_backref_chain(
+                    instance, is_root, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
+                )
             del instance
     except _OutOfTime:
         return {"na": f"no root found within {REFERENCE_SECONDS:g} s for {name}"}
@@ -108,7 +118,9 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
         candidates.clear()
     seconds = time.perf_counter() - start
     if len(chain) < 2:
-        return {"na": f"no chain from a module or the state to {name} within {REFERENCE_DEPTH} links"}
+        return {
+            "na": f"no chain from a module or the state to {name} within {REFERENCE_DEPTH} links"
+        }
     return {"type": name, "chain": describe_chain(chain, state), "seconds": seconds}
 
 
@@ -145,7 +157,11 @@ def _link(source, target) -> str | None:
         if isinstance(source, dict):
             for key, value in source.items():
                 if value is target:
-                    return f"[{key!r}]" if isinstance(key, (str, int, float)) else f"[{type(key).__qualname__} key]"
+                    return (
+                        f"[{key!r}]"
+                        if isinstance(key, (str, int, float))
+                        else f"[{type(key).__qualname__} key]"
+                    )
                 if key is target:
                     return "(a key)"
         if isinstance(source, (list, tuple)):
@@ -158,8 +174,20 @@ def _link(source, target) -> str | None:
             for key, value in source.f_locals.items():
                 if value is target:
                     return f"(local {key})"
-        for attr in ("__dict__", "__traceback__", "__context__", "__cause__", "tb_frame", "tb_next",
-                     "f_back", "cell_contents", "__closure__", "__globals__", "__self__", "__func__"):
+        for attr in (
+            "__dict__",
+            "__traceback__",
+            "__context__",
+            "__cause__",
+            "tb_frame",
+            "tb_next",
+            "f_back",
+            "cell_contents",
+            "__closure__",
+            "__globals__",
+            "__self__",
+            "__func__",
+        ):
             if getattr(source, attr, None) is target:
                 return f".{attr}"
         for attr, value in getattr(source, "__dict__", {}).items():

@@ -39,6 +39,7 @@ reference chain to the Python type that grew most (result "reference_chain";
 leakbench.engine.evidence); then drop the state (teardown), which can be slow:
 destroying live tf.data iterators waits for their thread pools.
 """
+
 from __future__ import annotations
 
 import gc
@@ -135,8 +136,9 @@ def main(config: dict) -> int:
                 evidence.type_counts(into=types_middle)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
-        type_growth = evidence.type_growth(types_baseline, types_middle if middle else None,
-                                           evidence.type_counts(), config["reps"])
+        type_growth = evidence.type_growth(
+            types_baseline, types_middle if middle else None, evidence.type_counts(), config["reps"]
+        )
         candidates = references.new_instances(type_growth, ids_baseline)
         del ids_baseline
         seconds["repetitions"] = time.perf_counter() - start
@@ -149,8 +151,14 @@ def main(config: dict) -> int:
             # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
             enter("heap")
             # stop, "heap_analysis" reading the capture back (the last two per pass, not per repetition)
-            heap = heap_pass(module, state, heap_reps, Path(config["heap_file"]),
-                             lambda rep: channel.send(progress="heap", rep=rep), seconds)
+            heap = heap_pass(
+                module,
+                state,
+                heap_reps,
+                Path(config["heap_file"]),
+                lambda rep: channel.send(progress="heap", rep=rep),
+                seconds,
+            )
         # Readings outside the samples, after the heap pass (whose memray capture they would enter):
         # memory per tf.data stage on one fresh iterator (evidence.read_stages), then what keeps
         # the type that grew most alive (references.reference_chain: it unfreezes the import's objects).
@@ -169,26 +177,28 @@ def main(config: dict) -> int:
         del candidates
         seconds["reference_chain"] = time.perf_counter() - start
 
-        channel.send(result={
-            "import_baseline": import_baseline,
-            "baseline": baseline,
-            "samples": samples,
-            "high_water_mark_bytes": hwm,
-            "python_type_growth": type_growth,
-            "gpu_peak_bytes": gpu_peak,
-            "gpu_unavailable": gpu_problem or None,
-            "trim": trim,
-            "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
-            "heap": heap,
-            "stages": stages,
-            "reference_chain": chain,
-            "seconds": seconds,
-            "versions": _versions(),
-            "diagnostics": extra,
-            # a check target learns in setup what one repetition of it is (target.Adapted.repetition_text);
-            # a scenario module has none here: its REPETITION is read from the file (contract.read_metadata)
-            "repetition": getattr(module, "repetition_text", None),
-        })
+        channel.send(
+            result={
+                "import_baseline": import_baseline,
+                "baseline": baseline,
+                "samples": samples,
+                "high_water_mark_bytes": hwm,
+                "python_type_growth": type_growth,
+                "gpu_peak_bytes": gpu_peak,
+                "gpu_unavailable": gpu_problem or None,
+                "trim": trim,
+                "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
+                "heap": heap,
+                "stages": stages,
+                "reference_chain": chain,
+                "seconds": seconds,
+                "versions": _versions(),
+                "diagnostics": extra,
+                # a check target learns in setup what one repetition of it is (target.Adapted.repetition_text);
+                # a scenario module has none here: its REPETITION is read from the file (contract.read_metadata)
+                "repetition": getattr(module, "repetition_text", None),
+            }
+        )
 
         start = enter("teardown")
         del state
@@ -198,8 +208,12 @@ def main(config: dict) -> int:
         tail = "".join(traceback.format_exception_only(type(err), err)).strip()
         if isinstance(err, contract.ContractError):  # a bad check target: its one-line message
             tail = str(err)
-        channel.send(error=tail, phase=phase, exception=type(err).__name__,
-                     traceback=traceback.format_exc(limit=8))
+        channel.send(
+            error=tail,
+            phase=phase,
+            exception=type(err).__name__,
+            traceback=traceback.format_exc(limit=8),
+        )
         return 1
     return 0
 
@@ -209,7 +223,9 @@ def _evidence(read, *args) -> dict:
     try:
         return read(*args)
     except Exception as err:  # noqa: BLE001
-        return {"na": f"{read.__name__} failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"}
+        return {
+            "na": f"{read.__name__} failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        }
 
 
 def _device(gpu, no_gpu: str | None) -> dict:

@@ -25,6 +25,7 @@ text and hints, leakbench.check.run):
   the type that grew most alive (objgraph), as text (`describe_chain`;
   leakbench.engine.chain, re-exported here).
 """
+
 from __future__ import annotations
 
 import collections
@@ -37,10 +38,10 @@ import time
 # stays out of the child).
 from leakbench.metrics import rate
 
-FIRST_ELEMENTS = 4     # elements consumed before the first model reading
-MORE_ELEMENTS = 60     # and before the second
-SETTLE_SECONDS = 0.2   # let prefetch/parallel stages fill their buffers before reading
-STAGES_SECONDS = 1.0   # read_stages takes no further reading once this much has passed
+FIRST_ELEMENTS = 4  # elements consumed before the first model reading
+MORE_ELEMENTS = 60  # and before the second
+SETTLE_SECONDS = 0.2  # let prefetch/parallel stages fill their buffers before reading
+STAGES_SECONDS = 1.0  # read_stages takes no further reading once this much has passed
 
 
 def type_counts(into: dict | None = None) -> dict:
@@ -77,11 +78,18 @@ def type_rate(before: int, middle: int | None, after: int, reps: int) -> float:
     half = middle_reps(reps)
     if middle is None or not half:
         return whole
-    return rate({"slope": whole, "first_half": (middle - before) / half,
-                 "second_half": (after - middle) / (reps - half)})
+    return rate(
+        {
+            "slope": whole,
+            "first_half": (middle - before) / half,
+            "second_half": (after - middle) / (reps - half),
+        }
+    )
 
 
-def type_growth(before: dict | None, middle: dict | None, after: dict | None, reps: int) -> list[dict]:
+def type_growth(
+    before: dict | None, middle: dict | None, after: dict | None, reps: int
+) -> list[dict]:
     """Python types whose live count grew by the verdict's rule, most per repetition first (at most TOP_TYPES).
 
     before, middle, after: type_counts() at the baseline, after middle_reps(reps) and after `reps`
@@ -95,7 +103,15 @@ def type_growth(before: dict | None, middle: dict | None, after: dict | None, re
         start, mid = before.get(name, 0), None if middle is None else middle.get(name, 0)
         per = type_rate(start, mid, count, reps)
         if per >= TYPE_GROWTH_MIN:
-            grown.append({"type": name, "per_repetition": per, "baseline": start, "middle": mid, "end": count})
+            grown.append(
+                {
+                    "type": name,
+                    "per_repetition": per,
+                    "baseline": start,
+                    "middle": mid,
+                    "end": count,
+                }
+            )
     return sorted(grown, key=lambda t: -t["per_repetition"])[:TOP_TYPES]
 
 
@@ -107,7 +123,13 @@ def find_dataset(state, depth: int = 0):
     if isinstance(state, tf.data.Dataset):
         return state
     if depth < 2:
-        items = state.values() if isinstance(state, dict) else state if isinstance(state, (tuple, list)) else ()
+        items = (
+            state.values()
+            if isinstance(state, dict)
+            else state
+            if isinstance(state, (tuple, list))
+            else ()
+        )
         for item in list(items)[:16]:
             found = find_dataset(item, depth + 1)
             if found is not None:
@@ -143,7 +165,9 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
         return {"na": "the target does not use TensorFlow"}
     get = getattr(tf.data.experimental, "get_model_proto", None)
     if get is None:
-        return {"na": f"tf.data.experimental.get_model_proto does not exist in TensorFlow {tf.__version__}"}
+        return {
+            "na": f"tf.data.experimental.get_model_proto does not exist in TensorFlow {tf.__version__}"
+        }
     ds = find_dataset(state)
     if ds is None:
         return {"na": "the target is not a dataset (a repetition function): no pipeline to read"}
@@ -152,10 +176,14 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
     try:
         cardinality = int(ds.cardinality())
         if cardinality >= 0:  # finite and known: read well before the end, where buffers drain
-            goals = sorted({max(1, min(g, cardinality // 2)) for g in goals}) if cardinality > 1 else []
+            goals = (
+                sorted({max(1, min(g, cardinality // 2)) for g in goals}) if cardinality > 1 else []
+            )
         iterator = iter(ds)
     except Exception as err:  # noqa: BLE001 - a dataset that cannot be iterated again: say why
-        return {"na": f"a fresh iterator failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"}
+        return {
+            "na": f"a fresh iterator failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        }
     consumed = 0
     readings = []
     try:
@@ -170,12 +198,18 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
     except StopIteration:
         pass
     except Exception as err:  # autotune off, or an iterator kind the API does not know
-        return {"na": f"get_model_proto failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"}
+        return {
+            "na": f"get_model_proto failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        }
     finally:
         del iterator
     if not readings:
         return {"na": "the dataset ended before an element could be read"}
-    return {"readings": readings, "seconds": time.perf_counter() - start, "tensorflow": tf.__version__}
+    return {
+        "readings": readings,
+        "seconds": time.perf_counter() - start,
+        "tensorflow": tf.__version__,
+    }
 
 
 def stage_name(name: str) -> str:
@@ -207,13 +241,18 @@ def stages(found: dict) -> dict:
             parent = by_id.get(parents.get(n["id"]))
             inside = stage_name(parent["name"]) if parent and parent["name"] != "Root" else None
             key = (_depth(n["id"], parents), stage_name(n["name"]), inside)
-            row = rows.setdefault(key, {"stage": key[1], "inside": inside, "bytes": [0] * len(readings),
-                                        "autotune": {}})
+            row = rows.setdefault(
+                key,
+                {"stage": key[1], "inside": inside, "bytes": [0] * len(readings), "autotune": {}},
+            )
             row["bytes"][index] += n["buffered_bytes"]
             if index == len(readings) - 1:
                 row["autotune"].update(n["parameters"])
-    return {"readings": [r[0] for r in readings], "stages": [rows[k] for k in sorted(rows, key=lambda k: k[0])],
-            "tensorflow": found["tensorflow"]}
+    return {
+        "readings": [r[0] for r in readings],
+        "stages": [rows[k] for k in sorted(rows, key=lambda k: k[0])],
+        "tensorflow": found["tensorflow"],
+    }
 
 
 def _depth(node_id: int, parents: dict) -> int:
@@ -235,23 +274,40 @@ def attribution_from(found: dict) -> dict:
     merged = {n["id"]: n for n in first[1]}
     for n in last[1]:
         held = max(n["buffered_bytes"], before.get(n["id"], 0))
-        merged[n["id"]] = {**n, "buffered_bytes": held,
-                           "buffered_elements": max(n["buffered_elements"],
-                                                    merged.get(n["id"], {}).get("buffered_elements", 0))}
+        merged[n["id"]] = {
+            **n,
+            "buffered_bytes": held,
+            "buffered_elements": max(
+                n["buffered_elements"], merged.get(n["id"], {}).get("buffered_elements", 0)
+            ),
+        }
     after = {n["id"]: n["buffered_bytes"] for n in last[1]}
-    nodes = [{k: v for k, v in n.items() if k != "parameters"}
-             | {"growth_bytes": after[i] - before[i] if i in after and i in before else 0}
-             for i, n in sorted(merged.items())]
-    return {"elements": [first[0], last[0]], "nodes": nodes, "seconds": found["seconds"],
-            "tensorflow": found["tensorflow"]}
+    nodes = [
+        {k: v for k, v in n.items() if k != "parameters"}
+        | {"growth_bytes": after[i] - before[i] if i in after and i in before else 0}
+        for i, n in sorted(merged.items())
+    ]
+    return {
+        "elements": [first[0], last[0]],
+        "nodes": nodes,
+        "seconds": found["seconds"],
+        "tensorflow": found["tensorflow"],
+    }
 
 
 def _nodes(proto) -> list[dict]:
     nodes = []
     for key, node in proto.nodes.items():
-        nodes.append({"id": int(key), "name": node.name, "buffered_bytes": int(node.buffered_bytes),
-                      "buffered_elements": int(node.buffered_elements), "inputs": [int(i) for i in node.inputs],
-                      "parameters": {q.name: _number(q.value) for q in node.parameters}})
+        nodes.append(
+            {
+                "id": int(key),
+                "name": node.name,
+                "buffered_bytes": int(node.buffered_bytes),
+                "buffered_elements": int(node.buffered_elements),
+                "inputs": [int(i) for i in node.inputs],
+                "parameters": {q.name: _number(q.value) for q in node.parameters},
+            }
+        )
     return sorted(nodes, key=lambda n: n["id"])
 
 

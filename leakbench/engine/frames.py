@@ -5,6 +5,7 @@ A numpy_function's inline lambda runs as autograph's generated copy in a tempora
 frames are mapped back to the user's file and line (`autograph_origins`, `resolve_frames`).
 Used in the measured child by the heap pass (leakbench.engine.heap): top_stacks and stack_growth.
 """
+
 from __future__ import annotations
 
 import gc
@@ -20,8 +21,15 @@ STACK_FRAMES = 6
 
 _PACKAGE = str(Path(__file__).resolve().parent.parent)  # leakbench itself
 _ENGINE = (_PACKAGE + os.sep, "<frozen runpy>")
-_STDLIB = tuple(sorted({str(Path(p).resolve()) + os.sep for key in ("stdlib", "platstdlib")
-                        if (p := sysconfig.get_paths().get(key))}))
+_STDLIB = tuple(
+    sorted(
+        {
+            str(Path(p).resolve()) + os.sep
+            for key in ("stdlib", "platstdlib")
+            if (p := sysconfig.get_paths().get(key))
+        }
+    )
+)
 # TensorFlow autograph's generated copies of converted code
 AUTOGRAPH_FILE = "__autograph_generated_file"
 
@@ -65,8 +73,13 @@ def autograph_origins() -> dict:
     found = {}
     for obj in gc.get_objects():  # autograph's factories (transpiler cache) and converted functions
         kind = type(obj)
-        source_map = (getattr(obj, "source_map", None) if kind.__name__ == "_PythonFnFactory" else
-                      getattr(obj, "ag_source_map", None) if kind is types.FunctionType else None)
+        source_map = (
+            getattr(obj, "source_map", None)
+            if kind.__name__ == "_PythonFnFactory"
+            else getattr(obj, "ag_source_map", None)
+            if kind is types.FunctionType
+            else None
+        )
         if isinstance(source_map, dict):
             for loc, origin in source_map.items():
                 try:
@@ -126,8 +139,14 @@ def heap_stacks(live, origins=None) -> list[dict]:
     stacks = []
     for size, count, record in top:
         frames = stack_frames(record, origins)
-        stacks.append({"bytes": size, "allocations": count, "frames": shown_frames(frames),
-                       "user_frame": user_frame(frames)})
+        stacks.append(
+            {
+                "bytes": size,
+                "allocations": count,
+                "frames": shown_frames(frames),
+                "user_frame": user_frame(frames),
+            }
+        )
     return stacks
 
 
@@ -138,4 +157,4 @@ def _short(file: str) -> str:
         if packages in file:
             return file.split(packages, 1)[1]
     cwd = os.getcwd() + os.sep
-    return file[len(cwd):] if file.startswith(cwd) else file
+    return file[len(cwd) :] if file.startswith(cwd) else file

@@ -6,6 +6,7 @@ TensorFlow is only touched if the scenario imported it (sys.modules), never
 imported here. Untested on a GPU: no machine this was written on has one;
 tests/test_device.py drives it with a fake tf module.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -20,7 +21,7 @@ NO_GPU = "no GPU visible to TensorFlow"
 class Gpu:
     """The first GPU TensorFlow sees ("GPU:0"), read through tf.config.experimental."""
 
-    tf: object            # the tensorflow module the scenario imported
+    tf: object  # the tensorflow module the scenario imported
     device: str = "GPU:0"
 
     @staticmethod
@@ -87,8 +88,12 @@ def nvidia_driver() -> str | None:
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = done.stdout.strip().splitlines()

@@ -27,6 +27,7 @@ Starting and stopping the tracker is the pass's other fixed cost, 0.25 s with
 TensorFlow loaded (memray rewrites, then restores, the malloc entries of every
 loaded library's relocation tables), whatever the repetitions (docs/measurements.md).
 """
+
 from __future__ import annotations
 
 import gc
@@ -46,7 +47,9 @@ def _heap_marker() -> None:
     bytearray(MARKER_BYTES)
 
 
-def heap_pass(module, state, reps: int, path: Path, on_repetition=None, seconds: dict | None = None) -> dict:
+def heap_pass(
+    module, state, reps: int, path: Path, on_repetition=None, seconds: dict | None = None
+) -> dict:
     """Run `reps` repetitions of `module` under memray, tracking into `path`.
 
     on_repetition(i), if given, is called after repetition i's marker (the child's
@@ -101,7 +104,9 @@ def heap_pass(module, state, reps: int, path: Path, on_repetition=None, seconds:
 TOP_GROWING = 5
 
 
-def growing_stacks(by_stack: list[dict], records: dict, origins, top: int = TOP_GROWING) -> list[dict]:
+def growing_stacks(
+    by_stack: list[dict], records: dict, origins, top: int = TOP_GROWING
+) -> list[dict]:
     """The `top` stacks whose live bytes grew most from the first marker to the last (growth > 0).
 
     by_stack: per marker, {stack id: live bytes} (`replay`); records: stack id -> one of its
@@ -114,13 +119,20 @@ def growing_stacks(by_stack: list[dict], records: dict, origins, top: int = TOP_
     if not by_stack:
         return []
     first, last = by_stack[0], by_stack[-1]
-    grown = sorted(((last[s] - first.get(s, 0), s) for s in last if last[s] > first.get(s, 0)), reverse=True)
+    grown = sorted(
+        ((last[s] - first.get(s, 0), s) for s in last if last[s] > first.get(s, 0)), reverse=True
+    )
     out = []
     for _growth, sid in grown[:top]:
         values = [snapshot.get(sid, 0) for snapshot in by_stack]
         found = frames.stack_frames(records[sid], origins)
-        out.append({"frames": frames.shown_frames(found), "user_frame": frames.user_frame(found),
-                    "bytes": values})
+        out.append(
+            {
+                "frames": frames.shown_frames(found),
+                "user_frame": frames.user_frame(found),
+                "bytes": values,
+            }
+        )
     return out
 
 
@@ -136,7 +148,17 @@ def render_flamegraph(capture: Path, out: Path, timeout_seconds: float = 300.0) 
     Returns None when written, else why not (one line).
     """
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "memray", "flamegraph", "--leaks", "--force", "--output", str(out), str(capture)]
+    command = [
+        sys.executable,
+        "-m",
+        "memray",
+        "flamegraph",
+        "--leaks",
+        "--force",
+        "--output",
+        str(out),
+        str(capture),
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -161,7 +183,8 @@ def heap_at_markers(records) -> list[int]:
 
 class Replay(NamedTuple):
     """What `replay` read from an allocation stream."""
-    marks: list[int]      # bytes live just before each marker
+
+    marks: list[int]  # bytes live just before each marker
     by_stack: list[dict]  # per marker, {stack id: live bytes} ([] without by_stack)
     # stack id -> its first AllocationRecord (for its frames; {} without by_stack)
     first: dict

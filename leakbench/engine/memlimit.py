@@ -9,6 +9,7 @@ cgroup files (kernel Documentation/admin-guide/cgroup-v2.rst, memory.max and
 memory.current; cgroup-v1/memory.rst, memory.limit_in_bytes and
 memory.usage_in_bytes).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,7 +43,11 @@ def cgroup_bytes_left() -> int | None:
         if controllers == "":  # v2: "0::/path", one unified hierarchy
             found = _read(CGROUP_ROOT / path.lstrip("/"), "memory.max", "memory.current")
         elif "memory" in controllers.split(","):  # v1: "4:memory:/path"
-            found = _read(CGROUP_ROOT / "memory" / path.lstrip("/"), "memory.limit_in_bytes", "memory.usage_in_bytes")
+            found = _read(
+                CGROUP_ROOT / "memory" / path.lstrip("/"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
         else:
             continue
         if found is not None:

@@ -7,6 +7,7 @@ writing "5" to /proc/self/clear_refs (Linux >= 4.0, Documentation/filesystems/pr
 Where TensorFlow sees a GPU, the GPU allocator's bytes in use
 (leakbench.engine.gpu) join every sample.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -56,16 +57,39 @@ def sample(process: psutil.Process, gpu=None) -> dict:
 
 def _malloc_in_use() -> dict:
     if malloc_heap_unavailable():
-        return {"heap_used_bytes": None, "mmap_used_bytes": None, "malloc_used_bytes": None, "heap_free_bytes": None}
+        return {
+            "heap_used_bytes": None,
+            "mmap_used_bytes": None,
+            "malloc_used_bytes": None,
+            "heap_free_bytes": None,
+        }
     info = psutil.heap_info()
-    return {"heap_used_bytes": info.heap_used, "mmap_used_bytes": info.mmap_used,
-            "malloc_used_bytes": info.heap_used + info.mmap_used, "heap_free_bytes": heap_free_bytes()}
+    return {
+        "heap_used_bytes": info.heap_used,
+        "mmap_used_bytes": info.mmap_used,
+        "malloc_used_bytes": info.heap_used + info.mmap_used,
+        "heap_free_bytes": heap_free_bytes(),
+    }
 
 
 class _Mallinfo2(ctypes.Structure):
     """glibc's struct mallinfo2 (malloc.h, glibc >= 2.33), every field a size_t."""
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 @functools.lru_cache(maxsize=1)

@@ -24,6 +24,7 @@ nine: five phases, the device, two evidence readings begun, the result), so a
 run is already bounded by (warm-up + measured + heap repetitions + 9) ×
 timeout_seconds, plus the teardown limit.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,24 +51,35 @@ class Outcome:
     phase: str | None
     params: dict
     wall_seconds: float
-    max_rss_bytes: int = 0                     # largest RSS of the child's tree the runner saw
+    max_rss_bytes: int = 0  # largest RSS of the child's tree the runner saw
     # the child's own peak RSS over its life, from the kernel
     peak_rss_bytes: int | None = None
-    result: dict | None = None                 # the child's "result" message
+    result: dict | None = None  # the child's "result" message
     samples: list = field(default_factory=list)  # samples received, also when the run was cut short
     teardown_seconds: float | None = None
     error: str | None = None
     # the child's "device" message (leakbench.engine.child._device)
     device: dict | None = None
-    versions: dict | None = None               # ... and the versions it sent with it
+    versions: dict | None = None  # ... and the versions it sent with it
     # why the child measured nothing (REQUIRES a GPU, none visible)
     skipped: str | None = None
 
 
-def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: int,
-              cap_bytes: int, timeout_seconds: float, teardown_timeout_seconds: float = 30.0,
-              env: dict | None = None, on_message: Callable[[dict], None] | None = None,
-              child_options: dict | None = None, heap_file: Path | None = None) -> Outcome:
+def run_child(
+    path: Path,
+    params: dict,
+    *,
+    warmup: int,
+    reps: int,
+    heap_reps: int,
+    cap_bytes: int,
+    timeout_seconds: float,
+    teardown_timeout_seconds: float = 30.0,
+    env: dict | None = None,
+    on_message: Callable[[dict], None] | None = None,
+    child_options: dict | None = None,
+    heap_file: Path | None = None,
+) -> Outcome:
     """Measure scenario file `path` with `params` in a fresh, capped, timed process.
 
     cap_bytes: RSS of the child's process tree (bytes) past which it is killed.
@@ -91,40 +103,99 @@ def run_child(path: Path, params: dict, *, warmup: int, reps: int, heap_reps: in
     # each closed once (a number closed twice may be another thread's file)
     open_fds = {read_fd, write_fd}
     try:
-        return _run(open_fds, read_fd, write_fd, path, params, warmup, reps, heap_reps, cap_bytes, timeout_seconds,
-                    teardown_timeout_seconds, env, on_message, child_options, heap_file)
+        return _run(
+            open_fds,
+            read_fd,
+            write_fd,
+            path,
+            params,
+            warmup,
+            reps,
+            heap_reps,
+            cap_bytes,
+            timeout_seconds,
+            teardown_timeout_seconds,
+            env,
+            on_message,
+            child_options,
+            heap_file,
+        )
     finally:
         for fd in open_fds:  # on every path, a failed start included
             os.close(fd)
 
 
-def _run(open_fds, read_fd, write_fd, path, params, warmup, reps, heap_reps, cap_bytes, timeout_seconds,
-         teardown_timeout_seconds, env, on_message, child_options, heap_file) -> Outcome:
+def _run(
+    open_fds,
+    read_fd,
+    write_fd,
+    path,
+    params,
+    warmup,
+    reps,
+    heap_reps,
+    cap_bytes,
+    timeout_seconds,
+    teardown_timeout_seconds,
+    env,
+    on_message,
+    child_options,
+    heap_file,
+) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="leakbench-") as tmp:
-        config = {"path": str(Path(path).resolve()), "params": params, "warmup": warmup, "reps": reps,
-                  "heap_reps": heap_reps, "heap_file": str(Path(heap_file).resolve() if heap_file else Path(tmp) / "heap.bin"),
-                  "fd": write_fd, "parent": os.getpid(),
-                  **(child_options or {})}
+        config = {
+            "path": str(Path(path).resolve()),
+            "params": params,
+            "warmup": warmup,
+            "reps": reps,
+            "heap_reps": heap_reps,
+            "heap_file": str(Path(heap_file).resolve() if heap_file else Path(tmp) / "heap.bin"),
+            "fd": write_fd,
+            "parent": os.getpid(),
+            **(child_options or {}),
+        }
         log_path = Path(tmp) / "child.log"
         try:
             with open(log_path, "wb") as log:
-                child = supervise.Supervised(supervise.python("leakbench.engine.child", json.dumps(config)),
-                                             env=supervise.child_env(env), stdout=log, stderr=log,
-                                             pass_fds=(write_fd,))
+                child = supervise.Supervised(
+                    supervise.python("leakbench.engine.child", json.dumps(config)),
+                    env=supervise.child_env(env),
+                    stdout=log,
+                    stderr=log,
+                    pass_fds=(write_fd,),
+                )
         except OSError as e:
-            return Outcome("error", "import", params, 0.0, error=f"could not start the child process: {e}")
+            return Outcome(
+                "error", "import", params, 0.0, error=f"could not start the child process: {e}"
+            )
         # ours; the child has its copy. Closing it lets EOF arrive when the child exits
         os.close(write_fd)
         open_fds.discard(write_fd)
-        outcome = _watch(child, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_seconds, on_message,
-                         {"warm-up": warmup, "repetitions": reps})
+        outcome = _watch(
+            child,
+            read_fd,
+            params,
+            cap_bytes,
+            timeout_seconds,
+            teardown_timeout_seconds,
+            on_message,
+            {"warm-up": warmup, "repetitions": reps},
+        )
         if outcome.status == "error" and outcome.error is None:  # a crash: the log says why
             outcome.error = f"child exited with code {child.returncode} during {outcome.phase}\n{_tail(log_path)}"
     return outcome
 
 
-def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seconds, teardown_timeout_seconds,
-           on_message, counts: dict) -> Outcome:
+def _watch(
+    child: supervise.Supervised,
+    read_fd,
+    params,
+    cap_bytes,
+    timeout_seconds,
+    teardown_timeout_seconds,
+    on_message,
+    counts: dict,
+) -> Outcome:
     outcome = Outcome(status="ok", phase=None, params=params, wall_seconds=0.0)
     # The deadline moves with every message (a sign of progress) until the child's last
     # word (result, error, skipped) is in; from then on the teardown limit alone applies.
@@ -148,9 +219,13 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
                     message = _message(line)
                     # the child's pipe is the scenario's too: trust nothing on it
                     if message is None:
-                        outcome.status, outcome.error = "error", (
-                            f"the measured process wrote on leakbench's message pipe what is not a message "
-                            f"of leakbench's child: {line[:80]!r}")
+                        outcome.status, outcome.error = (
+                            "error",
+                            (
+                                f"the measured process wrote on leakbench's message pipe what is not a message "
+                                f"of leakbench's child: {line[:80]!r}"
+                            ),
+                        )
                         break
                     _take(outcome, message, on_message)
                     if last_word_at is None:
@@ -193,12 +268,16 @@ def _watch(child: supervise.Supervised, read_fd, params, cap_bytes, timeout_seco
         outcome.phase = outcome.phase or "import"  # no message yet: the interpreter was starting
         killed_at = child.started + outcome.wall_seconds
         if result_at is not None:
-            outcome.error = (f"teardown did not end within {_s(killed_at - result_at)} of the result "
-                             f"(teardown_timeout_seconds {teardown_timeout_seconds:g} s); the measurement is kept")
+            outcome.error = (
+                f"teardown did not end within {_s(killed_at - result_at)} of the result "
+                f"(teardown_timeout_seconds {teardown_timeout_seconds:g} s); the measurement is kept"
+            )
         else:
-            outcome.error = (f"no progress for {_s(killed_at - last_at)} in {outcome.phase} "
-                             f"(timeout_seconds {timeout_seconds:g} s per step): the last sign was {last_sign}, "
-                             f"{_s(last_at - child.started)} into the run")
+            outcome.error = (
+                f"no progress for {_s(killed_at - last_at)} in {outcome.phase} "
+                f"(timeout_seconds {timeout_seconds:g} s per step): the last sign was {last_sign}, "
+                f"{_s(last_at - child.started)} into the run"
+            )
     if outcome.status == "ok":
         # Judged by what the child said, not its exit code: a kill after the
         # final message is ours, not the scenario's.

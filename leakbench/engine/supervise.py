@@ -29,6 +29,7 @@ not made a subreaper: that would make every orphan of any subprocess it runs
 (pip's in `leakbench bisect` too) its child, for it to reap, and gain nothing
 over the token.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -94,8 +95,15 @@ class Supervised:
     def __init__(self, argv: list[str], *, env: dict, stdout, stderr, pass_fds: tuple = ()):
         self.token = uuid.uuid4().hex
         env = {**env, RUNS_VARIABLE: " ".join(filter(None, (env.get(RUNS_VARIABLE), self.token)))}
-        self.proc = subprocess.Popen(argv, pass_fds=pass_fds, stdin=subprocess.DEVNULL, stdout=stdout,
-                                     stderr=stderr, start_new_session=True, env=env)
+        self.proc = subprocess.Popen(
+            argv,
+            pass_fds=pass_fds,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            env=env,
+        )
         self.started = time.monotonic()
         self.max_rss_bytes = 0
         self.peak_rss_bytes: int | None = None
@@ -114,7 +122,7 @@ class Supervised:
         return self.proc.returncode
 
     def over_limits(self, cap_bytes: int, deadline: float) -> str | None:
-        """"over-cap" if the tree's RSS passed cap_bytes, "hang" past `deadline` (time.monotonic), else None.
+        """ "over-cap" if the tree's RSS passed cap_bytes, "hang" past `deadline` (time.monotonic), else None.
 
         The tree: the child, its descendants (orphans among them: the child is their
         subreaper) and any process seen in it before that still runs; each is remembered
@@ -225,7 +233,7 @@ def _start_ticks(pid: int) -> int:
     with open(f"/proc/{pid}/stat", "rb") as f:
         stat = f.read()
     # field 22; the name before ")" may hold spaces
-    return int(stat[stat.rindex(b")") + 2:].split()[19])
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
 
 
 def _kill(proc: psutil.Process) -> None:

@@ -20,6 +20,7 @@ one protocol it runs scenarios with. Whatever is wrong with NAME (missing,
 not callable, needs arguments, raises) is raised there as a ContractError
 with a one-line message, and the record's verdict is `error`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -43,8 +44,12 @@ class CheckTarget:
 
     def as_config(self) -> dict:
         """What the child needs to load it (JSON)."""
-        return {"spec": self.spec, "path": self.path and str(self.path.resolve()),
-                "module": self.module, "name": self.name}
+        return {
+            "spec": self.spec,
+            "path": self.path and str(self.path.resolve()),
+            "module": self.module,
+            "name": self.name,
+        }
 
 
 def parse(spec: str) -> CheckTarget:
@@ -57,8 +62,10 @@ def parse(spec: str) -> CheckTarget:
             if not path.is_file():
                 raise ContractError(f"no file at {path}")
             return CheckTarget(text, path, None, None)
-        raise ContractError(f"{text!r}: give FILE.py:NAME or module:NAME (NAME: a dataset factory or a "
-                            "zero-argument function)")
+        raise ContractError(
+            f"{text!r}: give FILE.py:NAME or module:NAME (NAME: a dataset factory or a "
+            "zero-argument function)"
+        )
     if not name.isidentifier() and not all(p.isidentifier() for p in name.split(".")):
         raise ContractError(f"{text!r}: {name!r} is not a Python name")
     if not where:
@@ -75,7 +82,9 @@ def parse(spec: str) -> CheckTarget:
     top = where.split(".")[0]
     # Only the top-level package is looked up: finding a submodule would import (execute) its parents.
     if top not in sys.modules and importlib.util.find_spec(top) is None:
-        raise ContractError(f"no module named {top!r} (for {where!r}; is it installed, or run from its directory?)")
+        raise ContractError(
+            f"no module named {top!r} (for {where!r}; is it installed, or run from its directory?)"
+        )
     return CheckTarget(text, None, where, name)
 
 
@@ -92,8 +101,13 @@ def load(config: dict):
     obj = module
     for part in config["name"].split("."):
         if not hasattr(obj, part):
-            known = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                           and getattr(v, "__module__", None) == module.__name__)
+            known = sorted(
+                n
+                for n, v in vars(module).items()
+                if callable(v)
+                and not n.startswith("_")
+                and getattr(v, "__module__", None) == module.__name__
+            )
             hint = f" (it defines: {', '.join(known)})" if known else ""
             raise ContractError(f"{where} has no name {config['name']!r}{hint}")
         obj = getattr(obj, part)
@@ -128,16 +142,23 @@ class Adapted:
             self.kind = "dataset"
             return self.obj
         if not callable(self.obj):
-            raise ContractError(f"{self.label} is a {type(self.obj).__name__} object: neither a tf.data.Dataset, a "
-                                "function returning one, nor a zero-argument function")
+            raise ContractError(
+                f"{self.label} is a {type(self.obj).__name__} object: neither a tf.data.Dataset, a "
+                "function returning one, nor a zero-argument function"
+            )
         try:
-            required = [p.name for p in inspect.signature(self.obj).parameters.values()
-                        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            required = [
+                p.name
+                for p in inspect.signature(self.obj).parameters.values()
+                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            ]
         except (TypeError, ValueError):  # builtins without a signature: let the call say
             required = []
         if required:
-            raise ContractError(f"{self.label} takes arguments ({', '.join(required)}): give a function "
-                                "that needs none")
+            raise ContractError(
+                f"{self.label} takes arguments ({', '.join(required)}): give a function "
+                "that needs none"
+            )
         result = self.obj()
         if is_dataset(result):
             self.kind = "dataset"

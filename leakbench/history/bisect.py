@@ -10,6 +10,7 @@ nearest untried neighbour, and finally measures the two builds at the boundary a
 each has read its verdict `confirm` times. It installs a build only when it is not the one
 installed already. It assumes one verdict change between the ends (docs/bisect.md).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,13 @@ from leakbench import metrics
 from leakbench.analysis import verdict as verdicts
 from leakbench.history.registry import Build
 
-FOUND, SAME, UNUSABLE_END, UNRESOLVED, UNSTABLE = "found", "same", "unusable-end", "unresolved", "unstable"
+FOUND, SAME, UNUSABLE_END, UNRESOLVED, UNSTABLE = (
+    "found",
+    "same",
+    "unusable-end",
+    "unresolved",
+    "unstable",
+)
 UNUSABLE = ("error", "hang", "skipped")
 COMPARE_URL = "https://github.com/tensorflow/tensorflow/compare/{}...{}"
 
@@ -51,8 +58,9 @@ def ends(good: str, bad: str) -> tuple[Version, Version]:
         try:
             found.append(Version(text))
         except InvalidVersion:
-            raise BisectError(f"{option} {text!r}: not a PEP 440 version such as 2.15.1 "
-                              "or 2.23.0.dev20261026") from None
+            raise BisectError(
+                f"{option} {text!r}: not a PEP 440 version such as 2.15.1 or 2.23.0.dev20261026"
+            ) from None
     if not found[0] < found[1]:
         raise BisectError(f"--good {good} is not before --bad {bad} (PEP 440 order)")
     return found[0], found[1]
@@ -67,9 +75,11 @@ def between(builds: list[Build], good: str, bad: str) -> list[Build]:
         if v not in by_version:
             known = sorted(by_version)
             at = sum(1 for w in known if w < v)
-            near = ", ".join(str(w) for w in known[max(0, at - 2):at + 2]) or "none"
-            raise BisectError(f"{option} {v}: the registry serves no such TensorFlow build for this interpreter "
-                              f"(nearby: {near})")
+            near = ", ".join(str(w) for w in known[max(0, at - 2) : at + 2]) or "none"
+            raise BisectError(
+                f"{option} {v}: the registry serves no such TensorFlow build for this interpreter "
+                f"(nearby: {near})"
+            )
     return [by_version[v] for v in sorted(by_version) if lo <= v <= hi]
 
 
@@ -81,8 +91,9 @@ def rate_of(record: dict) -> tuple[str | None, float | None, str | None]:
     scaling = found.get("peak_scaling") or {}
     if metrics.PEAK_SIGNAL in signals and scaling.get("exponent") is not None:
         return "peak exponent", scaling["exponent"], "k"
-    keys = ([metrics.BY_SIGNAL[s].key for s in signals if s in metrics.BY_SIGNAL]
-            + ([verdicts.memory_basis(found).metric.key] if found else []))
+    keys = [metrics.BY_SIGNAL[s].key for s in signals if s in metrics.BY_SIGNAL] + (
+        [verdicts.memory_basis(found).metric.key] if found else []
+    )
     for key in keys:
         if found.get(key):
             return metrics.BY_KEY[key].label, verdicts.rate(found[key]), metrics.BY_KEY[key].unit
@@ -117,9 +128,24 @@ def reading_of(build: Build, record: dict, role: str, install_seconds: float = 0
     label, rate, unit = rate_of(record)
     env = record.get("environment") or {}
     error = (record.get("error") or "").strip().splitlines()
-    return Reading(build.version, build.dist, build.date, role, record.get("verdict"), usable(record), label, rate,
-                   unit, list(record.get("signals") or []), record.get("seconds"), round(install_seconds, 1),
-                   env.get("tensorflow"), env.get("tensorflow_git"), record.get("phase"), error[-1] if error else None)
+    return Reading(
+        build.version,
+        build.dist,
+        build.date,
+        role,
+        record.get("verdict"),
+        usable(record),
+        label,
+        rate,
+        unit,
+        list(record.get("signals") or []),
+        record.get("seconds"),
+        round(install_seconds, 1),
+        env.get("tensorflow"),
+        env.get("tensorflow_git"),
+        record.get("phase"),
+        error[-1] if error else None,
+    )
 
 
 def git_ref(build: Build, tensorflow_git: str | None) -> str | None:
@@ -153,20 +179,40 @@ class Outcome:
 
     def git(self, build: Build | None) -> str | None:
         """The tensorflow_git its readings saw (first known), for the boundary builds."""
-        return next((r.tensorflow_git for r in self.readings if build and r.version == build.version
-                     and r.tensorflow_git), None)
+        return next(
+            (
+                r.tensorflow_git
+                for r in self.readings
+                if build and r.version == build.version and r.tensorflow_git
+            ),
+            None,
+        )
 
     def compare_url(self) -> str | None:
         refs = [git_ref(b, self.git(b)) for b in (self.good, self.bad) if b]
         return COMPARE_URL.format(*refs) if len(refs) == 2 and all(refs) else None
 
     def as_dict(self) -> dict:
-        ends = {name: ({**asdict(b), "tensorflow_git": self.git(b), "git_ref": git_ref(b, self.git(b))} if b else None)
-                for name, b in (("good", self.good), ("bad", self.bad))}
-        return {"status": self.status, "message": self.message, "exit_code": self.exit_code,
-                "boundary": {**ends, "compare_url": self.compare_url()}, "candidates": len(self.candidates),
-                "first_candidate": self.candidates[0].version, "last_candidate": self.candidates[-1].version,
-                "steps": self.steps, "measurements": [asdict(r) for r in self.readings], "skipped": self.skipped}
+        ends = {
+            name: (
+                {**asdict(b), "tensorflow_git": self.git(b), "git_ref": git_ref(b, self.git(b))}
+                if b
+                else None
+            )
+            for name, b in (("good", self.good), ("bad", self.bad))
+        }
+        return {
+            "status": self.status,
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "boundary": {**ends, "compare_url": self.compare_url()},
+            "candidates": len(self.candidates),
+            "first_candidate": self.candidates[0].version,
+            "last_candidate": self.candidates[-1].version,
+            "steps": self.steps,
+            "measurements": [asdict(r) for r in self.readings],
+            "skipped": self.skipped,
+        }
 
 
 def nearest(lo: int, hi: int, tried: set) -> int | None:
@@ -176,9 +222,14 @@ def nearest(lo: int, hi: int, tried: set) -> int | None:
     return min(left, key=lambda i: (abs(i - mid), i)) if left else None
 
 
-def search(candidates: list[Build], install: Callable[[Build], None], measure: Callable[[Build], dict],
-           confirm: int = 3, on_reading: Callable[[Reading], None] | None = None,
-           clock: Callable[[], float] = time.monotonic) -> Outcome:
+def search(
+    candidates: list[Build],
+    install: Callable[[Build], None],
+    measure: Callable[[Build], dict],
+    confirm: int = 3,
+    on_reading: Callable[[Reading], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Outcome:
     """Bisect `candidates` (ordered, the good end first) for the first build whose verdict differs from the
     first's; see the module docstring. confirm: readings each boundary build must give alike (>= 1).
     Raises BisectError for fewer than two candidates; lets the callables' other errors through."""
@@ -197,8 +248,17 @@ def search(candidates: list[Build], install: Callable[[Build], None], measure: C
                 installed.append(build)
                 spent = clock() - start
             except InstallFailed as e:
-                got = Reading(build.version, build.dist, build.date, role, "error", False, phase="install",
-                              install_seconds=round(clock() - start, 1), error=str(e))
+                got = Reading(
+                    build.version,
+                    build.dist,
+                    build.date,
+                    role,
+                    "error",
+                    False,
+                    phase="install",
+                    install_seconds=round(clock() - start, 1),
+                    error=str(e),
+                )
                 readings.append(got)
                 if on_reading:
                     on_reading(got)
@@ -217,11 +277,17 @@ def search(candidates: list[Build], install: Callable[[Build], None], measure: C
     b = read(last, "end") if a.usable else None
     for end, got in ((first, a), (last, b)):
         if got is not None and not got.usable:
-            return done(UNUSABLE_END, f"{end.version} ({end.dist}) read {got.verdict}"
-                        f"{' in ' + got.phase if got.phase else ''}: an end must be measurable to bisect"
-                        f"{': ' + got.error if got.error else ''}")
+            return done(
+                UNUSABLE_END,
+                f"{end.version} ({end.dist}) read {got.verdict}"
+                f"{' in ' + got.phase if got.phase else ''}: an end must be measurable to bisect"
+                f"{': ' + got.error if got.error else ''}",
+            )
     if b.verdict == a.verdict:
-        return done(SAME, f"both ends read {a.verdict}: nothing to bisect between {first.version} and {last.version}")
+        return done(
+            SAME,
+            f"both ends read {a.verdict}: nothing to bisect between {first.version} and {last.version}",
+        )
     lo, hi, tried, skipped, steps = 0, len(candidates) - 1, set(), [], 0
     bad_verdict = b.verdict
     while (i := nearest(lo, hi, tried)) is not None:
@@ -236,9 +302,15 @@ def search(candidates: list[Build], install: Callable[[Build], None], measure: C
             hi, bad_verdict = i, got.verdict
     good, bad = candidates[lo], candidates[hi]
     if hi - lo > 1:
-        return done(UNRESOLVED, f"the first build not reading {a.verdict} is one of {hi - lo - 1} unusable builds "
-                    f"after {good.version} and up to {bad.version}", good=good, bad=bad, skipped=skipped,
-                    steps=steps)
+        return done(
+            UNRESOLVED,
+            f"the first build not reading {a.verdict} is one of {hi - lo - 1} unusable builds "
+            f"after {good.version} and up to {bad.version}",
+            good=good,
+            bad=bad,
+            skipped=skipped,
+            steps=steps,
+        )
     wanted = {good: a.verdict, bad: bad_verdict}
     order = sorted(wanted, key=lambda x: installed[-1] != x if installed else False)
     for build in order:
@@ -247,7 +319,20 @@ def search(candidates: list[Build], install: Callable[[Build], None], measure: C
     seen = {x: [r.verdict for r in readings if r.version == x.version][-confirm:] for x in wanted}
     if any(v != [wanted[x]] * confirm for x, v in seen.items()):
         told = "; ".join(f"{x.version}: {', '.join(str(w) for w in v)}" for x, v in seen.items())
-        return done(UNSTABLE, f"the boundary is not stable over {confirm} readings each ({told})",
-                    good=good, bad=bad, skipped=skipped, steps=steps)
-    return done(FOUND, f"{bad.version} ({bad.dist}) is the first build reading {bad_verdict}; "
-                f"{good.version} ({good.dist}) reads {a.verdict}", good=good, bad=bad, skipped=skipped, steps=steps)
+        return done(
+            UNSTABLE,
+            f"the boundary is not stable over {confirm} readings each ({told})",
+            good=good,
+            bad=bad,
+            skipped=skipped,
+            steps=steps,
+        )
+    return done(
+        FOUND,
+        f"{bad.version} ({bad.dist}) is the first build reading {bad_verdict}; "
+        f"{good.version} ({good.dist}) reads {a.verdict}",
+        good=good,
+        bad=bad,
+        skipped=skipped,
+        steps=steps,
+    )

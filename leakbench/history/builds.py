@@ -5,6 +5,7 @@ whose `tf.__version__` is "2.23.0-dev20261026"), so its column is named by that
 date. Builds sort by PEP 440 (packaging.version): 2.21.0 < 2.22.0.dev20260204 <
 2.22.0rc0 < 2.22.0 < 2.23.0.dev20261026. Nothing here imports TensorFlow.
 """
+
 from __future__ import annotations
 
 import datetime as dt

@@ -7,6 +7,7 @@ fixed variant whose peak regressed past the factor. Each changed verdict
 says whether the new one is still what the variant should read
 (leakbench.expectation). Rendering is leakbench.reporters.history's.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -45,8 +46,8 @@ class Comparison:
     factor: float
     # dicts: pair, variant, metric (label, or "verdict"), key (leakbench.metrics), unit,
     rows: list
-                          # old, new, ratio, marker
-    failures: list        # one line each: why compare exits 1
+    # old, new, ratio, marker
+    failures: list  # one line each: why compare exits 1
     machine: str | None = None  # asv machine of both record files (None: files given by path)
 
     @property
@@ -61,14 +62,24 @@ def verdict_change(rec: dict, old: str) -> str:
     """The failure line's tail for a verdict that changed to rec's: what the variant should read."""
     wanted = expectation.for_record(rec)
     if wanted.accepts(rec):
-        return f" (both are what it may read: {wanted.label})" if wanted.label != rec["verdict"] else ""
+        return (
+            f" (both are what it may read: {wanted.label})"
+            if wanted.label != rec["verdict"]
+            else ""
+        )
     if rec["variant"] == "fixed" and rec["verdict"] in ("leak", "over-cap"):
         return ": the fix leaks again"
     return f": it should read {wanted.label}"
 
 
-def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
-            factor: float = DEFAULT_FACTOR, machine: str | None = None) -> Comparison:
+def compare(
+    old_label: str,
+    old: list[dict],
+    new_label: str,
+    new: list[dict],
+    factor: float = DEFAULT_FACTOR,
+    machine: str | None = None,
+) -> Comparison:
     """Per pair, variant and compared metric: old, new, ratio, marker; and the failures
     (see the module docstring). Raises VersionError for a factor not above 1."""
     if factor <= 1:
@@ -81,8 +92,20 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
         base = {"pair": pair, "variant": variant}
         va, vb = a and a["verdict"], b and b["verdict"]
         changed = a is not None and b is not None and va != vb
-        rows.append({**base, "metric": "verdict", "key": None, "unit": None, "old": va, "new": vb, "ratio": None,
-                     "marker": CHANGED if changed else ("" if a and b else f"only in {'old' if a else 'new'}")})
+        rows.append(
+            {
+                **base,
+                "metric": "verdict",
+                "key": None,
+                "unit": None,
+                "old": va,
+                "new": vb,
+                "ratio": None,
+                "marker": CHANGED
+                if changed
+                else ("" if a and b else f"only in {'old' if a else 'new'}"),
+            }
+        )
         if changed and "skipped" not in (va, vb):
             failures.append(f"{pair} ({variant}): verdict {va} → {vb}{verdict_change(b, va)}")
         if {va, vb} <= {"skipped", None}:
@@ -91,9 +114,21 @@ def compare(old_label: str, old: list[dict], new_label: str, new: list[dict],
             x, y = metrics.value(a, m.key), metrics.value(b, m.key)
             marker = mark(x, y, factor, m.compare_floor)
             ratio = y / x if x is not None and y is not None and x > 0 and y >= 0 else None
-            rows.append({**base, "metric": m.label, "key": m.key, "unit": m.shown, "old": x, "new": y,
-                         "ratio": ratio, "marker": marker})
+            rows.append(
+                {
+                    **base,
+                    "metric": m.label,
+                    "key": m.key,
+                    "unit": m.shown,
+                    "old": x,
+                    "new": y,
+                    "ratio": ratio,
+                    "marker": marker,
+                }
+            )
             if marker == REGRESSED and variant == "fixed" and m is metrics.PEAK:
-                failures.append(f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} → {format_bytes(y, unit=MIB)}, "
-                                f"past {factor:g}×")
+                failures.append(
+                    f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} → {format_bytes(y, unit=MIB)}, "
+                    f"past {factor:g}×"
+                )
     return Comparison(old_label, new_label, factor, rows, failures, machine)

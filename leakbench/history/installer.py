@@ -9,6 +9,7 @@ tb-nightly must not overlap), and pip installs the build with --no-cache-dir (it
 does not grow) and resolves numpy and the rest for that build. A measurement is
 `python -m leakbench run` by the venv's interpreter, with a cap and a timeout.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,19 @@ from leakbench.units import GIB, MIB, format_bytes
 # A TensorFlow wheel takes about 4.3 times its size on disk while pip installs it: the download
 # itself, then the unpacked package (tf-nightly 2.23.0.dev20261026: a 645 MB wheel, 2.1 GiB unpacked).
 INSTALL_FACTOR = 4.5
-UNKNOWN_WHEEL_BYTES = 700 * MIB     # a wheel whose size the registry did not give
+UNKNOWN_WHEEL_BYTES = 700 * MIB  # a wheel whose size the registry did not give
 # leakbench's own dependencies (matplotlib, scipy, memray, ...), once
 DEPS_BYTES = 1 * GIB
-TF_FAMILY = TF_DISTRIBUTIONS + ("keras", "keras-nightly", "tf-keras", "tf-keras-nightly", "tensorboard",
-                                "tb-nightly", "tensorflow-estimator", "tf-estimator-nightly")
+TF_FAMILY = TF_DISTRIBUTIONS + (
+    "keras",
+    "keras-nightly",
+    "tf-keras",
+    "tf-keras-nightly",
+    "tensorboard",
+    "tb-nightly",
+    "tensorflow-estimator",
+    "tf-estimator-nightly",
+)
 # written as the venv is made: a folder without it is never deleted
 MARK = ".leakbench-bisect-venv"
 _DEPS_MARK = ".leakbench-deps"
@@ -78,10 +87,14 @@ def check_budget(venv: Path, need_bytes: int, budget_bytes: int, what: str) -> N
     free = shutil.disk_usage(where).free
     gib = partial(format_bytes, unit=GIB)
     if used + need_bytes > budget_bytes:
-        raise BudgetError(f"disk budget: {what} needs about {gib(need_bytes)} more in {venv}, which holds "
-                          f"{gib(used)}: past the budget of {gib(budget_bytes)} (--disk-budget)")
+        raise BudgetError(
+            f"disk budget: {what} needs about {gib(need_bytes)} more in {venv}, which holds "
+            f"{gib(used)}: past the budget of {gib(budget_bytes)} (--disk-budget)"
+        )
     if need_bytes > free:
-        raise BudgetError(f"disk budget: {what} needs about {gib(need_bytes)}, but {where} has {gib(free)} free")
+        raise BudgetError(
+            f"disk budget: {what} needs about {gib(need_bytes)}, but {where} has {gib(free)} free"
+        )
 
 
 def dependencies(root: Path) -> list[str]:
@@ -109,14 +122,18 @@ class Venv:
         with open(self.log, "a") as log:
             log.write(f"$ {' '.join(str(a) for a in args)}\n")
             log.flush()
-            return subprocess.run([str(a) for a in args], stdout=log, stderr=subprocess.STDOUT, text=True, **more)
+            return subprocess.run(
+                [str(a) for a in args], stdout=log, stderr=subprocess.STDOUT, text=True, **more
+            )
 
     def pip(self, *args) -> None:
         """Run the venv's pip. Raises InstallFailed with pip's last line when it fails."""
         done = self._run([self.python, "-m", "pip", *args, "--disable-pip-version-check"])
         if done.returncode:
             lines = self.log.read_text(errors="replace").splitlines()
-            raise InstallFailed(f"pip {args[0]} exited {done.returncode}: {_tail(chr(10).join(lines[-40:]))}")
+            raise InstallFailed(
+                f"pip {args[0]} exited {done.returncode}: {_tail(chr(10).join(lines[-40:]))}"
+            )
 
     def ensure(self, root: Path) -> None:
         """Create the venv (this interpreter's Python) with leakbench's dependencies, once: a venv whose
@@ -128,7 +145,9 @@ class Venv:
         check_budget(self.path, DEPS_BYTES, self.budget_bytes, "leakbench's dependencies")
         if not self.python.exists():
             venvs.create(self.path, with_pip=True, clear=False)
-            (self.path / MARK).write_text("made by leakbench bisect; deleted at its end unless --keep-venv\n")
+            (self.path / MARK).write_text(
+                "made by leakbench bisect; deleted at its end unless --keep-venv\n"
+            )
         self.pip("install", "--no-cache-dir", *deps)
         mark.write_text("\n".join(deps))
 
@@ -136,37 +155,66 @@ class Venv:
         """Replace the venv's TensorFlow with `build`: the previous one is uninstalled, then the budget checked.
         Raises BudgetError (no TensorFlow left installed), InstallFailed."""
         self.pip("uninstall", "-y", *TF_FAMILY)
-        check_budget(self.path, install_bytes(build), self.budget_bytes, f"installing {build.requirement}")
+        check_budget(
+            self.path, install_bytes(build), self.budget_bytes, f"installing {build.requirement}"
+        )
         self.pip("install", "--no-cache-dir", build.requirement)
 
-    def measure(self, root: Path, pair: str, variant: str, cap_bytes: int, timeout_seconds: float) -> dict:
+    def measure(
+        self, root: Path, pair: str, variant: str, cap_bytes: int, timeout_seconds: float
+    ) -> dict:
         """One `leakbench run PAIR --variant V` by the venv's interpreter on the checkout at `root`: its record,
         or a record-like dict reading "error" (no record written) or "hang" (the run outlived 4 × its timeout
         plus 5 minutes: a measurement with its confirmation run and heap pass stays well within)."""
         with tempfile.TemporaryDirectory(prefix="leakbench-bisect-") as tmp:
             out = Path(tmp) / "record.jsonl"
-            args = [self.python, "-m", "leakbench", "run", pair, "--variant", variant, "--json", out,
-                    "--cap", str(cap_bytes), "--timeout", str(timeout_seconds)]
+            args = [
+                self.python,
+                "-m",
+                "leakbench",
+                "run",
+                pair,
+                "--variant",
+                variant,
+                "--json",
+                out,
+                "--cap",
+                str(cap_bytes),
+                "--timeout",
+                str(timeout_seconds),
+            ]
             env = {**os.environ, "LEAKBENCH_ROOT": str(root), "PYTHONPATH": str(root)}
             with open(self.log, "a") as log:
                 log.write(f"$ {' '.join(str(a) for a in args)}\n")
                 log.flush()
-                child = subprocess.Popen([str(a) for a in args], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         cwd=root, start_new_session=True)
+                child = subprocess.Popen(
+                    [str(a) for a in args],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=root,
+                    start_new_session=True,
+                )
                 try:
                     code = child.wait(timeout=4 * timeout_seconds + 300)
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
                     child.wait()
-                    return {"verdict": "hang", "phase": "run", "error": "leakbench run outlived its outer timeout"}
+                    return {
+                        "verdict": "hang",
+                        "phase": "run",
+                        "error": "leakbench run outlived its outer timeout",
+                    }
             lines = out.read_text().splitlines() if out.exists() else []
             if not lines:
-                return {"verdict": "error", "phase": "run",
-                        "error": f"leakbench run exited {code} without a record (see {self.log})"}
+                return {
+                    "verdict": "error",
+                    "phase": "run",
+                    "error": f"leakbench run exited {code} without a record (see {self.log})",
+                }
             return json.loads(lines[-1])
 
     def remove(self) -> None:
         """Delete the venv, if this command made it (MARK)."""
         if (self.path / MARK).exists():
             shutil.rmtree(self.path, ignore_errors=True)
-

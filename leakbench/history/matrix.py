@@ -7,6 +7,7 @@ is n/a), the peak's exponent for peak pairs, and the fragmentation evidence
 (the registry's MATRIX metrics, under their keys). Rendering is
 leakbench.reporters.history's.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -61,11 +62,24 @@ def matrix(results: Path, machine: str | None = None) -> dict:
     keys = sorted({k for recs in found.values() for k in recs}, key=order)
     if not keys:
         raise store.VersionError(f"{results}: the matrix is empty")
-    rows = [{"pair": pair, "variant": variant,
-             "cells": {v: cell(recs[(pair, variant)]) if (pair, variant) in recs else None for v, recs in found.items()}}
-            for pair, variant in keys]
-    return {"machine": machine, "versions": list(found), "labels": {v: builds.label(v) for v in found},
-            "rows": rows, "bisected": bisected(results, machine)}
+    rows = [
+        {
+            "pair": pair,
+            "variant": variant,
+            "cells": {
+                v: cell(recs[(pair, variant)]) if (pair, variant) in recs else None
+                for v, recs in found.items()
+            },
+        }
+        for pair, variant in keys
+    ]
+    return {
+        "machine": machine,
+        "versions": list(found),
+        "labels": {v: builds.label(v) for v in found},
+        "rows": rows,
+        "bisected": bisected(results, machine),
+    }
 
 
 def changes(m: dict) -> list[dict]:
@@ -80,9 +94,18 @@ def changes(m: dict) -> list[dict]:
         words = {v: c["verdict"] for v, c in row["cells"].items() if c is not None}
         runs = verdict_runs(words, m["versions"])
         for i, (before, now) in enumerate(zip(runs, runs[1:])):
-            found.append({"pair": row["pair"], "variant": row["variant"], "from": before[0], "to": now[0],
-                          "before": before[2], "version": now[1], "label": builds.label(now[1]),
-                          "one_build": _one_build(runs, i + 1) or _one_build(runs, i)})
+            found.append(
+                {
+                    "pair": row["pair"],
+                    "variant": row["variant"],
+                    "from": before[0],
+                    "to": now[0],
+                    "before": before[2],
+                    "version": now[1],
+                    "label": builds.label(now[1]),
+                    "one_build": _one_build(runs, i + 1) or _one_build(runs, i),
+                }
+            )
     for change in found:
         change["bisect"] = _bisect_in(change, m.get("bisected") or [])
     return found
@@ -106,9 +129,17 @@ def bisected(results: Path, machine: str) -> list[dict]:
             if data.get("status") != "found":
                 continue
             good, bad = data["boundary"]["good"], data["boundary"]["bad"]
-            found.append({"pair": data["pair"], "variant": data["variant"], "good": good["version"],
-                          "bad": bad["version"], "bad_date": bad.get("date"),
-                          "compare_url": data["boundary"].get("compare_url"), "file": path.name})
+            found.append(
+                {
+                    "pair": data["pair"],
+                    "variant": data["variant"],
+                    "good": good["version"],
+                    "bad": bad["version"],
+                    "bad_date": bad.get("date"),
+                    "compare_url": data["boundary"].get("compare_url"),
+                    "file": path.name,
+                }
+            )
         except (ValueError, KeyError, TypeError, AttributeError):
             # jsonfile.Unreadable is a ValueError
             continue
@@ -119,5 +150,12 @@ def _bisect_in(change: dict, boundaries: list[dict]) -> dict | None:
     """The bisect boundary of the change's pair and variant whose first build lies after `before`
     and at or before `version` (PEP 440), or None."""
     lo, hi = builds.sort_key(change["before"]), builds.sort_key(change["version"])
-    return next((b for b in boundaries if (b["pair"], b["variant"]) == (change["pair"], change["variant"])
-                 and lo < builds.sort_key(b["bad"]) <= hi), None)
+    return next(
+        (
+            b
+            for b in boundaries
+            if (b["pair"], b["variant"]) == (change["pair"], change["variant"])
+            and lo < builds.sort_key(b["bad"]) <= hi
+        ),
+        None,
+    )

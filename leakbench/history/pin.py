@@ -3,6 +3,7 @@ measurement used it. Nothing here imports TensorFlow: the version an
 environment asked for is what pip reports (importlib.metadata), the version a
 measurement used is what its child saw (record["environment"]["tensorflow"]).
 """
+
 from __future__ import annotations
 
 from importlib import metadata
@@ -12,8 +13,14 @@ from leakbench.history.store import VersionError
 
 # Distributions that provide the `tensorflow` module, in the order we ask pip. The
 # nightlies (tf-nightly, tf-nightly-cpu) come after the releases: an environment has one.
-TF_DISTRIBUTIONS = ("tensorflow-cpu", "tensorflow", "tensorflow-intel", "tensorflow-macos",
-                    "tf-nightly-cpu", "tf-nightly")
+TF_DISTRIBUTIONS = (
+    "tensorflow-cpu",
+    "tensorflow",
+    "tensorflow-intel",
+    "tensorflow-macos",
+    "tf-nightly-cpu",
+    "tf-nightly",
+)
 
 
 def installed_tf_version() -> str | None:
@@ -35,12 +42,16 @@ def check_tf_version(records: list[dict], expected: str | None) -> None:
     number measured would be filed under the wrong release.
     """
     if not expected:
-        raise VersionError("no TensorFlow distribution installed in this environment "
-                           f"(looked for {', '.join(TF_DISTRIBUTIONS)})")
+        raise VersionError(
+            "no TensorFlow distribution installed in this environment "
+            f"(looked for {', '.join(TF_DISTRIBUTIONS)})"
+        )
     for rec in records:
         seen = rec["environment"].get("tensorflow")
         if seen is None and rec["verdict"] in ("error", "hang", "over-cap"):
             continue  # the child died before reporting its versions; its verdict says so
         if not same_build(seen, expected):
-            raise VersionError(f"{rec['pair']} ({rec['variant']}) imported TensorFlow {seen}, "
-                               f"but this environment pins {expected}: the pin did not hold")
+            raise VersionError(
+                f"{rec['pair']} ({rec['variant']}) imported TensorFlow {seen}, "
+                f"but this environment pins {expected}: the pin did not hold"
+            )

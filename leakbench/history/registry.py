@@ -8,6 +8,7 @@ wheels installs here (its tags meet packaging.tags.sys_tags(): cp311, manylinux,
 this machine) and is not yanked. A nightly's date is in its version (2.23.0.dev20261026);
 a release's is its wheel's upload time.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,10 @@ def fetch_index(dist: str, url: str = SIMPLE_URL, timeout: float = 60.0) -> dict
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read())
     except (urllib.error.URLError, OSError, ValueError) as e:
-        raise RegistryError(f"cannot read the registry's index of {dist} ({url.format(dist)}): "
-                            f"{getattr(e, 'reason', None) or e}") from None
+        raise RegistryError(
+            f"cannot read the registry's index of {dist} ({url.format(dist)}): "
+            f"{getattr(e, 'reason', None) or e}"
+        ) from None
 
 
 def builds(index: dict, dist: str | None = None, tags=None) -> list[Build]:

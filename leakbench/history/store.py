@@ -11,6 +11,7 @@ by accident). compare, matrix and the site read those files, from the only
 machine present or the one named. Every record is read through
 leakbench.analysis.schema.loads, which migrates older schemas.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,7 +64,9 @@ def existing(path: Path) -> list[dict]:
     try:
         return read_records(path, allow_empty=True)
     except VersionError as e:
-        raise VersionError(f"{e}; it is kept as it is: repair or move it, then measure again") from None
+        raise VersionError(
+            f"{e}; it is kept as it is: repair or move it, then measure again"
+        ) from None
 
 
 def write_records(results: Path, machine: str, version: str, records: list[dict]) -> Path:
@@ -77,7 +80,9 @@ def write_records(results: Path, machine: str, version: str, records: list[dict]
     for rec in records:
         kept[(rec["pair"], rec["variant"])] = rec
     path.parent.mkdir(parents=True, exist_ok=True)
-    jsonfile.write_text_atomic(path, "".join(schema.dumps(kept[key]) + "\n" for key in sorted(kept)))
+    jsonfile.write_text_atomic(
+        path, "".join(schema.dumps(kept[key]) + "\n" for key in sorted(kept))
+    )
     return path
 
 
@@ -136,18 +141,26 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
     found = machines(results)
     if not found:
         if _version_files(results / RECORDS_DIR):
-            raise VersionError(f"{results / RECORDS_DIR} holds records without a machine folder "
-                               f"(the layout before {RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
-                               f"move them into {RECORDS_DIR}/<asv machine name>/")
-        raise VersionError(f"{results} holds no leakbench records ({RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
-                           "run the asv suite first, or pass --results")
+            raise VersionError(
+                f"{results / RECORDS_DIR} holds records without a machine folder "
+                f"(the layout before {RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
+                f"move them into {RECORDS_DIR}/<asv machine name>/"
+            )
+        raise VersionError(
+            f"{results} holds no leakbench records ({RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
+            "run the asv suite first, or pass --results"
+        )
     if machine is None:
         if len(found) > 1:
-            raise VersionError(f"{results} holds records of {len(found)} machines ({', '.join(found)}): "
-                               "pick one with --machine")
+            raise VersionError(
+                f"{results} holds records of {len(found)} machines ({', '.join(found)}): "
+                "pick one with --machine"
+            )
         return found[0]
     if machine not in found:
-        raise VersionError(f"no records of machine {machine!r} in {results} (have: {', '.join(found)})")
+        raise VersionError(
+            f"no records of machine {machine!r} in {results} (have: {', '.join(found)})"
+        )
     return machine
 
 
@@ -162,7 +175,10 @@ def available(results: Path, machine: str | None = None) -> dict[str, Path]:
 
 def by_version(results: Path, machine: str | None = None) -> dict[str, dict[tuple, dict]]:
     """TF version -> {(pair, variant): record} for one machine in `results`, versions in order."""
-    return {v: {(r["pair"], r["variant"]): r for r in read_records(p)} for v, p in available(results, machine).items()}
+    return {
+        v: {(r["pair"], r["variant"]): r for r in read_records(p)}
+        for v, p in available(results, machine).items()
+    }
 
 
 def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, list[dict]]:
@@ -178,7 +194,9 @@ def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, 
         if not is_file:
             raise VersionError(f"no records file at {path}")
         recs = read_records(path)
-        return builds.label(recs[0]["environment"].get("tensorflow") or path.stem[len("tf-"):]), recs
+        return builds.label(
+            recs[0]["environment"].get("tensorflow") or path.stem[len("tf-") :]
+        ), recs
     files = available(results, machine)
     if what == builds.NIGHTLY:
         what = builds.newest_nightly(files) or what

@@ -1,5 +1,6 @@
 """Measure pairs with the engine on the installed TensorFlow and file their records:
 what asv's setup_cache (benchmarks/) and scripts/record-version both call."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,8 +11,14 @@ from leakbench import measure as measuring
 from leakbench.history import pin, store
 
 
-def record_pairs(root: Path, names: list[str], settings, results: Path | None = None, machine: str | None = None,
-                 flamegraph_dir: str | None = None) -> tuple[str | None, list[dict], Path | None]:
+def record_pairs(
+    root: Path,
+    names: list[str],
+    settings,
+    results: Path | None = None,
+    machine: str | None = None,
+    flamegraph_dir: str | None = None,
+) -> tuple[str | None, list[dict], Path | None]:
     """Measure each pair's leaky and fixed variant with the engine, check the pin, file the records.
 
     root: the checkout holding scenarios/ and fixes/; names: pair names (all
@@ -42,8 +49,11 @@ def record_pairs(root: Path, names: list[str], settings, results: Path | None = 
     records = []
     for target in catalog.targets(Path(root), list(names), "both"):
         drawn = flamegraph_dir if target.variant == "leaky" else None
-        rec = measuring.measure(target, dict(target.scenario.params),
-                                replace(settings, flamegraph_dir=drawn) if drawn else settings)
+        rec = measuring.measure(
+            target,
+            dict(target.scenario.params),
+            replace(settings, flamegraph_dir=drawn) if drawn else settings,
+        )
         pin.check_tf_version([rec], pinned)  # fail at the first child, not after all of them
         records.append(rec)
     if results is None:

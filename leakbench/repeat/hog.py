@@ -3,6 +3,7 @@ table can show verdicts on a machine whose cores are all busy (`leakbench repeat
 --cpu-hog`). Each busy process spins in pure Python, in its own session, and is
 killed when the run ends, however it ends.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +19,16 @@ SPIN = "while True: pass"
 @contextlib.contextmanager
 def cpu_hog(processes: int) -> Iterator[list[int]]:
     """Run `processes` busy loops (0: none) for the duration of the block; yields their pids."""
-    started = [subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-               for _ in range(processes)]
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", SPIN],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(processes)
+    ]
     try:
         yield [p.pid for p in started]
     finally:

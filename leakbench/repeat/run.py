@@ -30,6 +30,7 @@ settings (engine settings, jobs, machine, installed TensorFlow) or not a
 repeatability file is never overwritten: RepeatError, one line.
 Rendering is leakbench.reporters.repeatability's.
 """
+
 from __future__ import annotations
 
 import os
@@ -66,8 +67,14 @@ class RepeatError(ValueError):
 def default_out(results: Path, machine: str, jobs: int, cpu_hog: int = 0) -> Path:
     """results/repeatability/<machine>-tf-<installed version>[-jobs<N>][-hog<N>].json"""
     version = pin.installed_tf_version() or "none"
-    return Path(results) / FOLDER / (f"{machine}-tf-{version}{f'-jobs{jobs}' if jobs > 1 else ''}"
-                                     f"{f'-hog{cpu_hog}' if cpu_hog else ''}.json")
+    return (
+        Path(results)
+        / FOLDER
+        / (
+            f"{machine}-tf-{version}{f'-jobs{jobs}' if jobs > 1 else ''}"
+            f"{f'-hog{cpu_hog}' if cpu_hog else ''}.json"
+        )
+    )
 
 
 def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
@@ -86,19 +93,35 @@ def observe(rec: dict, expected: expectation.Expectation, run: int) -> dict:
     """What repeat keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     slopes = {}
-    for key, (name, threshold) in (decisive(m).items() if m else ()):  # nothing measured: no slopes
+    for key, (name, threshold) in decisive(m).items() if m else ():  # nothing measured: no slopes
         trend = m.get(key)
-        slopes[key] = {"signal": name, "slope": trend and trend["slope"], "rate": trend and verdict.rate(trend),
-                       "unit": trend and trend["unit"], "moved": verdict.moved(trend, threshold)}
+        slopes[key] = {
+            "signal": name,
+            "slope": trend and trend["slope"],
+            "rate": trend and verdict.rate(trend),
+            "unit": trend and trend["unit"],
+            "moved": verdict.moved(trend, threshold),
+        }
     scaling = m.get("peak_scaling")
     reason = (rec["error"] or "").strip().splitlines()
-    return {"pair": rec["pair"], "variant": rec["variant"], "run": run, "verdict": rec["verdict"],
-            "signals": rec["signals"], "expected": expected.label, "expected_ok": expected.accepts(rec),
-            "tensorflow": rec["environment"]["tensorflow"], "cap_bytes": rec["settings"]["cap_bytes"],
-            "wall_seconds": rec["seconds"], "slopes": slopes, "peak_exponent": scaling and scaling["exponent"],
-            "confirmation_seconds": _seconds(rec.get("confirmation")),
-            "load_average": os.getloadavg()[0],  # the machine's 1-minute load as the run ended
-            "phase": rec["phase"], "error": reason[-1] if reason else None}
+    return {
+        "pair": rec["pair"],
+        "variant": rec["variant"],
+        "run": run,
+        "verdict": rec["verdict"],
+        "signals": rec["signals"],
+        "expected": expected.label,
+        "expected_ok": expected.accepts(rec),
+        "tensorflow": rec["environment"]["tensorflow"],
+        "cap_bytes": rec["settings"]["cap_bytes"],
+        "wall_seconds": rec["seconds"],
+        "slopes": slopes,
+        "peak_exponent": scaling and scaling["exponent"],
+        "confirmation_seconds": _seconds(rec.get("confirmation")),
+        "load_average": os.getloadavg()[0],  # the machine's 1-minute load as the run ended
+        "phase": rec["phase"],
+        "error": reason[-1] if reason else None,
+    }
 
 
 def _spread(values: list) -> dict:
@@ -107,13 +130,22 @@ def _spread(values: list) -> dict:
     if not known.size:
         return {"n": 0, "median": None, "min": None, "max": None, "cv": None}
     mean = float(known.mean())
-    return {"n": int(known.size), "median": float(np.median(known)), "min": float(known.min()),
-            "max": float(known.max()), "cv": float(known.std(ddof=1) / mean) if known.size > 1 and mean > 0 else None}
+    return {
+        "n": int(known.size),
+        "median": float(np.median(known)),
+        "min": float(known.min()),
+        "max": float(known.max()),
+        "cv": float(known.std(ddof=1) / mean) if known.size > 1 and mean > 0 else None,
+    }
 
 
 def _row_key(pair_variant: tuple) -> tuple:
     pair, variant = pair_variant
-    return pair, list(VARIANT_DIRS).index(variant) if variant in VARIANT_DIRS else len(VARIANT_DIRS), variant
+    return (
+        pair,
+        list(VARIANT_DIRS).index(variant) if variant in VARIANT_DIRS else len(VARIANT_DIRS),
+        variant,
+    )
 
 
 def summarize(observations: list[dict]) -> dict:
@@ -126,23 +158,40 @@ def summarize(observations: list[dict]) -> dict:
         for key in dict.fromkeys(k for o in done for k in o["slopes"]):  # first-seen order
             entries = [o["slopes"][key] for o in done if key in o["slopes"]]
             unit = next((e["unit"] for e in entries if e["unit"]), None)
-            slopes[key] = {"signal": entries[-1]["signal"], "unit": unit,
-                           "moved": sum(e["moved"] for e in entries), **_spread([e["rate"] for e in entries])}
+            slopes[key] = {
+                "signal": entries[-1]["signal"],
+                "unit": unit,
+                "moved": sum(e["moved"] for e in entries),
+                **_spread([e["rate"] for e in entries]),
+            }
         costs = [o["confirmation_seconds"] for o in done if o["confirmation_seconds"] is not None]
-        rows.append({"pair": pair, "variant": variant, "expected": done[-1]["expected"], "runs": len(done),
-                     "verdicts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-                     "agrees": len(set(counts) - {"skipped"}) <= 1,
-                     "as_expected": all(o["expected_ok"] for o in done),
-                     "slopes": slopes, "peak_exponent": _spread([o["peak_exponent"] for o in done]),
-                     "wall_seconds": sum(o["wall_seconds"] for o in done),
-                     "confirmation_seconds": sum(costs) if costs else None})
-    return {"rows": rows, "variants": len(rows), "agree": sum(r["agrees"] for r in rows),
-            "as_expected": sum(r["as_expected"] for r in rows), "runs": len(observations),
-            "wall_seconds": sum(o["wall_seconds"] for o in observations),
-            "confirmation_seconds": sum(o["confirmation_seconds"] or 0.0 for o in observations),
-            "tensorflow": sorted({o["tensorflow"] for o in observations if o["tensorflow"]}),
-            "load_average": _spread([o.get("load_average") for o in observations]),
-            "cap_bytes": sorted({o["cap_bytes"] for o in observations})}
+        rows.append(
+            {
+                "pair": pair,
+                "variant": variant,
+                "expected": done[-1]["expected"],
+                "runs": len(done),
+                "verdicts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "agrees": len(set(counts) - {"skipped"}) <= 1,
+                "as_expected": all(o["expected_ok"] for o in done),
+                "slopes": slopes,
+                "peak_exponent": _spread([o["peak_exponent"] for o in done]),
+                "wall_seconds": sum(o["wall_seconds"] for o in done),
+                "confirmation_seconds": sum(costs) if costs else None,
+            }
+        )
+    return {
+        "rows": rows,
+        "variants": len(rows),
+        "agree": sum(r["agrees"] for r in rows),
+        "as_expected": sum(r["as_expected"] for r in rows),
+        "runs": len(observations),
+        "wall_seconds": sum(o["wall_seconds"] for o in observations),
+        "confirmation_seconds": sum(o["confirmation_seconds"] or 0.0 for o in observations),
+        "tensorflow": sorted({o["tensorflow"] for o in observations if o["tensorflow"]}),
+        "load_average": _spread([o.get("load_average") for o in observations]),
+        "cap_bytes": sorted({o["cap_bytes"] for o in observations}),
+    }
 
 
 def plan(targets: list[Target], runs: int) -> list[tuple[int, Target]]:
@@ -150,8 +199,17 @@ def plan(targets: list[Target], runs: int) -> list[tuple[int, Target]]:
     return [(run, t) for run in range(1, runs + 1) for t in targets]
 
 
-def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs: int = 1, resume: bool = True,
-           machine: str = "", on_run: Callable[[int, int, dict], None] | None = None, cpu_hog: int = 0) -> dict:
+def repeat(
+    targets: list[Target],
+    runs: int,
+    settings: Settings,
+    out: Path,
+    jobs: int = 1,
+    resume: bool = True,
+    machine: str = "",
+    on_run: Callable[[int, int, dict], None] | None = None,
+    cpu_hog: int = 0,
+) -> dict:
     """Measure every (run, target) of plan() not yet in `out`, `jobs` children at a time,
     writing `out` after each run; return the result (see the module docstring).
 
@@ -160,22 +218,43 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
     after each run. cpu_hog: busy processes kept running beside the runs (hog.cpu_hog; 0: none),
     a condition of the result like jobs. Raises RepeatError before measuring anything if `out` cannot be resumed.
     """
-    made = {"machine": machine, "jobs": jobs, "cpu_hog": cpu_hog, "tensorflow": pin.installed_tf_version(),
-            "settings": settings.stored()}
-    result = jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError) if resume else None
+    made = {
+        "machine": machine,
+        "jobs": jobs,
+        "cpu_hog": cpu_hog,
+        "tensorflow": pin.installed_tf_version(),
+        "settings": settings.stored(),
+    }
+    result = (
+        jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError)
+        if resume
+        else None
+    )
     # its types, once
-    result = validate.check_resumed(result, "repeat", out, "a repeatability result", FORMAT, RepeatError)
+    result = validate.check_resumed(
+        result, "repeat", out, "a repeatability result", FORMAT, RepeatError
+    )
     if result is None:
-        result = {"format": FORMAT, **made, "environment": record.environment(None), "started": _now(),
-                  "elapsed_seconds": 0.0, "observations": []}
+        result = {
+            "format": FORMAT,
+            **made,
+            "environment": record.environment(None),
+            "started": _now(),
+            "elapsed_seconds": 0.0,
+            "observations": [],
+        }
     if not settings.cap_bytes:  # once, before any child runs, and shared by the children at once
         settings = replace(settings, cap_bytes=memlimit.default_cap_bytes() // jobs)
     done = {(o["pair"], o["variant"], o["run"]) for o in result["observations"]}
-    todo = [(run, t) for run, t in plan(targets, runs) if (t.scenario.name, t.variant, run) not in done]
+    todo = [
+        (run, t) for run, t in plan(targets, runs) if (t.scenario.name, t.variant, run) not in done
+    ]
     result["runs_requested"] = max(result.get("runs_requested", 0), runs)
     start, before = time.monotonic(), result["elapsed_seconds"]
     with hog.cpu_hog(cpu_hog), ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(measure, t, dict(t.scenario.params), settings): (run, t) for run, t in todo}
+        futures = {
+            pool.submit(measure, t, dict(t.scenario.params), settings): (run, t) for run, t in todo
+        }
         try:
             for i, future in enumerate(as_completed(futures), 1):
                 run, target = futures[future]
@@ -196,10 +275,16 @@ def repeat(targets: list[Target], runs: int, settings: Settings, out: Path, jobs
 
 
 def _finish(result: dict, elapsed: float) -> dict:
-    order = {key: i for i, key in enumerate(sorted({(o["pair"], o["variant"]) for o in result["observations"]},
-                                                   key=_row_key))}
+    order = {
+        key: i
+        for i, key in enumerate(
+            sorted({(o["pair"], o["variant"]) for o in result["observations"]}, key=_row_key)
+        )
+    }
     result["observations"].sort(key=lambda o: (o["run"], order[(o["pair"], o["variant"])]))
-    result.update(updated=_now(), elapsed_seconds=elapsed, summary=summarize(result["observations"]))
+    result.update(
+        updated=_now(), elapsed_seconds=elapsed, summary=summarize(result["observations"])
+    )
     return result
 
 
@@ -216,5 +301,3 @@ def _stop_children() -> None:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-

@@ -3,6 +3,7 @@
 Both render the result dict leakbench.cli.bisect writes as JSON (leakbench.history.bisect.Outcome.as_dict
 plus what was asked: pair, variant, ends, machine, budget, seconds); they never decide.
 """
+
 from __future__ import annotations
 
 from leakbench.reporters import markdown_table
@@ -40,27 +41,39 @@ def reading_line(n: int, m: dict) -> str:
     installed = f", install {m['install_seconds']:.0f} s" if m.get("install_seconds") else ""
     took = f"{m['seconds']:.0f} s" if m.get("seconds") is not None else "not measured"
     why = f" ({m['phase']}: {m['error']})" if m.get("error") else ""
-    return (f"[{n}] {m['role']} {m['version']} ({m['dist']}, {m['date']}): {m['verdict']}{why}"
-            f"{'; ' + rests if rests else ''}; {took}{installed}")
+    return (
+        f"[{n}] {m['role']} {m['version']} ({m['dist']}, {m['date']}): {m['verdict']}{why}"
+        f"{'; ' + rests if rests else ''}; {took}{installed}"
+    )
 
 
 def cost(result: dict) -> str:
-    installs = sum(1 for m in result["measurements"] if m["install_seconds"] or m["phase"] == "install")
+    installs = sum(
+        1 for m in result["measurements"] if m["install_seconds"] or m["phase"] == "install"
+    )
     steps = result["steps"]
-    return (f"{result['candidates']} candidates, {len(result['measurements'])} measurements ({steps} search "
-            f"step{'' if steps == 1 else 's'} between the ends), {installs} installs, {duration(result['seconds'])}, "
-            f"disk budget {format_bytes(result['disk_budget_bytes'], unit=GIB)}")
+    return (
+        f"{result['candidates']} candidates, {len(result['measurements'])} measurements ({steps} search "
+        f"step{'' if steps == 1 else 's'} between the ends), {installs} installs, {duration(result['seconds'])}, "
+        f"disk budget {format_bytes(result['disk_budget_bytes'], unit=GIB)}"
+    )
 
 
 def summary(result: dict) -> list[str]:
     """The lines `leakbench bisect` prints at its end."""
     b = result["boundary"]
-    lines = [f"bisect {result['pair']} ({result['variant']}) {result['good_asked']} → {result['bad_asked']}: "
-             f"{result['status']}: {result['message']}"]
+    lines = [
+        f"bisect {result['pair']} ({result['variant']}) {result['good_asked']} → {result['bad_asked']}: "
+        f"{result['status']}: {result['message']}"
+    ]
     if b["good"]:
-        lines += [f"  last reading the good end's verdict: {_build(b['good'])}",
-                  f"  first reading otherwise:             {_build(b['bad'])}"]
-        lines.append(f"  commits: {b['compare_url'] or 'unknown (a build without its git version)'}")
+        lines += [
+            f"  last reading the good end's verdict: {_build(b['good'])}",
+            f"  first reading otherwise:             {_build(b['bad'])}",
+        ]
+        lines.append(
+            f"  commits: {b['compare_url'] or 'unknown (a build without its git version)'}"
+        )
     lines.append(f"  cost: {cost(result)}")
     return lines
 
@@ -68,25 +81,75 @@ def summary(result: dict) -> list[str]:
 def markdown(result: dict) -> str:
     """The whole result as a markdown page: the boundary, the commits, the cost, every measurement."""
     b = result["boundary"]
-    out = [f"# leakbench bisect: {result['pair']} ({result['variant']}), TensorFlow "
-           f"{result['good_asked']} → {result['bad_asked']}", "",
-           f"Machine `{result['machine']}`, Python {result['python']}, started {result['started']}. "
-           f"Status **{result['status']}**: {result['message']}.", ""]
+    out = [
+        f"# leakbench bisect: {result['pair']} ({result['variant']}), TensorFlow "
+        f"{result['good_asked']} → {result['bad_asked']}",
+        "",
+        f"Machine `{result['machine']}`, Python {result['python']}, started {result['started']}. "
+        f"Status **{result['status']}**: {result['message']}.",
+        "",
+    ]
     if b["good"]:
-        out += markdown_table(["side", "build", "distribution", "date", "git version", "git ref"], (
-            [side, end["version"], end["dist"], end["date"] or "—", f"`{end['tensorflow_git'] or '?'}`", end["git_ref"] or "—"]
-            for side, end in (("last as the good end", b["good"]), ("first otherwise", b["bad"]))))
-        out += ["", f"Commits between them: {b['compare_url'] or 'unknown (a build without its git version)'}", ""]
-    out += [f"Cost: {cost(result)}. Each measurement: cap {format_bytes(result['cap_bytes'], unit=GIB)}, timeout "
-            f"{result['timeout_seconds']:g} s; {result['confirm']} readings of each boundary build.", ""]
+        out += markdown_table(
+            ["side", "build", "distribution", "date", "git version", "git ref"],
+            (
+                [
+                    side,
+                    end["version"],
+                    end["dist"],
+                    end["date"] or "—",
+                    f"`{end['tensorflow_git'] or '?'}`",
+                    end["git_ref"] or "—",
+                ]
+                for side, end in (
+                    ("last as the good end", b["good"]),
+                    ("first otherwise", b["bad"]),
+                )
+            ),
+        )
+        out += [
+            "",
+            f"Commits between them: {b['compare_url'] or 'unknown (a build without its git version)'}",
+            "",
+        ]
+    out += [
+        f"Cost: {cost(result)}. Each measurement: cap {format_bytes(result['cap_bytes'], unit=GIB)}, timeout "
+        f"{result['timeout_seconds']:g} s; {result['confirm']} readings of each boundary build.",
+        "",
+    ]
     if result["skipped"]:
         out += [f"Skipped as unusable: {', '.join(result['skipped'])}.", ""]
     rows = []
     for n, m in enumerate(result["measurements"], 1):
         verdict = m["verdict"] + (f" ({m['phase']})" if m.get("phase") and not m["usable"] else "")
         seconds = f"{m['seconds']:.1f}" if m.get("seconds") is not None else "—"
-        rows.append([str(n), m["role"], m["version"], m["dist"], m["date"] or "—", verdict, m["rate_label"] or "—",
-                     rate_text(m), seconds, f"{m['install_seconds']:.0f}"])
-    out += markdown_table(["#", "role", "build", "distribution", "date", "verdict", "rests on", "rate", "seconds",
-                           "install s"], rows)
+        rows.append(
+            [
+                str(n),
+                m["role"],
+                m["version"],
+                m["dist"],
+                m["date"] or "—",
+                verdict,
+                m["rate_label"] or "—",
+                rate_text(m),
+                seconds,
+                f"{m['install_seconds']:.0f}",
+            ]
+        )
+    out += markdown_table(
+        [
+            "#",
+            "role",
+            "build",
+            "distribution",
+            "date",
+            "verdict",
+            "rests on",
+            "rate",
+            "seconds",
+            "install s",
+        ],
+        rows,
+    )
     return "\n".join(out) + "\n"

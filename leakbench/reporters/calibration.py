@@ -8,6 +8,7 @@ targets. Sizes and slopes are shown in KiB (per repetition); rates as k/n
 runs with their 95 % Wilson interval. How to read them: docs/calibration.md,
 "How to read its tables".
 """
+
 from __future__ import annotations
 
 from leakbench.reporters import markdown_table
@@ -34,53 +35,92 @@ def _case(size: int) -> str:
 
 def _about(result: dict) -> list[str]:
     s = result["settings"]
-    return [f"## Calibration: {result['machine']}, TensorFlow {result['environment'].get('tensorflow')}", "",
-            f"Engine settings: warm-up {s['warmup']}, {s['reps']} measured repetitions, heap pass "
-            f"{s['heap_reps']}; thresholds: "
-            + ", ".join(f"{m.label} {m.display(m.threshold)} {m.shown}" for m in SIGNALS.values())
-            + f" ({' and '.join(m.label for m in SIGNALS.values() if not m.fallback)} decide; "
-            + " and ".join(m.label for m in SIGNALS.values() if m.fallback)
-            + f" only where held memory is n/a), Mann–Kendall p < {verdict.TREND_P_MAX}. "
-            "Detected: k/n runs [95 % Wilson interval]. Trend only: p < 0.01 and both halves rising, "
-            "no size threshold. Bias: mean slope − true. CV: std/mean of slopes. "
-            f"asv peakmem: peak RSS > {ASV_FACTOR}× the control's median.", ""]
+    return [
+        f"## Calibration: {result['machine']}, TensorFlow {result['environment'].get('tensorflow')}",
+        "",
+        f"Engine settings: warm-up {s['warmup']}, {s['reps']} measured repetitions, heap pass "
+        f"{s['heap_reps']}; thresholds: "
+        + ", ".join(f"{m.label} {m.display(m.threshold)} {m.shown}" for m in SIGNALS.values())
+        + f" ({' and '.join(m.label for m in SIGNALS.values() if not m.fallback)} decide; "
+        + " and ".join(m.label for m in SIGNALS.values() if m.fallback)
+        + f" only where held memory is n/a), Mann–Kendall p < {verdict.TREND_P_MAX}. "
+        "Detected: k/n runs [95 % Wilson interval]. Trend only: p < 0.01 and both halves rising, "
+        "no size threshold. Bias: mean slope − true. CV: std/mean of slopes. "
+        f"asv peakmem: peak RSS > {ASV_FACTOR}× the control's median.",
+        "",
+    ]
 
 
 def _detection_table(result: dict) -> list[str]:
     labels = [m.label for m in SIGNALS.values()]
-    head = ["holder", "true /rep", "runs", "verdict leak",
-            *(f"{x} {what}" for x in labels for what in ("detected", "trend only", "slope KiB/rep", "bias", "CV")),
-            "asv peakmem"]
+    head = [
+        "holder",
+        "true /rep",
+        "runs",
+        "verdict leak",
+        *(
+            f"{x} {what}"
+            for x in labels
+            for what in ("detected", "trend only", "slope KiB/rep", "bias", "CV")
+        ),
+        "asv peakmem",
+    ]
     rows = []
     for r in result["summary"]:
-        cells = [r["holder"], _case(r["bytes_per_rep"]), f"{r['measured']}/{r['runs']}", _det(r["leak"])]
+        cells = [
+            r["holder"],
+            _case(r["bytes_per_rep"]),
+            f"{r['measured']}/{r['runs']}",
+            _det(r["leak"]),
+        ]
         for name in SIGNALS:
             sl = r[name]["slope"]
             bias = sl["relative_bias"] if r["bytes_per_rep"] else sl["bias"]
-            cells += [_det(r[name]["detected"]), _det(r[name]["trend_only"]), format_bytes(sl["mean"], unit=KIB, label=False),
-                      _pct(bias) if r["bytes_per_rep"] else format_bytes(bias, unit=KIB),
-                      _pct(sl["cv"]) if r["bytes_per_rep"] else "—"]
+            cells += [
+                _det(r[name]["detected"]),
+                _det(r[name]["trend_only"]),
+                format_bytes(sl["mean"], unit=KIB, label=False),
+                _pct(bias) if r["bytes_per_rep"] else format_bytes(bias, unit=KIB),
+                _pct(sl["cv"]) if r["bytes_per_rep"] else "—",
+            ]
         cells.append(_det(r["asv_peakmem"]["detected"]))
         rows.append(cells)
     lines = markdown_table(head, rows, "lrrl" + "llrrr" * len(SIGNALS) + "l")
-    return lines + ["", f"On the control (0 bytes) every detection is a false alarm, and so is every verdict "
-                    f"but {CONTROL.label}.", ""]
+    return lines + [
+        "",
+        f"On the control (0 bytes) every detection is a false alarm, and so is every verdict "
+        f"but {CONTROL.label}.",
+        "",
+    ]
 
 
 def _peer_table(result: dict) -> list[str]:
     """leakbench's verdict, asv's peakmem_, MemoryChecker and limit_leaks on the same cases."""
-    found = {(p["peer"], p["holder"], p["bytes_per_rep"]): p for p in result.get("peer_summary", [])}
+    found = {
+        (p["peer"], p["holder"], p["bytes_per_rep"]): p for p in result.get("peer_summary", [])
+    }
     names = [n for n in peers.PEERS if any(k[0] == n for k in found)]
-    titles = {"memory_checker": "TF MemoryChecker", "limit_leaks": f"pytest-memray limit_leaks({peers.LIMIT_LEAKS})"}
-    lines = ["### Peers on the same cases", "",
-             "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
-             f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
-             "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
-             ""]
+    titles = {
+        "memory_checker": "TF MemoryChecker",
+        "limit_leaks": f"pytest-memray limit_leaks({peers.LIMIT_LEAKS})",
+    }
+    lines = [
+        "### Peers on the same cases",
+        "",
+        "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
+        f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
+        "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
+        "",
+    ]
     rows = []
     for r in result["summary"]:
         key = (r["holder"], r["bytes_per_rep"])
-        cells = [r["holder"], _case(r["bytes_per_rep"]), _det(r["leak"]), _det(r["asv_peakmem"]["detected"])]
+        cells = [
+            r["holder"],
+            _case(r["bytes_per_rep"]),
+            _det(r["leak"]),
+            _det(r["asv_peakmem"]["detected"]),
+        ]
         for n in names:
             p = found.get((n, *key))
             cell = _det(p["detected"]) if p else "—"
@@ -88,8 +128,11 @@ def _peer_table(result: dict) -> list[str]:
                 cell += " (" + ", ".join(f"{k} {v}" for k, v in p["failed"].items()) + ")"
             cells.append(cell)
         rows.append(cells)
-    lines += markdown_table(["holder", "true /rep", "leakbench", "asv peakmem_", *(titles[n] for n in names)], rows,
-                            "lrll" + "l" * len(names))
+    lines += markdown_table(
+        ["holder", "true /rep", "leakbench", "asv peakmem_", *(titles[n] for n in names)],
+        rows,
+        "lrll" + "l" * len(names),
+    )
     return lines + [""]
 
 
@@ -98,28 +141,62 @@ def _num(x, spec: str) -> str:
 
 
 def _cost(result: dict) -> list[str]:
-    lines = ["### Cost", "",
-             "Medians over the runs. memray pass: its tracked repetitions; memray start+stop and read-back: "
-             "its fixed cost per run (seconds), whatever the repetitions; memray whole: all three, per repetition.",
-             ""]
-    head = ["holder", "runs", "wall s", "floor s", "wall/floor", "work s/rep", "plain pass s/rep", "memray pass s/rep",
-            "memray/plain", "memray start+stop s", "memray read-back s", "memray whole s/rep", "whole/plain"]
-    lines += markdown_table(head, ([holder, str(c["runs"]), f"{c['wall_seconds']:.0f}", f"{c['floor_seconds']:.0f}",
-                                    f"{c['wall_over_floor']:.2f}", f"{c['work_seconds_per_rep']:.3f}",
-                                    f"{c['plain_seconds_per_rep']:.3f}", _num(c["heap_seconds_per_rep"], ".3f"),
-                                    _num(c["heap_over_plain"], ".2f"), _num(c.get("heap_tracker_seconds"), ".2f"),
-                                    _num(c.get("heap_analysis_seconds"), ".2f"),
-                                    _num(c.get("heap_total_seconds_per_rep"), ".3f"),
-                                    _num(c.get("heap_total_over_plain"), ".2f")]
-                                   for holder, c in result["cost"].items() if c), "l" + "r" * 12)
+    lines = [
+        "### Cost",
+        "",
+        "Medians over the runs. memray pass: its tracked repetitions; memray start+stop and read-back: "
+        "its fixed cost per run (seconds), whatever the repetitions; memray whole: all three, per repetition.",
+        "",
+    ]
+    head = [
+        "holder",
+        "runs",
+        "wall s",
+        "floor s",
+        "wall/floor",
+        "work s/rep",
+        "plain pass s/rep",
+        "memray pass s/rep",
+        "memray/plain",
+        "memray start+stop s",
+        "memray read-back s",
+        "memray whole s/rep",
+        "whole/plain",
+    ]
+    lines += markdown_table(
+        head,
+        (
+            [
+                holder,
+                str(c["runs"]),
+                f"{c['wall_seconds']:.0f}",
+                f"{c['floor_seconds']:.0f}",
+                f"{c['wall_over_floor']:.2f}",
+                f"{c['work_seconds_per_rep']:.3f}",
+                f"{c['plain_seconds_per_rep']:.3f}",
+                _num(c["heap_seconds_per_rep"], ".3f"),
+                _num(c["heap_over_plain"], ".2f"),
+                _num(c.get("heap_tracker_seconds"), ".2f"),
+                _num(c.get("heap_analysis_seconds"), ".2f"),
+                _num(c.get("heap_total_seconds_per_rep"), ".3f"),
+                _num(c.get("heap_total_over_plain"), ".2f"),
+            ]
+            for holder, c in result["cost"].items()
+            if c
+        ),
+        "l" + "r" * 12,
+    )
     suite = result.get("suite_cost")
     if suite and "error" in suite:
         lines += ["", f"Suite ({suite['records']}): not read: {suite['error']}"]
     elif suite:
         heap = suite["heap_over_plain"]
-        lines += ["", f"Suite ({suite['records']}, {suite['runs']} child runs): wall {suite['wall_seconds']:.0f} s "
-                  f"against a floor of {suite['floor_seconds']:.0f} s = {suite['wall_over_floor']:.2f}×; "
-                  f"memray pass per repetition {'—' if heap is None else f'{heap:.2f}'}× the plain pass."]
+        lines += [
+            "",
+            f"Suite ({suite['records']}, {suite['runs']} child runs): wall {suite['wall_seconds']:.0f} s "
+            f"against a floor of {suite['floor_seconds']:.0f} s = {suite['wall_over_floor']:.2f}×; "
+            f"memray pass per repetition {'—' if heap is None else f'{heap:.2f}'}× the plain pass.",
+        ]
     return lines
 
 
@@ -127,18 +204,27 @@ def _committed(result: dict) -> list[str]:
     lines = []
     fixes = result.get("committed_fixes")
     if fixes:
-        lines += ["", f"Fixes in committed records: {fixes['records']} records ({fixes['skipped']} skipped), "
-                  f"verdicts {fixes['by_verdict']}; false alarms (a verdict other than no-leak): "
-                  f"{fixes['false_alarms']}"]
+        lines += [
+            "",
+            f"Fixes in committed records: {fixes['records']} records ({fixes['skipped']} skipped), "
+            f"verdicts {fixes['by_verdict']}; false alarms (a verdict other than no-leak): "
+            f"{fixes['false_alarms']}",
+        ]
         lines += [f"- {a}" for a in fixes["alarms"]]
         lines += [f"- not read: {u}" for u in fixes["unreadable"]]
     floor = result.get("noise_floor")
     if floor:
-        lines += ["", "Noise floor: the smallest threshold that would keep every control run and every clean "
-                  "(no-leak) fix in the committed records from moving: "
-                  + "; ".join(f"{SIGNALS[name].label} {format_bytes(f['floor'], unit=KIB)}/rep (threshold "
-                              f"{format_bytes(f['threshold'], unit=KIB, digits=0)}/rep; set by {f['set_by']})"
-                              for name, f in floor.items()) + "."]
+        lines += [
+            "",
+            "Noise floor: the smallest threshold that would keep every control run and every clean "
+            "(no-leak) fix in the committed records from moving: "
+            + "; ".join(
+                f"{SIGNALS[name].label} {format_bytes(f['floor'], unit=KIB)}/rep (threshold "
+                f"{format_bytes(f['threshold'], unit=KIB, digits=0)}/rep; set by {f['set_by']})"
+                for name, f in floor.items()
+            )
+            + ".",
+        ]
     return lines
 
 
@@ -149,8 +235,16 @@ def markdown(result: dict) -> str:
     summary, peer_summary, cost, targets), add_context's keys (suite_cost, committed_fixes,
     noise_floor) shown where present.
     """
-    lines = _about(result) + _detection_table(result) + _peer_table(result) + _cost(result) + _committed(result)
+    lines = (
+        _about(result)
+        + _detection_table(result)
+        + _peer_table(result)
+        + _cost(result)
+        + _committed(result)
+    )
     met = {True: "yes", False: "**no**", None: "not measured"}
-    lines += ["", "### Targets", ""] + markdown_table(["target", "measured", "met"], (
-        [t["target"], t["measured"] or "—", met[t["met"]]] for t in result["targets"]))
+    lines += ["", "### Targets", ""] + markdown_table(
+        ["target", "measured", "met"],
+        ([t["target"], t["measured"] or "—", met[t["met"]]] for t in result["targets"]),
+    )
     return "\n".join(lines) + "\n"

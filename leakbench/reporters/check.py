@@ -1,5 +1,6 @@
 """The `leakbench check` views of one record: rich renderables for the terminal,
 and plain text for assertion messages (the pytest helper)."""
+
 from __future__ import annotations
 
 from rich.markup import escape
@@ -24,88 +25,148 @@ def check_view(rec: dict) -> list:
     about = f"{rec['repetition']}" + (f" ({kind} target)" if kind else "")
     m = rec["metrics"] or {}
     peak = m.get(metrics.PEAK.key)
-    facts = [about, f"signals: {', '.join(rec['signals']) or 'none'}",
-             f"memory signal: {m.get('growth_basis') or '—'}",
-             f"peak above baseline: {format_bytes(peak, unit=MIB)}",
-             f"{rec['seconds']:.1f} s"]
+    facts = [
+        about,
+        f"signals: {', '.join(rec['signals']) or 'none'}",
+        f"memory signal: {m.get('growth_basis') or '—'}",
+        f"peak above baseline: {format_bytes(peak, unit=MIB)}",
+        f"{rec['seconds']:.1f} s",
+    ]
     out: list = [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
     if m:
-        t = Table(title="series (Theil–Sen slope per repetition, 95 % interval, trend p)", title_justify="left")
+        t = Table(
+            title="series (Theil–Sen slope per repetition, 95 % interval, trend p)",
+            title_justify="left",
+        )
         for h in ("series", "slope", "interval", "p", "unit"):
             t.add_column(h, justify="left" if h in ("series", "unit") else "right")
         for metric in CHECK_SERIES:
             found = m.get(metric.key)
             if not found:
                 continue
-            t.add_row(metric.label, metric.display(found["slope"]),
-                      f"{metric.display(found['low'])} … {metric.display(found['high'])}",
-                      f"{found['p_increasing']:.3f}", metric.shown)
+            t.add_row(
+                metric.label,
+                metric.display(found["slope"]),
+                f"{metric.display(found['low'])} … {metric.display(found['high'])}",
+                f"{found['p_increasing']:.3f}",
+                metric.shown,
+            )
         scaling = m.get("peak_scaling")
         if scaling and scaling.get("exponent") is not None:
-            peaks = ", ".join("—" if p is None else f"{p / MIB:,.0f}" for p in scaling["peaks_bytes"])
-            t.add_row("peak ∝ size^k", f"k = {scaling['exponent']:.2f}", f"peaks {peaks} MiB", "", "")
+            peaks = ", ".join(
+                "—" if p is None else f"{p / MIB:,.0f}" for p in scaling["peaks_bytes"]
+            )
+            t.add_row(
+                "peak ∝ size^k", f"k = {scaling['exponent']:.2f}", f"peaks {peaks} MiB", "", ""
+            )
         out.append(t)
     types = d.get("types") or []
     if types:
-        t = Table(title="Python types that grew (per rep: the least over the repetitions and each half)",
-                  title_justify="left")
+        t = Table(
+            title="Python types that grew (per rep: the least over the repetitions and each half)",
+            title_justify="left",
+        )
         for h in ("type", "per rep", "baseline", "middle", "end"):
             t.add_column(h, justify="left" if h == "type" else "right")
         for item in types:
             middle = item.get("middle")  # records made before the middle count have none
-            t.add_row(escape(item["type"]), f"+{item['per_repetition']:,.1f}", f"{item['baseline']:,}",
-                      "—" if middle is None else f"{middle:,}", f"{item['end']:,}")
+            t.add_row(
+                escape(item["type"]),
+                f"+{item['per_repetition']:,.1f}",
+                f"{item['baseline']:,}",
+                "—" if middle is None else f"{middle:,}",
+                f"{item['end']:,}",
+            )
         out.append(t)
     elif m:
-        out.append(Text(f"Python types that grew: none (≥ {TYPE_GROWTH_MIN:g} objects/repetition over the "
-                        "repetitions and over each half)"))
+        out.append(
+            Text(
+                f"Python types that grew: none (≥ {TYPE_GROWTH_MIN:g} objects/repetition over the "
+                "repetitions and over each half)"
+            )
+        )
     confirmation = rec.get("confirmation")
     if confirmation:
-        out.append(Text(f"confirmation: {confirmation['reps']} repetitions in a fresh process "
-                        f"({confirmation['seconds']:.1f} s): moved {', '.join(confirmation['signals']) or 'nothing'}"))
+        out.append(
+            Text(
+                f"confirmation: {confirmation['reps']} repetitions in a fresh process "
+                f"({confirmation['seconds']:.1f} s): moved {', '.join(confirmation['signals']) or 'nothing'}"
+            )
+        )
     att = (d.get("attribution") or {}) if m else {}
     if "na" in att:
         out.append(Text(f"buffered bytes per transformation: n/a ({att['na']})"))
     elif att:
         first, last = att["elements"]
         after = f"{first} and {last} elements" if last != first else f"{first} elements"
-        t = Table(title=f"buffered per transformation (get_model_proto after {after})",
-                  title_justify="left")
+        t = Table(
+            title=f"buffered per transformation (get_model_proto after {after})",
+            title_justify="left",
+        )
         for h in ("stage", "count", "buffered MiB", "elements", "growth MiB"):
             t.add_column(h, justify="left" if h == "stage" else "right")
         for s in att["stages"][:8]:
             name = s["stage"] + (f" (inputs of {s['inside']})" if s["inside"] else "")
-            t.add_row(escape(name), str(s["count"]), f"{s['buffered_bytes'] / MIB:,.1f}",
-                      f"{s['buffered_elements']:,}", f"{s['growth_bytes'] / MIB:+,.1f}")
+            t.add_row(
+                escape(name),
+                str(s["count"]),
+                f"{s['buffered_bytes'] / MIB:,.1f}",
+                f"{s['buffered_elements']:,}",
+                f"{s['growth_bytes'] / MIB:+,.1f}",
+            )
         out.append(t)
         holder = att.get("holder")
-        out.append(Text(f"holds the most: {holder['stage']}, {format_bytes(holder['subtree_bytes'], unit=MIB)} with its inputs"
-                        if holder else "holds the most: nothing above 1 MiB"))
+        out.append(
+            Text(
+                f"holds the most: {holder['stage']}, {format_bytes(holder['subtree_bytes'], unit=MIB)} with its inputs"
+                if holder
+                else "holds the most: nothing above 1 MiB"
+            )
+        )
     stacks = d.get("top_stacks") or []
     if stacks:
-        t = Table(title="largest live allocations at the end of the heap pass (memray, Python stacks)",
-                  title_justify="left")
+        t = Table(
+            title="largest live allocations at the end of the heap pass (memray, Python stacks)",
+            title_justify="left",
+        )
         for h in ("KiB", "allocations", "stack (innermost first)"):
             t.add_column(h, justify="right" if h != "stack (innermost first)" else "left")
         for s in stacks:
-            t.add_row(f"{s['bytes'] / KIB:,.0f}", f"{s['allocations']:,}", escape(" ← ".join(s["frames"][:4]) or "no Python frame (allocated by a TensorFlow thread)"))
+            t.add_row(
+                f"{s['bytes'] / KIB:,.0f}",
+                f"{s['allocations']:,}",
+                escape(
+                    " ← ".join(s["frames"][:4])
+                    or "no Python frame (allocated by a TensorFlow thread)"
+                ),
+            )
         out.append(t)
     growing = d.get("stack_growth") or []
     if growing:
-        t = Table(title="allocation sites that grew in the heap pass (memray; your code first, the library's "
-                        "innermost frames as context)", title_justify="left")
+        t = Table(
+            title="allocation sites that grew in the heap pass (memray; your code first, the library's "
+            "innermost frames as context)",
+            title_justify="left",
+        )
         for h in ("KiB/rep", "KiB at the end", "your code", "allocated in (context)"):
             t.add_column(h, justify="right" if h.startswith("KiB") else "left")
         for g in growing:
             context = [f for f in g["frames"] if f != g["user_frame"]][:3]
-            t.add_row(f"{g['bytes_per_rep'] / KIB:+,.1f}", f"{g['bytes'][-1] / KIB:,.0f}" if g["bytes"] else "—",
-                      escape(g["user_frame"] or "— (no frame of your code)"),
-                      escape(" ← ".join(context) or "no Python frame (allocated by a TensorFlow thread)"))
+            t.add_row(
+                f"{g['bytes_per_rep'] / KIB:+,.1f}",
+                f"{g['bytes'][-1] / KIB:,.0f}" if g["bytes"] else "—",
+                escape(g["user_frame"] or "— (no frame of your code)"),
+                escape(" ← ".join(context) or "no Python frame (allocated by a TensorFlow thread)"),
+            )
         out.append(t)
     chain = d.get("reference_chain") or {}
     if chain.get("chain"):
-        out.append(Text(f"kept alive ({chain['type']}, found in {chain['seconds']:.1f} s): "
-                        + " → ".join(chain["chain"])))
+        out.append(
+            Text(
+                f"kept alive ({chain['type']}, found in {chain['seconds']:.1f} s): "
+                + " → ".join(chain["chain"])
+            )
+        )
     elif chain.get("na") and d.get("types"):
         out.append(Text(f"kept alive: n/a ({chain['na']})"))
     for hint in d.get("hints") or []:
@@ -116,12 +177,16 @@ def check_view(rec: dict) -> list:
 def check_summary(rec: dict) -> str:
     """Plain text of a check record's verdict, slopes and hints (for assertion messages)."""
     m = rec["metrics"] or {}
-    parts = [f"{rec['pair']}: {rec['verdict']}" + (f" in {rec['phase']}" if rec.get("phase") else "")]
+    parts = [
+        f"{rec['pair']}: {rec['verdict']}" + (f" in {rec['phase']}" if rec.get("phase") else "")
+    ]
     if rec.get("error"):
         parts.append(f"error: {rec['error'].strip().splitlines()[-1]}")
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
     if rec.get("confirmation"):
-        parts.append(f"confirmation: moved {', '.join(rec['confirmation']['signals']) or 'nothing'}")
+        parts.append(
+            f"confirmation: moved {', '.join(rec['confirmation']['signals']) or 'nothing'}"
+        )
     for metric in CHECK_SERIES:
         if m.get(metric.key):
             parts.append(f"{metric.label} {metric.display(m[metric.key]['slope'])} {metric.shown}")

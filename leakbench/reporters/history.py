@@ -1,4 +1,5 @@
 """Markdown of `leakbench compare` and `leakbench matrix` (data: leakbench.history)."""
+
 from __future__ import annotations
 
 from leakbench.reporters import markdown_table
@@ -7,6 +8,7 @@ from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
 from leakbench.history.matrix import changes
+
 MEMORY = metrics.HELD  # how a memory rate shows (RSS, which stands in for it, shows the same)
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
 
@@ -34,12 +36,19 @@ def compare_markdown(c: Comparison) -> str:
             old, new, label = r["old"] or "—", r["new"] or "—", "verdict"
         else:
             m = metrics.BY_KEY[r["key"]]
-            old, new, label = _number(r["old"], m.scale), _number(r["new"], m.scale), f"{m.label} ({m.shown})"
+            old, new, label = (
+                _number(r["old"], m.scale),
+                _number(r["new"], m.scale),
+                f"{m.label} ({m.shown})",
+            )
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}×"
         marker = {REGRESSED: "▲ regressed", IMPROVED: "▼ improved", CHANGED: "**changed**"}.get(
-            r["marker"], r["marker"])
+            r["marker"], r["marker"]
+        )
         rows.append([r["pair"], r["variant"], label, old, new, ratio, marker])
-    lines += markdown_table(["pair", "variant", "metric", c.old, c.new, "ratio", ""], rows, "lllrrrl")
+    lines += markdown_table(
+        ["pair", "variant", "metric", c.old, c.new, "ratio", ""], rows, "lllrrrl"
+    )
     lines.append("")
     lines += notes({r[side] for r in c.rows if r["metric"] == "verdict" for side in ("old", "new")})
     if c.failures:
@@ -73,25 +82,43 @@ def matrix_cell(cell: dict | None) -> str:
 
 def matrix_markdown(m: dict) -> str:
     where = f" (asv machine `{m['machine']}`)" if m.get("machine") else ""
-    lines = [f"## leakbench matrix: verdict per TensorFlow version{where}", "",
-             "Growth pairs: the rate of held memory (anonymous RSS less malloc's free bytes; RSS where held "
-             "memory is n/a or in records made before it), KiB/repetition, as the verdict compares it with its "
-             "bar (the least of the whole series' slope and each half's). Peak pairs: k in peak ∝ size^k. "
-             "**Bold**: not what the variant should read (leakbench.expectation: a scenario leaks, or reads "
-             "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add glibc's malloc "
-             "in use growth (KiB/repetition) and what malloc_trim gave back at the end (MiB).", ""]
+    lines = [
+        f"## leakbench matrix: verdict per TensorFlow version{where}",
+        "",
+        "Growth pairs: the rate of held memory (anonymous RSS less malloc's free bytes; RSS where held "
+        "memory is n/a or in records made before it), KiB/repetition, as the verdict compares it with its "
+        "bar (the least of the whole series' slope and each half's). Peak pairs: k in peak ∝ size^k. "
+        "**Bold**: not what the variant should read (leakbench.expectation: a scenario leaks, or reads "
+        "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add glibc's malloc "
+        "in use growth (KiB/repetition) and what malloc_trim gave back at the end (MiB).",
+        "",
+    ]
     lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})
     found = changes(m)
     lines += [f"Verdict changes across the columns: {len(found)}" + (":" if found else "."), ""]
     for c in found:
         b = c["bisect"]
-        where = f"; bisected: first {b['bad']} ({b['bad_date']}), after {b['good']}: {b['compare_url']}" if b else ""
-        once = " — one build only, the same verdict on both sides: measure it again" if c["one_build"] else ""
-        lines.append(f"- {c['pair']} ({c['variant']}): {c['from']} → {c['to']} on {c['label']} "
-                     f"(after {builds.label(c['before'])}){where}{once}")
+        where = (
+            f"; bisected: first {b['bad']} ({b['bad_date']}), after {b['good']}: {b['compare_url']}"
+            if b
+            else ""
+        )
+        once = (
+            " — one build only, the same verdict on both sides: measure it again"
+            if c["one_build"]
+            else ""
+        )
+        lines.append(
+            f"- {c['pair']} ({c['variant']}): {c['from']} → {c['to']} on {c['label']} "
+            f"(after {builds.label(c['before'])}){where}{once}"
+        )
     lines += [""] if found else []
     labels = m.get("labels") or {}
-    lines += markdown_table(["pair", "variant", *(labels.get(v, v) for v in m["versions"])],
-                            ([row["pair"], row["variant"], *(matrix_cell(row["cells"][v]) for v in m["versions"])]
-                             for row in m["rows"]))
+    lines += markdown_table(
+        ["pair", "variant", *(labels.get(v, v) for v in m["versions"])],
+        (
+            [row["pair"], row["variant"], *(matrix_cell(row["cells"][v]) for v in m["versions"])]
+            for row in m["rows"]
+        ),
+    )
     return "\n".join(lines)

@@ -10,6 +10,7 @@ peak ∝ size^k for peak pairs.
 The pieces (`about`, `table`, `totals`, `verdict_counts`) are text, not
 markdown: leakbench.site.repeatability renders the same table as HTML from them.
 """
+
 from __future__ import annotations
 
 from leakbench.reporters import markdown_table
@@ -41,7 +42,7 @@ def _cell(spread: dict | None, divisor: float = 1, digits: int = 1) -> str:
 def verdict_counts(counts: dict, runs: int) -> list[tuple[str, str]]:
     """(verdict, count): [("leak", "10/10")] when every run agrees, else [("no-leak", "9"), ("leak", "1")]."""
     if len(counts) == 1:
-        (word, n), = counts.items()
+        ((word, n),) = counts.items()
         return [(word, f"{n}/{runs}")]
     return [(word, str(n)) for word, n in counts.items()]
 
@@ -61,11 +62,13 @@ def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
     return list(found.values())
 
 
-SLOPES = ("Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
-          "the verdict (leakbench.analysis.verdict), each the rate the verdict compares with its bar: the least of "
-          "the Theil–Sen slope of the whole series and of each half (verdict.rate). "
-          "Agrees: one verdict in every run (skipped "
-          "counts as agreeing). As expected: every verdict is one its variant should give.")
+SLOPES = (
+    "Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
+    "the verdict (leakbench.analysis.verdict), each the rate the verdict compares with its bar: the least of "
+    "the Theil–Sen slope of the whole series and of each half (verdict.rate). "
+    "Agrees: one verdict in every run (skipped "
+    "counts as agreeing). As expected: every verdict is one its variant should give."
+)
 PEAK_HEADER = "peak ∝ size^k"
 
 
@@ -77,14 +80,20 @@ def tensorflow(result: dict) -> str:
 def about(result: dict) -> str:
     """How the runs were made: runs per variant, children at a time, date, engine settings."""
     s, caps, jobs = result["settings"], result["summary"]["cap_bytes"], result["jobs"]
-    cap = format_bytes(s["cap_bytes"], whole=True) if s["cap_bytes"] else "default" + (
-        f" ({', '.join(format_bytes(c, whole=True) for c in caps)})" if caps else "")
-    return (f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
-            f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
-            f"{_beside(result)}; "
-            f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
-            f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
-            f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}.")
+    cap = (
+        format_bytes(s["cap_bytes"], whole=True)
+        if s["cap_bytes"]
+        else "default"
+        + (f" ({', '.join(format_bytes(c, whole=True) for c in caps)})" if caps else "")
+    )
+    return (
+        f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
+        f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
+        f"{_beside(result)}; "
+        f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
+        f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
+        f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}."
+    )
 
 
 def _beside(result: dict) -> str:
@@ -109,8 +118,16 @@ def table(result: dict) -> tuple[list[str], list[dict]]:
     for r in rows:
         cells = [_cell(r["slopes"].get(key), divisor) for key, _, divisor in metrics]
         cells += [_cell(r["peak_exponent"], digits=2)] if peak else []
-        shaped.append({**{k: r[k] for k in ("pair", "variant", "expected", "runs", "agrees", "as_expected")},
-                       "verdicts": verdict_counts(r["verdicts"], r["runs"]), "slopes": cells})
+        shaped.append(
+            {
+                **{
+                    k: r[k]
+                    for k in ("pair", "variant", "expected", "runs", "agrees", "as_expected")
+                },
+                "verdicts": verdict_counts(r["verdicts"], r["runs"]),
+                "slopes": cells,
+            }
+        )
     return head, shaped
 
 
@@ -118,21 +135,42 @@ def totals(result: dict) -> str:
     """How many variants agree and were as expected, runs and seconds."""
     summary = result["summary"]
     confirm = summary["confirmation_seconds"]
-    return (f"{summary['agree']} of {summary['variants']} variants agree over all runs; "
-            f"{summary['as_expected']} of {summary['variants']} gave an expected verdict in every run. "
-            f"{summary['runs']} runs, {summary['wall_seconds']:,.0f} s of child wall time"
-            + (f" ({confirm:,.0f} s of it confirmation re-runs)" if confirm else "")
-            + f", {result['elapsed_seconds']:,.0f} s elapsed.")
+    return (
+        f"{summary['agree']} of {summary['variants']} variants agree over all runs; "
+        f"{summary['as_expected']} of {summary['variants']} gave an expected verdict in every run. "
+        f"{summary['runs']} runs, {summary['wall_seconds']:,.0f} s of child wall time"
+        + (f" ({confirm:,.0f} s of it confirmation re-runs)" if confirm else "")
+        + f", {result['elapsed_seconds']:,.0f} s elapsed."
+    )
 
 
 def markdown(result: dict) -> str:
     """The header (TF version, machine, runs, jobs, date, settings), the table and the totals."""
     slopes, rows = table(result)
-    lines = [f"## Repeatability: {result['machine']}, TensorFlow {tensorflow(result)}", "",
-             about(result), "", SLOPES, ""]
+    lines = [
+        f"## Repeatability: {result['machine']}, TensorFlow {tensorflow(result)}",
+        "",
+        about(result),
+        "",
+        SLOPES,
+        "",
+    ]
     head = ["pair", "variant", "expected", "verdicts", "agrees", "as expected", *slopes]
-    lines += markdown_table(head, ([r["pair"], r["variant"], r["expected"], verdicts(r["verdicts"]),
-                                    "yes" if r["agrees"] else "NO", "yes" if r["as_expected"] else "NO", *r["slopes"]]
-                                   for r in rows), "l" * 6 + "r" * len(slopes))
+    lines += markdown_table(
+        head,
+        (
+            [
+                r["pair"],
+                r["variant"],
+                r["expected"],
+                verdicts(r["verdicts"]),
+                "yes" if r["agrees"] else "NO",
+                "yes" if r["as_expected"] else "NO",
+                *r["slopes"],
+            ]
+            for r in rows
+        ),
+        "l" * 6 + "r" * len(slopes),
+    )
     lines += ["", totals(result)]
     return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ Pure functions from matrix data (leakbench.history.matrix) and a scenario's
 metadata (leakbench.contract) to text; every number is a matrix cell's, shown
 as the matrix's markdown shows it (leakbench.reporters.history.matrix_cell).
 """
+
 from __future__ import annotations
 
 import re
@@ -58,14 +59,29 @@ def claim(scenario: Scenario, docstring: str | None) -> list[str]:
     without it the scenario's TITLE and the first paragraph of its docstring."""
     reported = scenario.reported
     if reported:
-        fixed = f"fixed in {reported['fixed_in']}" if reported["fixed_in"] else "no release named as fixed"
+        fixed = (
+            f"fixed in {reported['fixed_in']}"
+            if reported["fixed_in"]
+            else "no release named as fixed"
+        )
         per = "" if reported["issue"] == scenario.source else f" ({reported['issue']})"
-        lines = [f"**The thread's claim{per}:** leaks on {', '.join(reported['leaks_on'])}; {fixed}."]
+        lines = [
+            f"**The thread's claim{per}:** leaks on {', '.join(reported['leaks_on'])}; {fixed}."
+        ]
         if reported.get("note"):
             lines.append(f"Note: {_sentence(reported['note'])}")
         return lines
-    title, paragraph = _sentence(scenario.title[:1].upper() + scenario.title[1:]), first_paragraph(docstring)
-    words = title if not paragraph else paragraph if _words(title) <= _words(paragraph) else f"{title} {paragraph}"
+    title, paragraph = (
+        _sentence(scenario.title[:1].upper() + scenario.title[1:]),
+        first_paragraph(docstring),
+    )
+    words = (
+        title
+        if not paragraph
+        else paragraph
+        if _words(title) <= _words(paragraph)
+        else f"{title} {paragraph}"
+    )
     return [f"**The report, in leakbench's words:** {_sentence(words)}"]
 
 
@@ -78,8 +94,14 @@ def cell_text(cell: dict | None) -> str:
 
 def _rests_elsewhere(cell: dict | None) -> bool:
     """An expected growth leak none of whose signals is memory (matrix_cell names them only when unexpected)."""
-    return bool(cell and cell["expected"] and cell["verdict"] == "leak" and cell["kind"] != "peak"
-                and cell["signals"] and not set(cell["signals"]) & set(MEMORY_SIGNALS))
+    return bool(
+        cell
+        and cell["expected"]
+        and cell["verdict"] == "leak"
+        and cell["kind"] != "peak"
+        and cell["signals"]
+        and not set(cell["signals"]) & set(MEMORY_SIGNALS)
+    )
 
 
 def segments(cells: dict, versions: list) -> list[tuple[str, str, str]]:
@@ -100,7 +122,9 @@ def change_line(cells: dict, versions: list) -> str | None:
         return None
     if len(runs) == 1:
         verdict, first, last = runs[0]
-        return f"The leaky variant reads {verdict} on every release measured ({_span(first, last)})."
+        return (
+            f"The leaky variant reads {verdict} on every release measured ({_span(first, last)})."
+        )
     path = " → ".join(f"{verdict} {_span(first, last)}" for verdict, first, last in runs)
     return f"**Changed at {builds.label(runs[1][1])}** (the first release whose leaky verdict differs from the one before): {path}."
 
@@ -118,15 +142,20 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
     """The machine from the records' environment: CPU model, cores, OS, Python, tensorflow-cpu releases."""
     described = []
     for env in environments:
-        parts = [env.get("cpu"), f"{env['cores']} cores" if env.get("cores") else None,
-                 (env.get("platform") or "").split("-")[0] or None,
-                 f"Python {env['python']}" if env.get("python") else None]
+        parts = [
+            env.get("cpu"),
+            f"{env['cores']} cores" if env.get("cores") else None,
+            (env.get("platform") or "").split("-")[0] or None,
+            f"Python {env['python']}" if env.get("python") else None,
+        ]
         text = ", ".join(p for p in parts if p)
         if text and text not in described:
             described.append(text)
     released = [v for v in versions if not builds.is_nightly(v)]
     nightlies = [builds.build_date(v).isoformat() for v in versions if builds.build_date(v)]
-    releases = f"tensorflow-cpu {_span(released[0], released[-1])}" if released else "tensorflow-cpu"
+    releases = (
+        f"tensorflow-cpu {_span(released[0], released[-1])}" if released else "tensorflow-cpu"
+    )
     if nightlies:
         releases += f" and tf-nightly ({', '.join(nightlies)})"
     where = f" (asv machine `{machine}`)" if machine else ""
@@ -136,26 +165,44 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
 def _numbers_line(scenario: Scenario) -> str:
     if scenario.kind == "peak":
         return f"Each cell: the verdict and k in peak above baseline ∝ {scenario.size_param}^k."
-    return ("Each cell: the verdict and the growth it rests on, held memory (RSS where held memory is n/a) "
-            f"in KiB per repetition; one repetition is {scenario.repetition}.")
+    return (
+        "Each cell: the verdict and the growth it rests on, held memory (RSS where held memory is n/a) "
+        f"in KiB per repetition; one repetition is {scenario.repetition}."
+    )
 
 
 def _legend(cells: list) -> list[str]:
     found = []
     if any(_rests_elsewhere(c) for c in cells):
-        found.append("(by …): the signals the leak rests on; held memory did not rise past its bar.")
+        found.append(
+            "(by …): the signals the leak rests on; held memory did not rise past its bar."
+        )
     if any(c and not c["expected"] for c in cells):
         found.append("**Bold**: not what the variant should read (docs/verdicts.md).")
-    if any(c and (c["verdict"] == "fragmentation" or not c["expected"]) and c.get(metrics.TRIM.key) is not None
-           for c in cells):
-        found.append("malloc: glibc's malloc in use, KiB/repetition; trim: what malloc_trim gave back, MiB.")
+    if any(
+        c
+        and (c["verdict"] == "fragmentation" or not c["expected"])
+        and c.get(metrics.TRIM.key) is not None
+        for c in cells
+    ):
+        found.append(
+            "malloc: glibc's malloc in use, KiB/repetition; trim: what malloc_trim gave back, MiB."
+        )
     if any(c and c["verdict"] == "fragmentation" for c in cells):
         found.append(f"fragmentation: {VERDICTS['fragmentation']}.")
     return [" ".join(found)] if found else []
 
 
-def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, versions: list,
-          environments: list[dict], machine: str | None = None, bisected: list | None = None) -> str:
+def block(
+    pair: str,
+    scenario: Scenario,
+    docstring: str | None,
+    rows: dict,
+    versions: list,
+    environments: list[dict],
+    machine: str | None = None,
+    bisected: list | None = None,
+) -> str:
     """The markdown block of one report pair. rows: variant -> {version: matrix cell or None}
     (leakbench.history.matrix rows of this pair); versions in order; environments: the
     `environment` of the pair's records; bisected: this pair's confirmed `leakbench bisect`
@@ -163,21 +210,32 @@ def block(pair: str, scenario: Scenario, docstring: str | None, rows: dict, vers
     leaky, fixed = rows.get("leaky", {}), rows.get("fixed", {})
     lines = [f"### {issue_link(scenario.source)}: leakbench pair `{pair}`", ""]
     lines += claim(scenario, docstring) + [""]
-    lines += markdown_table(["TF release", "leaky (the pattern reported)", "fixed (the workaround)"],
-                            ([builds.label(v), cell_text(leaky.get(v)), cell_text(fixed.get(v))] for v in versions))
+    lines += markdown_table(
+        ["TF release", "leaky (the pattern reported)", "fixed (the workaround)"],
+        ([builds.label(v), cell_text(leaky.get(v)), cell_text(fixed.get(v))] for v in versions),
+    )
     lines += ["", _numbers_line(scenario)]
     lines += _legend([*leaky.values(), *fixed.values()])
     changed = change_line(leaky, versions)
     if changed:
         lines += ["", changed]
     for b in bisected or []:
-        lines += ["", f"`leakbench bisect` ({b['variant']}): the first build reading otherwise is "
-                      f"{b['bad']} ({b['bad_date']}), after {b['good']}; commits: {b['compare_url']}"]
-    lines += ["", machine_line(environments, versions, machine), "",
-              "Reproduce (Linux with make and python3; see README.md):",
-              "```sh",
-              f'{CLONE} && cd leakbench && make run ARGS="{pair}"',
-              f'make run TF_VERSION={other_release(leaky, versions)} ARGS="{pair}"   # another release',
-              f"diff scenarios/{pair}.py fixes/{pair}.py   # the workaround",
-              "```", "", LAST_LINE]
+        lines += [
+            "",
+            f"`leakbench bisect` ({b['variant']}): the first build reading otherwise is "
+            f"{b['bad']} ({b['bad_date']}), after {b['good']}; commits: {b['compare_url']}",
+        ]
+    lines += [
+        "",
+        machine_line(environments, versions, machine),
+        "",
+        "Reproduce (Linux with make and python3; see README.md):",
+        "```sh",
+        f'{CLONE} && cd leakbench && make run ARGS="{pair}"',
+        f'make run TF_VERSION={other_release(leaky, versions)} ARGS="{pair}"   # another release',
+        f"diff scenarios/{pair}.py fixes/{pair}.py   # the workaround",
+        "```",
+        "",
+        LAST_LINE,
+    ]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ baseline, MiB) and seconds. `wide=True` adds the signals and the registry's
 WIDE metrics (leakbench.metrics), and is what the markdown table written with
 `leakbench run --markdown` holds. Records themselves stay data.
 """
+
 from __future__ import annotations
 
 from rich import box
@@ -20,7 +21,7 @@ from leakbench.analysis import verdict
 
 LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
 SHORT = metrics.metrics_in(metrics.TABLE)  # in every table, headed by their short names
-WIDE = metrics.metrics_in(metrics.WIDE)    # what the wide table adds
+WIDE = metrics.metrics_in(metrics.WIDE)  # what the wide table adds
 
 
 def _word(rec: dict) -> str:
@@ -37,7 +38,9 @@ def decided_by(rec: dict) -> str:
     scaling = m.get("peak_scaling") or {}
     if rec.get("kind") == "peak" and scaling.get("exponent") is not None:
         return f"peak k={scaling['exponent']:.2f}"
-    moved = [s for s in rec["signals"] if s in metrics.BY_SIGNAL and m.get(metrics.BY_SIGNAL[s].key)]
+    moved = [
+        s for s in rec["signals"] if s in metrics.BY_SIGNAL and m.get(metrics.BY_SIGNAL[s].key)
+    ]
     if moved:
         metric = metrics.BY_SIGNAL[moved[0]]
         found = verdict.rate(m[metric.key])
@@ -58,17 +61,29 @@ def _metric(rec: dict, metric: metrics.Metric) -> str:
 
 def columns(wide: bool = False) -> list[str]:
     """Column headers of the run table (see the module docstring)."""
-    head = ["pair", "variant", "verdict", "should read"] + (["signals"] if wide else []) + ["decided by"]
-    return (head + [f"{m.short} {m.shown}" for m in SHORT]
-            + [f"{m.label} {m.shown}" for m in (WIDE if wide else ())] + ["seconds"])
+    head = (
+        ["pair", "variant", "verdict", "should read"]
+        + (["signals"] if wide else [])
+        + ["decided by"]
+    )
+    return (
+        head
+        + [f"{m.short} {m.shown}" for m in SHORT]
+        + [f"{m.label} {m.shown}" for m in (WIDE if wide else ())]
+        + ["seconds"]
+    )
 
 
 def row(rec: dict, wide: bool = False) -> list[str]:
     """Cells of one record, in the order of columns(wide)."""
     head = [rec["pair"], rec["variant"], _word(rec), expectation.for_record(rec).label]
     head += ([", ".join(rec["signals"]) or "—"] if wide else []) + [decided_by(rec)]
-    return (head + [_metric(rec, m) for m in SHORT]
-            + [_metric(rec, m) for m in (WIDE if wide else ())] + [f"{rec['seconds']:.1f}"])
+    return (
+        head
+        + [_metric(rec, m) for m in SHORT]
+        + [_metric(rec, m) for m in (WIDE if wide else ())]
+        + [f"{rec['seconds']:.1f}"]
+    )
 
 
 def table(records: list[dict], wide: bool = False) -> Table:
@@ -93,11 +108,16 @@ def markdown(records: list[dict], title: str) -> str:
         if not expectation.accepts(rec):
             cells[2] = f"**{cells[2]}**"
         rows.append(cells)
-    lines = [f"## {title}", ""] + markdown_table(head, rows, "".join("l" if h in LEFT else "r" for h in head))
+    lines = [f"## {title}", ""] + markdown_table(
+        head, rows, "".join("l" if h in LEFT else "r" for h in head)
+    )
     accepted = sum(expectation.accepts(r) for r in records)
-    lines += ["", f"{accepted} of {len(records)} variants read what they should (bold: not); "
-              f"{sum(r['seconds'] for r in records):,.0f} s of child runs. "
-              "Columns: leakbench.reporters.table; rates per repetition, as leakbench.metrics defines them."]
+    lines += [
+        "",
+        f"{accepted} of {len(records)} variants read what they should (bold: not); "
+        f"{sum(r['seconds'] for r in records):,.0f} s of child runs. "
+        "Columns: leakbench.reporters.table; rates per repetition, as leakbench.metrics defines them.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -116,10 +136,16 @@ def listing(scenarios) -> Table:
     head = ("pair / size parameter", "kind", "source")
     # the title takes what the other columns leave: each has a space either side, and a space
     # stands at each edge and between columns (box.SIMPLE_HEAD)
-    widths = [max([len(h), *(len(line) for r in rows for line in cells(r).split("\n"))])
-              for h, cells in zip(head, (lambda r: f"{r[0]}\n{r[1]}", lambda r: r[2], lambda r: r[3]))]
-    t = Table(title="leakbench: scenario pairs (scenarios/ leaky, fixes/ fixed)", title_justify="left",
-              box=box.SIMPLE_HEAD, show_lines=True)
+    widths = [
+        max([len(h), *(len(line) for r in rows for line in cells(r).split("\n"))])
+        for h, cells in zip(head, (lambda r: f"{r[0]}\n{r[1]}", lambda r: r[2], lambda r: r[3]))
+    ]
+    t = Table(
+        title="leakbench: scenario pairs (scenarios/ leaky, fixes/ fixed)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_lines=True,
+    )
     for h in head:
         t.add_column(h, no_wrap=True)
     t.add_column("title", max_width=max(20, LIST_WIDTH - sum(widths) - 3 * len(head) - 4))

@@ -2,6 +2,7 @@
 linked back to the index, with their libraries pointed at local copies
 (leakbench.site.vendor) where npm can provide them.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -14,17 +15,19 @@ from leakbench.site import vendor
 FOLDER = "asv"
 INDEX = f"{FOLDER}/index.html"
 TIMEOUT_SECONDS = 300
-_BACK = ('<body><div style="padding:4px 12px;font:14px sans-serif">'
-         '<a href="../index.html">&larr; leakbench: leak matrix and lessons</a></div>')
+_BACK = (
+    '<body><div style="padding:4px 12px;font:14px sans-serif">'
+    '<a href="../index.html">&larr; leakbench: leak matrix and lessons</a></div>'
+)
 
 
 class Published(NamedTuple):
     """What publish made, for leakbench.site.build to add to what the build wrote."""
 
-    index: str      # INDEX when asv publish ran, else ""
-    offline: bool   # asv's pages load their libraries from vendor/, not from CDNs
+    index: str  # INDEX when asv publish ran, else ""
+    offline: bool  # asv's pages load their libraries from vendor/, not from CDNs
     vendored: list  # the libraries copied (leakbench.site.vendor)
-    notes: list     # one line each
+    notes: list  # one line each
 
 
 def publish(results: Path, root: Path, out: Path) -> Published:
@@ -46,9 +49,17 @@ def publish_asv(root: Path, out: Path) -> str | None:
     TIMEOUT_SECONDS, failed: its last line of output). Raises nothing for asv's failures.
     """
     asv = Path(sys.executable).with_name("asv")
-    command = [str(asv) if asv.exists() else "asv", "publish", "--no-pull", "--html-dir", str(out / FOLDER)]
+    command = [
+        str(asv) if asv.exists() else "asv",
+        "publish",
+        "--no-pull",
+        "--html-dir",
+        str(out / FOLDER),
+    ]
     try:
-        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+        done = subprocess.run(
+            command, cwd=root, capture_output=True, text=True, timeout=TIMEOUT_SECONDS
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"asv publish did not run: {e}"
     if done.returncode != 0 or not (out / INDEX).is_file():
@@ -70,6 +81,12 @@ def vendor_asv(root: Path, out: Path) -> tuple[bool, list, list]:
         return False, [], [f"asv's pages load their libraries from CDNs: {problem}"]
     left, copied = vendor.vendor_asv(out / INDEX, modules, out)
     if left:
-        return False, copied, [f"asv's pages still load {', '.join(left)} from CDNs "
-                               "(not in leakbench.site.vendor.ASV_CDN)"]
+        return (
+            False,
+            copied,
+            [
+                f"asv's pages still load {', '.join(left)} from CDNs "
+                "(not in leakbench.site.vendor.ASV_CDN)"
+            ],
+        )
     return True, copied, []

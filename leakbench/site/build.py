@@ -38,6 +38,7 @@ fails leaves the earlier site as it was.
 Templates autoescape: all text from scenario files and records is escaped.
 Nothing here imports TensorFlow or runs a scenario.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,7 +80,7 @@ class Built:
     out: Path
     pages: list = field(default_factory=list)
     seconds: float = 0.0
-    asv: str = ""          # "asv/index.html" when asv publish ran, else ""
+    asv: str = ""  # "asv/index.html" when asv publish ran, else ""
     asv_offline: bool = False  # asv's pages load their libraries from vendor/, not from CDNs
     notes: list = field(default_factory=list)
     vendored: list = field(default_factory=list)  # third-party files copied (leakbench.site.vendor)
@@ -91,8 +92,9 @@ def default_version(found: list[str]) -> str:
     return DEFAULT_TF if DEFAULT_TF in found else found[-1]
 
 
-def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
-          machine: str | None = None) -> Built:
+def build(
+    results: Path, out: Path, root: Path | None = None, asv: bool = True, machine: str | None = None
+) -> Built:
     """Write the site for `results` into `out` (replacing our pages there); return what was written.
 
     root: the checkout holding scenarios/ and fixes/ (default: catalog.find_root()); a pair
@@ -143,7 +145,9 @@ def build(results: Path, out: Path, root: Path | None = None, asv: bool = True,
         with _writing(out, work):
             (work / "lessons").mkdir()
             for pair in pairs:  # each part of the build returns what it made; it is assembled here
-                copied = copy_flamegraph(results, work, pair["name"], [default, *reversed(tf_versions)])
+                copied = copy_flamegraph(
+                    results, work, pair["name"], [default, *reversed(tf_versions)]
+                )
                 pair["flamegraph"] = copied.shown
                 built.pages += copied.pages
                 built.vendored += copied.vendored
@@ -172,7 +176,7 @@ def _writing(out: Path, work: Path | None = None):
     except OSError as e:
         name = str(e.filename or "")
         if work is not None and name.startswith(str(work)):
-            name = str(out) + name[len(str(work)):]
+            name = str(out) + name[len(str(work)) :]
         where = f" ({name})" if name and name != str(out) else ""
         why = e.strerror or (str(e).splitlines() or [type(e).__name__])[0]
         raise SiteError(f"--out {out}: cannot write the site there{where}: {why}") from None
@@ -187,13 +191,17 @@ def _target(out: Path, results: Path, root: Path) -> Path:
         kind = jsonfile.special(out) or "a file"
         raise SiteError(f"--out {out} is {kind}, not a folder")
     if target.is_dir() and any(target.iterdir()) and not (target / "index.html").is_file():
-        raise SiteError(f"--out {out} holds other files and no index.html of an earlier site: "
-                        "pick a new folder (a rebuild replaces lessons/, asv/ and vendor/ in it)")
+        raise SiteError(
+            f"--out {out} holds other files and no index.html of an earlier site: "
+            "pick a new folder (a rebuild replaces lessons/, asv/ and vendor/ in it)"
+        )
     for read in (results, root / "scenarios", root / "fixes"):
         there = Path(os.path.realpath(read))
         if there == target or target in there.parents:
-            raise SiteError(f"--out {out} is or holds {read}, which the site is built from: "
-                            "pick a folder of its own")
+            raise SiteError(
+                f"--out {out} is or holds {read}, which the site is built from: "
+                "pick a folder of its own"
+            )
     return target
 
 
@@ -226,8 +234,10 @@ def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
         try:
             os.rename(old, target)
         except OSError as e:  # not seen: a rename back in the folder the first one worked in
-            raise SiteError(f"--out {out}: the earlier site could not be put back: it is in {old} "
-                            f"({e.strerror or e})") from None
+            raise SiteError(
+                f"--out {out}: the earlier site could not be put back: it is in {old} "
+                f"({e.strerror or e})"
+            ) from None
         raise
     ours = {*_OURS, REPEATABILITY, *(entry.name for entry in target.iterdir())}
     try:
@@ -235,33 +245,79 @@ def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
             if entry.name not in ours:
                 os.rename(entry, target / entry.name)
     except OSError as e:  # the new site is in place: say what stayed behind, do not fail the build
-        built.notes.append(f"--out {out}: files of the earlier site not carried over, kept in {old}: "
-                           f"{e.strerror or e}")
+        built.notes.append(
+            f"--out {out}: files of the earlier site not carried over, kept in {old}: "
+            f"{e.strerror or e}"
+        )
         return
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _render(out: Path, built: Built, pairs: list, tables: list, tf_versions: list, default: str,
-            changes: list) -> None:
-    env = Environment(loader=PackageLoader("leakbench.site", "templates"),
-                      autoescape=select_autoescape(["html", "j2"], default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+def _render(
+    out: Path,
+    built: Built,
+    pairs: list,
+    tables: list,
+    tf_versions: list,
+    default: str,
+    changes: list,
+) -> None:
+    env = Environment(
+        loader=PackageLoader("leakbench.site", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
-    common = {"default": default, "variants": tuple(catalog.VARIANT_DIRS), "versions": tf_versions, "asv": built.asv, "asv_offline": built.asv_offline,
-              "verdicts": verdict.VERDICTS, "flamegraphs": FLAMEGRAPHS,
-              "repeatability": REPEATABILITY if tables else "", "row_id": row_id, "label": builds.label}
-    _write(out, "style.css", env.get_template("style.css.j2").render(
-        variables=colours.css_variables(), verdicts=colours.VERDICTS, unknown=colours.UNKNOWN), built)
-    _write(out, "index.html", env.get_template("index.html.j2").render(
-        pairs=pairs, sources=[s for s in sources if any(p["source"] == s for p in pairs)], up="",
-        changes=[c for c in changes if any(p["name"] == c["pair"] for p in pairs)],
-        tables=tables, **common), built)
+    common = {
+        "default": default,
+        "variants": tuple(catalog.VARIANT_DIRS),
+        "versions": tf_versions,
+        "asv": built.asv,
+        "asv_offline": built.asv_offline,
+        "verdicts": verdict.VERDICTS,
+        "flamegraphs": FLAMEGRAPHS,
+        "repeatability": REPEATABILITY if tables else "",
+        "row_id": row_id,
+        "label": builds.label,
+    }
+    _write(
+        out,
+        "style.css",
+        env.get_template("style.css.j2").render(
+            variables=colours.css_variables(), verdicts=colours.VERDICTS, unknown=colours.UNKNOWN
+        ),
+        built,
+    )
+    _write(
+        out,
+        "index.html",
+        env.get_template("index.html.j2").render(
+            pairs=pairs,
+            sources=[s for s in sources if any(p["source"] == s for p in pairs)],
+            up="",
+            changes=[c for c in changes if any(p["name"] == c["pair"] for p in pairs)],
+            tables=tables,
+            **common,
+        ),
+        built,
+    )
     if tables:
-        _write(out, REPEATABILITY, env.get_template("repeatability.html.j2").render(
-            tables=tables, slopes_note=repeat_report.SLOPES, up="", **common), built)
+        _write(
+            out,
+            REPEATABILITY,
+            env.get_template("repeatability.html.j2").render(
+                tables=tables, slopes_note=repeat_report.SLOPES, up="", **common
+            ),
+            built,
+        )
     for pair in pairs:
-        _write(out, f"lessons/{pair['name']}.html",
-               env.get_template("lesson.html.j2").render(pair=pair, up="../", **common), built)
+        _write(
+            out,
+            f"lessons/{pair['name']}.html",
+            env.get_template("lesson.html.j2").render(pair=pair, up="../", **common),
+            built,
+        )
 
 
 def _write(out: Path, rel: str, text: str, built: Built) -> None:

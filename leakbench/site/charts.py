@@ -6,6 +6,7 @@ leakbench.site.memory's.
 Panel titles and the caption's help texts come from leakbench.metrics (the
 series' labels); the variants' colours from leakbench.site.colours.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,10 +53,14 @@ def _describe(panel: Panel, series: dict) -> str:
         values = [v for v in (found.get(panel.key) or []) if v is not None]
         if values:
             change = values[-1] - values[0]
-            parts.append(f"{variant} {'stays at' if not change else 'goes from'} {values[0]:,.0f}"
-                         f"{'' if not change else f' to {values[-1]:,.0f}'}")
-    return f"{panel.label} over {max((len(f.get(panel.key) or []) for f in series.values()), default=0)} " \
-           f"repetitions: {'; '.join(parts) or 'no values'}"
+            parts.append(
+                f"{variant} {'stays at' if not change else 'goes from'} {values[0]:,.0f}"
+                f"{'' if not change else f' to {values[-1]:,.0f}'}"
+            )
+    return (
+        f"{panel.label} over {max((len(f.get(panel.key) or []) for f in series.values()), default=0)} "
+        f"repetitions: {'; '.join(parts) or 'no values'}"
+    )
 
 
 def count_svg(series: dict) -> list[Markup] | None:
@@ -77,10 +82,18 @@ def count_svg(series: dict) -> list[Markup] | None:
         with svg.style():
             fig, ax = plt.subplots(figsize=(3.2, 2.3), layout="constrained")
             for variant, found in series.items():
-                points = [(i + 1, v) for i, v in enumerate(found.get(panel.key) or []) if v is not None]
+                points = [
+                    (i + 1, v) for i, v in enumerate(found.get(panel.key) or []) if v is not None
+                ]
                 if points:
-                    ax.plot(*zip(*points), marker="o", markersize=2.5, linewidth=1.4,
-                            color=COLOURS.get(variant, colours.MUTED), label=variant)
+                    ax.plot(
+                        *zip(*points),
+                        marker="o",
+                        markersize=2.5,
+                        linewidth=1.4,
+                        color=COLOURS.get(variant, colours.MUTED),
+                        label=variant,
+                    )
             known = [v for f in series.values() for v in (f.get(panel.key) or []) if v is not None]
             # a flat count: whole numbers around it, not 8.00 ± 0.4
             if known and max(known) - min(known) < 4:

@@ -5,6 +5,7 @@ table, and each verdict has one colour.
 
 All values are CSS hex colours ("#rrggbb").
 """
+
 from __future__ import annotations
 
 # The two variants: chart titles, lines, frames and table headers.
@@ -24,12 +25,12 @@ UNKNOWN = ("#eeeeee", "#333333")
 
 # The lines of the memory decomposition (leakbench.site.memory) and the stacks' fill (leakbench.site.stacks).
 SERIES = {
-    "rss": "#6b7280",      # RSS: grey, the total
-    "held": "#1f4e99",     # held memory: dark blue, what the verdict rests on
-    "malloc": "#138d90",   # malloc in use: teal
-    "free": "#d98200",     # malloc's free bytes: orange, fragmentation
-    "heap": "#b03a8c",     # memray's heap: magenta, dashed
-    "trim": "#111111",     # the malloc_trim drop
+    "rss": "#6b7280",  # RSS: grey, the total
+    "held": "#1f4e99",  # held memory: dark blue, what the verdict rests on
+    "malloc": "#138d90",  # malloc in use: teal
+    "free": "#d98200",  # malloc's free bytes: orange, fragmentation
+    "heap": "#b03a8c",  # memray's heap: magenta, dashed
+    "trim": "#111111",  # the malloc_trim drop
 }
 STACKS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d", "#bab0ac")
 MUTED = "#555555"

@@ -3,6 +3,7 @@ allocations, copied from results/flamegraphs/tf-<version>/<pair>-leaky.html
 into the site's flamegraphs/ with its libraries pointed at local copies
 (leakbench.site.vendor), and the totals a lesson quotes from it.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,9 @@ class Copied(NamedTuple):
     """What copy_flamegraph made, for leakbench.site.build to add to what the build wrote."""
 
     shown: dict | None  # what a lesson shows of it; None when no version has one
-    pages: list         # (path relative to out, bytes)
-    vendored: list      # the libraries copied (leakbench.site.vendor)
-    notes: list         # one line each
+    pages: list  # (path relative to out, bytes)
+    vendored: list  # the libraries copied (leakbench.site.vendor)
+    notes: list  # one line each
 
 
 def copy_flamegraph(results: Path, out: Path, name: str, order: list[str]) -> Copied:
@@ -57,11 +58,18 @@ def copy_flamegraph(results: Path, out: Path, name: str, order: list[str]) -> Co
         if left:
             notes.append(f"{rel} still loads {len(left)} file(s) from CDNs: {', '.join(left)}")
         if stand_ins:
-            notes.append(f"{rel} was drawn by another memray release: the installed memray's copies "
-                         f"stand in for {', '.join(stand_ins)}")
+            notes.append(
+                f"{rel} was drawn by another memray release: the installed memray's copies "
+                f"stand in for {', '.join(stand_ins)}"
+            )
         size = (out / rel).stat().st_size
-        shown = {"href": f"../{rel}", "version": version, "kib": size / KIB,
-                 "offline": not left, **flamegraph_totals(html)}
+        shown = {
+            "href": f"../{rel}",
+            "version": version,
+            "kib": size / KIB,
+            "offline": not left,
+            **flamegraph_totals(html),
+        }
         return Copied(shown, [(rel, size)], copied, notes)
     return Copied(None, [], [], notes)
 

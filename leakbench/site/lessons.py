@@ -8,6 +8,7 @@ means from leakbench.analysis.verdict.VERDICTS; whether a record reads what its
 variant should from leakbench.expectation. Everything returned is plain data
 for the templates, which escape it; prose() alone returns Markup (escaped here).
 """
+
 from __future__ import annotations
 
 import ast
@@ -43,8 +44,12 @@ def prose(text: str) -> Markup:
             continue
         html = str(escape(" ".join(line.strip() for line in para.splitlines())))
         html = re.sub(r"`([^`]+)`", r"<code>\1</code>", html)
-        html = _REPORT.sub(lambda m: f'<a href="{ISSUE_URL.format(repo=m.group(1), number=m.group(2))}">'
-                                     f"{m.group(0)}</a>", html)
+        html = _REPORT.sub(
+            lambda m: (
+                f'<a href="{ISSUE_URL.format(repo=m.group(1), number=m.group(2))}">{m.group(0)}</a>'
+            ),
+            html,
+        )
         out.append(f"<p>{html}</p>")
     return Markup("\n".join(out))
 
@@ -58,8 +63,10 @@ def side_by_side(leaky: str, fixed: str) -> tuple[list, list]:
         if tag != "equal":
             marked_a.update(range(i1, i2))
             marked_b.update(range(j1, j2))
-    return ([(n + 1, line, n in marked_a) for n, line in enumerate(a)],
-            [(n + 1, line, n in marked_b) for n, line in enumerate(b)])
+    return (
+        [(n + 1, line, n in marked_a) for n, line in enumerate(a)],
+        [(n + 1, line, n in marked_b) for n, line in enumerate(b)],
+    )
 
 
 def short_diff(leaky: str, fixed: str) -> list[tuple[str, str]]:
@@ -113,8 +120,14 @@ def cell_view(cell: dict | None) -> dict | None:
         number = _growth(MEMORY_RATE, cell["memory_rate_bytes_per_rep"])
     else:
         number = ""
-    return {"verdict": word, "css": verdict_css(word), "expected": cell["expected"],
-            "expectation": cell["expectation"], "number": number, "signals": ", ".join(cell["signals"])}
+    return {
+        "verdict": word,
+        "css": verdict_css(word),
+        "expected": cell["expected"],
+        "expectation": cell["expectation"],
+        "number": number,
+        "signals": ", ".join(cell["signals"]),
+    }
 
 
 def verdict_view(rec: dict | None) -> dict | None:
@@ -122,14 +135,20 @@ def verdict_view(rec: dict | None) -> dict | None:
     its variant may read (leakbench.expectation), "should": that expectation in words}; None for None."""
     if not rec:
         return None
-    return {"verdict": rec["verdict"], "css": verdict_css(rec["verdict"]),
-            "expected": expectation.accepts(rec), "should": expectation.for_record(rec).label}
+    return {
+        "verdict": rec["verdict"],
+        "css": verdict_css(rec["verdict"]),
+        "expected": expectation.accepts(rec),
+        "should": expectation.for_record(rec).label,
+    }
 
 
 def history_head() -> list[dict]:
     """The titles of HISTORY's columns: [{"title": e.g. "held memory KiB/rep", "help"}]."""
-    return [{"title": f"{m.label}{'' if m.shown.startswith('/') else ' '}{m.shown}", "help": m.help}
-            for m in HISTORY]
+    return [
+        {"title": f"{m.label}{'' if m.shown.startswith('/') else ' '}{m.shown}", "help": m.help}
+        for m in HISTORY
+    ]
 
 
 def version_row(version: str, recs: dict) -> dict:
@@ -150,8 +169,12 @@ def version_row(version: str, recs: dict) -> dict:
         why = memory.malloc_unavailable(rec)
         row[variant] = {
             **verdict_view(rec),
-            "values": [("n/a", f"n/a: {why}") if m.mallinfo2 and why else
-                       (_growth(m, metrics.value(rec, m.key)), None) for m in HISTORY],
+            "values": [
+                ("n/a", f"n/a: {why}")
+                if m.mallinfo2 and why
+                else (_growth(m, metrics.value(rec, m.key)), None)
+                for m in HISTORY
+            ],
             "k": "—" if scaling.get("exponent") is None else f"{scaling['exponent']:.2f}",
             "signals": ", ".join(rec.get("signals") or []) or "—",
         }
@@ -171,14 +194,25 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
     newest = {}
     for variant in catalog.VARIANT_DIRS:
         order = [default] + [v for v in reversed(found["versions"]) if v != default]
-        newest[variant] = next(((v, by_version[v][(name, variant)]) for v in order
-                                if (name, variant) in by_version[v]), (None, None))
+        newest[variant] = next(
+            (
+                (v, by_version[v][(name, variant)])
+                for v in order
+                if (name, variant) in by_version[v]
+            ),
+            (None, None),
+        )
     some = newest["leaky"][1] or newest["fixed"][1]
     docstring = ast.get_docstring(ast.parse(leaky_text)) if leaky_text else None
     source = (leaky_meta.source if leaky_meta else some.get("source")) or "unknown"
     rows = {row["variant"]: row for row in found["rows"] if row["pair"] == name}
-    signals = list(dict.fromkeys(s for v in found["versions"]
-                                 for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])))
+    signals = list(
+        dict.fromkeys(
+            s
+            for v in found["versions"]
+            for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])
+        )
+    )
     code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
     charted = {v: newest[v][1] for v in catalog.VARIANT_DIRS}
     decomposed = {v: memory.decomposition(charted[v]) for v in catalog.VARIANT_DIRS}
@@ -196,8 +230,11 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "what": prose(docstring) if docstring else None,
         "code": code,
         "short_diff": short_diff(leaky_text, fixed_text) if code else [],
-        "missing": [f"{catalog.VARIANT_DIRS[v]}/{name}.py" for v, t in
-                    (("leaky", leaky_text), ("fixed", fixed_text)) if t is None],
+        "missing": [
+            f"{catalog.VARIANT_DIRS[v]}/{name}.py"
+            for v, t in (("leaky", leaky_text), ("fixed", fixed_text))
+            if t is None
+        ],
         "memory": memory.charts(decomposed),
         "memory_keys": memory.legend(),
         "counts": charts.count_svg({v: charts.series_of(charted[v]) for v in catalog.VARIANT_DIRS}),
@@ -211,11 +248,22 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         # n/a under another allocator
         "mallinfo2_label": " and ".join(m.label for m in HISTORY if m.mallinfo2),
         "na_label": memory.NA_LABEL,
-        "malloc_na": [(v, decomposed[v]["na"]) for v in catalog.VARIANT_DIRS if decomposed[v].get("na")],
-        "cells": {v: {variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
-                      for variant in catalog.VARIANT_DIRS} for v in found["versions"]},
+        "malloc_na": [
+            (v, decomposed[v]["na"]) for v in catalog.VARIANT_DIRS if decomposed[v].get("na")
+        ],
+        "cells": {
+            v: {
+                variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
+                for variant in catalog.VARIANT_DIRS
+            }
+            for v in found["versions"]
+        },
         "history_head": history_head(),
-        "history": [version_row(v, {variant: by_version[v].get((name, variant)) for variant in catalog.VARIANT_DIRS})
-                    for v in found["versions"]],
+        "history": [
+            version_row(
+                v, {variant: by_version[v].get((name, variant)) for variant in catalog.VARIANT_DIRS}
+            )
+            for v in found["versions"]
+        ],
         "signals": [(s, metrics.signal_help(s)) for s in signals],
     }

@@ -12,6 +12,7 @@ bytes and malloc_trim takes it back. Where glibc's counters are n/a (jemalloc,
 tcmalloc: the mallinfo2 series are None) the chart says so. Lines go by the
 registry's short names; colours: leakbench.site.colours.
 """
+
 from __future__ import annotations
 
 from markupsafe import Markup
@@ -34,7 +35,8 @@ RSS = metrics.RSS.series
 HEAP = _HEAP.short
 LABELS = {key: _SERIES[name].label for key, name in LINES} | {HEAP: _HEAP.label}
 HELP = {key: _SERIES[name].help for key, name in LINES} | {
-    HEAP: "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"}
+    HEAP: "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"
+}
 # what is n/a, in words
 NA_LABEL = ", ".join(LABELS[k] for k in GLIBC[:-1]) + f" and {LABELS[GLIBC[-1]]}"
 FLAT = metrics.HELD_SLOPE_MIN  # bytes/repetition: a slower line "stays flat" in the words
@@ -49,7 +51,9 @@ def malloc_unavailable(rec: dict | None) -> str | None:
     on its first run, else in its metrics), else None. rec: a record, or None."""
     if not rec:
         return None
-    return first_run(rec).get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get("malloc_heap_unavailable")
+    return first_run(rec).get("malloc_heap_unavailable") or (rec.get("metrics") or {}).get(
+        "malloc_heap_unavailable"
+    )
 
 
 def legend() -> list[tuple]:
@@ -89,9 +93,13 @@ def decomposition(rec: dict | None) -> dict:
         why = NO_MALLOC_VALUES
     trim, rss0 = run.get("trim") or {}, _origin(run, RSS)
     before, after = trim.get("rss_before_trim_bytes"), trim.get("rss_after_trim_bytes")
-    return {"lines": lines, "heap": list((run.get("heap") or {}).get("heap_bytes") or []),
-            "trim": None if None in (before, after, rss0) else (before - rss0, after - rss0),
-            "reps": len(series.get(RSS) or []), "na": why}
+    return {
+        "lines": lines,
+        "heap": list((run.get("heap") or {}).get("heap_bytes") or []),
+        "trim": None if None in (before, after, rss0) else (before - rss0, after - rss0),
+        "reps": len(series.get(RSS) or []),
+        "na": why,
+    }
 
 
 def rate(values: list) -> float | None:
@@ -111,8 +119,10 @@ def _words(key: str, values: list) -> str | None:
         return f"{LABELS[key]} swings between {format_bytes(min(known), unit=MIB, digits=0, label=False)} and {format_bytes(max(known), unit=MIB, digits=0)}"
     if abs(slope) < FLAT:
         return f"{LABELS[key]} stays flat near {format_bytes(known[-1], unit=MIB, digits=0)}"
-    return (f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {format_bytes(abs(slope))} per repetition "
-            f"to {format_bytes(known[-1], unit=MIB, digits=0)}")
+    return (
+        f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {format_bytes(abs(slope))} per repetition "
+        f"to {format_bytes(known[-1], unit=MIB, digits=0)}"
+    )
 
 
 def describe(variant: str, found: dict) -> str:
@@ -126,16 +136,27 @@ def describe(variant: str, found: dict) -> str:
         parts.insert(0, f"{NA_LABEL} are n/a")
     heap = rate(found["heap"])
     if heap is not None:
-        parts.append("memray heap stays flat" if abs(heap) < FLAT else
-                     f"memray heap {'grows' if heap > 0 else 'shrinks'} {format_bytes(abs(heap))} per repetition")
+        parts.append(
+            "memray heap stays flat"
+            if abs(heap) < FLAT
+            else f"memray heap {'grows' if heap > 0 else 'shrinks'} {format_bytes(abs(heap))} per repetition"
+        )
     if found["trim"]:
-        parts.append(f"malloc_trim gives back {format_bytes(found['trim'][0] - found['trim'][1], unit=MIB)}")
+        parts.append(
+            f"malloc_trim gives back {format_bytes(found['trim'][0] - found['trim'][1], unit=MIB)}"
+        )
     return f"{variant} variant, {found['reps']} repetitions, {Y_LABEL}: " + "; ".join(parts)
 
 
 def _limits(found: dict) -> tuple[float, float]:
-    values = [v for f in found.values() if f for line in (*f["lines"].values(), f["heap"], f["trim"] or ())
-              for v in line if v is not None]
+    values = [
+        v
+        for f in found.values()
+        if f
+        for line in (*f["lines"].values(), f["heap"], f["trim"] or ())
+        for v in line
+        if v is not None
+    ]
     low, high = min([0.0, *values]) / MIB, max([1.0, *values]) / MIB
     pad = (high - low) * 0.06
     return low - pad, high + pad
@@ -162,26 +183,74 @@ def charts(found: dict) -> dict[str, Markup] | None:
             for key, _ in LINES:
                 values = (f or {}).get("lines", {}).get(key) or []
                 points = [(i + 1, v / MIB) for i, v in enumerate(values) if v is not None]
-                ax.plot(*(zip(*points) if points else ([], [])), marker="o", markersize=2.5,
-                        linewidth=2.6 if key == HELD else 1.4, color=colours.SERIES[key], label=LABELS[key])
-            heap = [(i + 1, v / MIB) for i, v in enumerate((f or {}).get("heap") or []) if v is not None]
-            ax.plot(*(zip(*heap) if heap else ([], [])), linestyle="--", marker="s", markersize=2.5, linewidth=1.2,
-                    color=colours.SERIES[HEAP], label=f"{LABELS[HEAP]} (own pass)")
+                ax.plot(
+                    *(zip(*points) if points else ([], [])),
+                    marker="o",
+                    markersize=2.5,
+                    linewidth=2.6 if key == HELD else 1.4,
+                    color=colours.SERIES[key],
+                    label=LABELS[key],
+                )
+            heap = [
+                (i + 1, v / MIB) for i, v in enumerate((f or {}).get("heap") or []) if v is not None
+            ]
+            ax.plot(
+                *(zip(*heap) if heap else ([], [])),
+                linestyle="--",
+                marker="s",
+                markersize=2.5,
+                linewidth=1.2,
+                color=colours.SERIES[HEAP],
+                label=f"{LABELS[HEAP]} (own pass)",
+            )
             if f and f["trim"]:
                 x, (before, after) = reps + 0.7, f["trim"]
-                ax.annotate("", xy=(x, after / MIB), xytext=(x, before / MIB),
-                            arrowprops={"arrowstyle": "-|>", "color": colours.SERIES["trim"], "linewidth": 1.4})
-                ax.text(x + 0.2, (before + after) / 2 / MIB, f"malloc_trim\n−{(before - after) / MIB:,.1f}\nMiB",
-                        ha="left", va="center", fontsize=7, color=colours.SERIES["trim"])
-            message = "not measured" if not f else (
-                "held, malloc in use, free: n/a\n(another allocator: see below)" if f["na"] else "")
+                ax.annotate(
+                    "",
+                    xy=(x, after / MIB),
+                    xytext=(x, before / MIB),
+                    arrowprops={
+                        "arrowstyle": "-|>",
+                        "color": colours.SERIES["trim"],
+                        "linewidth": 1.4,
+                    },
+                )
+                ax.text(
+                    x + 0.2,
+                    (before + after) / 2 / MIB,
+                    f"malloc_trim\n−{(before - after) / MIB:,.1f}\nMiB",
+                    ha="left",
+                    va="center",
+                    fontsize=7,
+                    color=colours.SERIES["trim"],
+                )
+            message = (
+                "not measured"
+                if not f
+                else (
+                    "held, malloc in use, free: n/a\n(another allocator: see below)"
+                    if f["na"]
+                    else ""
+                )
+            )
             if message:
-                ax.text(0.5, 0.62, message, transform=ax.transAxes, ha="center", va="center", color=colours.MUTED)
+                ax.text(
+                    0.5,
+                    0.62,
+                    message,
+                    transform=ax.transAxes,
+                    ha="center",
+                    va="center",
+                    color=colours.MUTED,
+                )
             ax.set_xlim(0.5, reps + 3.2)
             ax.set_xticks(range(2, reps + 1, 2) if reps > 6 else range(1, reps + 1))
             ax.set_ylim(low, high)
-            ax.set_title(f"{variant}: where the memory is", color=colours.VARIANTS.get(variant, colours.MUTED),
-                         fontweight="bold")
+            ax.set_title(
+                f"{variant}: where the memory is",
+                color=colours.VARIANTS.get(variant, colours.MUTED),
+                fontweight="bold",
+            )
             ax.set_xlabel("measured repetition")
             ax.set_ylabel(Y_LABEL)
             ax.grid(alpha=0.3)

@@ -2,6 +2,7 @@
 release in the results, the releases where the leaky verdict changed marked,
 each cell linked to its row of the lesson's table per release (id "tf-<version>").
 """
+
 from __future__ import annotations
 
 from leakbench.history.matrix import verdict_runs
@@ -23,7 +24,11 @@ def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
     "missing": a cell is not measured}. Raises KeyError for a record without "verdict" (every
     record has one: leakbench.analysis.schema).
     """
-    leaky = {v: by_version[v][(name, "leaky")]["verdict"] for v in versions if (name, "leaky") in by_version.get(v, {})}
+    leaky = {
+        v: by_version[v][(name, "leaky")]["verdict"]
+        for v in versions
+        if (name, "leaky") in by_version.get(v, {})
+    }
     runs = verdict_runs(leaky, versions)
     changes = [(now[1], before[0], now[0]) for before, now in zip(runs, runs[1:])]
     changed = {version for version, _, _ in changes}
@@ -32,8 +37,19 @@ def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
         cells = []
         for version in versions:
             rec = by_version.get(version, {}).get((name, variant))
-            cells.append(rec and {**verdict_view(rec), "version": version, "href": f"#{row_id(version)}",
-                                  "changed": variant == "leaky" and version in changed})
+            cells.append(
+                rec
+                and {
+                    **verdict_view(rec),
+                    "version": version,
+                    "href": f"#{row_id(version)}",
+                    "changed": variant == "leaky" and version in changed,
+                }
+            )
         rows.append({"variant": variant, "cells": cells})
-    return {"versions": list(versions), "rows": rows, "changes": changes,
-            "missing": any(c is None for row in rows for c in row["cells"])}
+    return {
+        "versions": list(versions),
+        "rows": rows,
+        "changes": changes,
+        "missing": any(c is None for row in rows for c in row["cells"]),
+    }

@@ -3,6 +3,7 @@ each verdict repeats, from the files leakbench.repeat.run writes
 (results/repeatability/<machine>-tf-<version>[-jobsN].json). The cells are
 leakbench.reporters.repeatability's, the same as its markdown.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,18 +36,28 @@ def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -
         except jsonfile.Unreadable as e:
             notes.append(f"{path.name} skipped: {e.reason}")
             continue
-        if not isinstance(result, dict) or result.get("format") != repeat.FORMAT or "summary" not in result:
-            notes.append(f"{path.name} skipped: not a repeatability result of format {repeat.FORMAT}")
+        if (
+            not isinstance(result, dict)
+            or result.get("format") != repeat.FORMAT
+            or "summary" not in result
+        ):
+            notes.append(
+                f"{path.name} skipped: not a repeatability result of format {repeat.FORMAT}"
+            )
             continue
         if result.get("machine") != machine:
-            notes.append(f"{path.name} skipped: measured on machine {result.get('machine')!r}, not {machine!r}")
+            notes.append(
+                f"{path.name} skipped: measured on machine {result.get('machine')!r}, not {machine!r}"
+            )
             continue
         try:
             tables.append(_table(path, result, machine, lessons))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             # made by hand, or damaged
             why = f"{type(e).__name__}: {e}".splitlines()[0]
-            notes.append(f"{path.name} skipped: not a repeatability result of format {repeat.FORMAT} ({why})")
+            notes.append(
+                f"{path.name} skipped: not a repeatability result of format {repeat.FORMAT} ({why})"
+            )
     return sorted(tables, key=lambda t: t["order"])
 
 
@@ -58,20 +69,36 @@ def _table(path: Path, result: dict, machine: str, lessons: set[str]) -> dict:
     jobs, summary = result["jobs"], result["summary"]
     version = result.get("tensorflow") or "none"
     planned = result["runs_requested"] * summary["variants"]
-    if not all(isinstance(n, int) for n in (jobs, summary["runs"], planned)) or not isinstance(version, str):
-        raise TypeError("jobs, runs_requested, summary.runs and summary.variants must be integers, tensorflow a string")
+    if not all(isinstance(n, int) for n in (jobs, summary["runs"], planned)) or not isinstance(
+        version, str
+    ):
+        raise TypeError(
+            "jobs, runs_requested, summary.runs and summary.variants must be integers, tensorflow a string"
+        )
     return {
-        "id": path.stem[len(machine) + 1:], "file": path.name, "version": version, "jobs": jobs,
+        "id": path.stem[len(machine) + 1 :],
+        "file": path.name,
+        "version": version,
+        "jobs": jobs,
         "order": (store.version_key(version), jobs),
         "title": f"TensorFlow {repeat_report.tensorflow(result)}, {jobs} {'child' if jobs == 1 else 'children'} "
-                 "at a time",
-        "about": repeat_report.about(result), "totals": repeat_report.totals(result),
-        "runs_per_variant": result["runs_requested"], "runs": summary["runs"],
-        "planned": planned, "head": head,
-        "rows": [{**row, "expected_css": verdict_css(row["expected"]),
-                  "verdicts": [(word, n, verdict_css(word)) for word, n in row["verdicts"]],
-                  "href": f"lessons/{row['pair']}.html" if row["pair"] in lessons else None}
-                 for row in rows]}
+        "at a time",
+        "about": repeat_report.about(result),
+        "totals": repeat_report.totals(result),
+        "runs_per_variant": result["runs_requested"],
+        "runs": summary["runs"],
+        "planned": planned,
+        "head": head,
+        "rows": [
+            {
+                **row,
+                "expected_css": verdict_css(row["expected"]),
+                "verdicts": [(word, n, verdict_css(word)) for word, n in row["verdicts"]],
+                "href": f"lessons/{row['pair']}.html" if row["pair"] in lessons else None,
+            }
+            for row in rows
+        ],
+    }
 
 
 def pair_repeatability(tables: list[dict], name: str) -> list[dict]:

@@ -7,6 +7,7 @@ the reference chain (stages), the counts, the Python types that grew and the
 hints. Its stylesheet and charts are inline (SVG): the page loads nothing, so
 it works offline, from a file, and as an e-mail attachment.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,17 +25,28 @@ VARIANTS = (NAME,)
 
 
 def _env() -> Environment:
-    return Environment(loader=PackageLoader("leakbench.site", "templates"),
-                       autoescape=select_autoescape(["html", "j2"], default=True), trim_blocks=True,
-                       lstrip_blocks=True)
+    return Environment(
+        loader=PackageLoader("leakbench.site", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def series_rows(rec: dict) -> list[dict]:
     """The trends `leakbench check` shows (reporters.check.CHECK_SERIES): label, slope, interval, p, unit."""
     m = rec["metrics"] or {}
-    return [{"label": x.label, "slope": x.display(m[x.key]["slope"], sign=True),
-             "interval": f"{x.display(m[x.key]['low'])} … {x.display(m[x.key]['high'])}",
-             "p": f"{m[x.key]['p_increasing']:.3f}", "unit": x.shown} for x in CHECK_SERIES if m.get(x.key)]
+    return [
+        {
+            "label": x.label,
+            "slope": x.display(m[x.key]["slope"], sign=True),
+            "interval": f"{x.display(m[x.key]['low'])} … {x.display(m[x.key]['high'])}",
+            "p": f"{m[x.key]['p_increasing']:.3f}",
+            "unit": x.shown,
+        }
+        for x in CHECK_SERIES
+        if m.get(x.key)
+    ]
 
 
 def page_data(rec: dict) -> dict:
@@ -67,11 +79,18 @@ def page_data(rec: dict) -> dict:
 def check_page(rec: dict) -> str:
     """The page of one check record, as HTML text (UTF-8, self-contained)."""
     env = _env()
-    style = env.get_template("style.css.j2").render(variables={**colours.css_variables(), f"variant-{NAME}":
-                                                               colours.VARIANTS["leaky"]},
-                                                    verdicts=colours.VERDICTS, unknown=colours.UNKNOWN)
-    return env.get_template("check.html.j2").render(rec=rec, pair=page_data(rec), style=style,
-                                                    verdict_view=verdict_view(rec), meanings=verdict.VERDICTS)
+    style = env.get_template("style.css.j2").render(
+        variables={**colours.css_variables(), f"variant-{NAME}": colours.VARIANTS["leaky"]},
+        verdicts=colours.VERDICTS,
+        unknown=colours.UNKNOWN,
+    )
+    return env.get_template("check.html.j2").render(
+        rec=rec,
+        pair=page_data(rec),
+        style=style,
+        verdict_view=verdict_view(rec),
+        meanings=verdict.VERDICTS,
+    )
 
 
 def write_check_page(rec: dict, path: Path) -> Path:

@@ -8,6 +8,7 @@ Reads rec["runs"][0]["heap"]["stack_growth"], a list of
      repetition], "bytes_per_rep": float (bytes/repetition)}
 Records written before it was measured have no such key: the lesson says so.
 """
+
 from __future__ import annotations
 
 from markupsafe import Markup
@@ -16,8 +17,8 @@ from leakbench.analysis.schema import first_run
 from leakbench.site import colours, svg
 from leakbench.units import KIB, MIB
 
-TOP = 6            # stacks drawn and listed; the rest are summed as "other"
-CONTEXT = 4        # frames of TensorFlow's (or Python's) shown as a stack's context
+TOP = 6  # stacks drawn and listed; the rest are summed as "other"
+CONTEXT = 4  # frames of TensorFlow's (or Python's) shown as a stack's context
 ABSENT = "not in this record: it was measured before leakbench recorded memray's growth per stack"
 
 
@@ -41,15 +42,22 @@ def stack_view(rec: dict | None) -> dict:
     for s in ranked[:TOP]:
         frames, user = list(s.get("frames") or []), s.get("user_frame")
         name = user or (frames[0] if frames else "(no frame)")
-        stacks.append({"name": name, "user": bool(user), "context": [f for f in frames if f != name][:CONTEXT],
-                       "kib_per_rep": (s.get("bytes_per_rep") or 0.0) / KIB, "bytes": list(s.get("bytes") or [])})
+        stacks.append(
+            {
+                "name": name,
+                "user": bool(user),
+                "context": [f for f in frames if f != name][:CONTEXT],
+                "kib_per_rep": (s.get("bytes_per_rep") or 0.0) / KIB,
+                "bytes": list(s.get("bytes") or []),
+            }
+        )
     rest = [list(s.get("bytes") or []) for s in ranked[TOP:]]
     other = [sum(col) for col in zip(*rest)] if rest else []
     return {"stacks": stacks, "other": other, "why": None}
 
 
 def _short(text: str, width: int = 38) -> str:
-    return text if len(text) <= width else "…" + text[-(width - 1):]
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 def describe(variant: str, view: dict) -> str:
@@ -57,9 +65,11 @@ def describe(variant: str, view: dict) -> str:
     if not view["stacks"]:
         return f"{variant} variant: no stack grew"
     top = view["stacks"][0]
-    return (f"memray's heap of the {variant} variant by allocation site, stacked over {len(top['bytes'])} heap "
-            f"repetitions: {top['name']} grows fastest, {top['kib_per_rep']:,.0f} KiB per repetition, "
-            f"of {len(view['stacks'])} stacks shown")
+    return (
+        f"memray's heap of the {variant} variant by allocation site, stacked over {len(top['bytes'])} heap "
+        f"repetitions: {top['name']} grows fastest, {top['kib_per_rep']:,.0f} KiB per repetition, "
+        f"of {len(view['stacks'])} stacks shown"
+    )
 
 
 def stack_charts(views: dict) -> dict[str, Markup] | None:
@@ -76,7 +86,10 @@ def stack_charts(views: dict) -> dict[str, Markup] | None:
     def layers(view):
         found = [s["bytes"] for s in view["stacks"]] + ([view["other"]] if view["other"] else [])
         width = max(len(b) for b in found)
-        return [[(b[i] if i < len(b) and b[i] is not None else 0) / MIB for i in range(width)] for b in found]
+        return [
+            [(b[i] if i < len(b) and b[i] is not None else 0) / MIB for i in range(width)]
+            for b in found
+        ]
 
     high = max(max(map(sum, zip(*layers(view)))) for view in drawn_any.values()) or 1.0
     drawn = {}
@@ -84,12 +97,22 @@ def stack_charts(views: dict) -> dict[str, Markup] | None:
         with svg.style():
             fig, ax = plt.subplots(figsize=(4.2, 3.1), layout="constrained")
             found = layers(view)
-            labels = [_short(s["name"]) for s in view["stacks"]] + (["other stacks"] if view["other"] else [])
-            ax.stackplot(range(1, len(found[0]) + 1), *found, labels=labels,
-                         colors=[colours.STACKS[i % len(colours.STACKS)] for i in range(len(found))], alpha=0.85)
+            labels = [_short(s["name"]) for s in view["stacks"]] + (
+                ["other stacks"] if view["other"] else []
+            )
+            ax.stackplot(
+                range(1, len(found[0]) + 1),
+                *found,
+                labels=labels,
+                colors=[colours.STACKS[i % len(colours.STACKS)] for i in range(len(found))],
+                alpha=0.85,
+            )
             ax.set_ylim(0, high * 1.06)
-            ax.set_title(f"{variant}: heap by allocation site", color=colours.VARIANTS.get(variant, colours.MUTED),
-                         fontweight="bold")
+            ax.set_title(
+                f"{variant}: heap by allocation site",
+                color=colours.VARIANTS.get(variant, colours.MUTED),
+                fontweight="bold",
+            )
             ax.set_xlabel("heap-pass repetition")
             ax.set_ylabel("MiB allocated, not freed")
             ax.grid(alpha=0.3)

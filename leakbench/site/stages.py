@@ -11,13 +11,16 @@ or {"na": why it could not be read}.
 rec["runs"][0]["reference_chain"] is {"type": the leaking object's type, "chain":
 [str, ...] from a root to it, "seconds": the search's duration} or {"na": why}.
 """
+
 from __future__ import annotations
 
 from leakbench.analysis.schema import first_run
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.units import format_bytes
 
-STAGES_ABSENT = "not in this record: it was measured before leakbench recorded memory per pipeline stage"
+STAGES_ABSENT = (
+    "not in this record: it was measured before leakbench recorded memory per pipeline stage"
+)
 CHAIN_ABSENT = "not in this record: it was measured before leakbench searched for a reference chain"
 
 
@@ -46,8 +49,16 @@ def stage_table(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> dict:
         rec = recs.get(variant)
         data = first_run(rec).get("stages")
         if not rec or data is None or "na" in data:
-            found["notes"].append((variant, "not measured" if not rec else STAGES_ABSENT if data is None
-                                   else f"n/a: {data['na']}"))
+            found["notes"].append(
+                (
+                    variant,
+                    "not measured"
+                    if not rec
+                    else STAGES_ABSENT
+                    if data is None
+                    else f"n/a: {data['na']}",
+                )
+            )
             continue
         found["readings"][variant] = list(data.get("readings") or [])
         found["tensorflow"][variant] = data.get("tensorflow")
@@ -55,14 +66,23 @@ def stage_table(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> dict:
         by_name = {s.get("stage"): s for s in stages}
         for s in stages:
             key = (s.get("stage"), s.get("inside"))
-            row = rows.setdefault(key, {"stage": key[0], "inside": key[1], "depth": _depth(s, by_name),
-                                        **{v: None for v in variants}})
+            row = rows.setdefault(
+                key,
+                {
+                    "stage": key[0],
+                    "inside": key[1],
+                    "depth": _depth(s, by_name),
+                    **{v: None for v in variants},
+                },
+            )
             values = [b for b in (s.get("bytes") or []) if b is not None]
             change = values[-1] - values[0] if len(values) > 1 else None
             sign = "+" if change is None or change >= 0 else "−"
-            row[variant] = {"last": format_bytes(values[-1] if values else None),
-                            "change": "—" if change is None else sign + format_bytes(abs(change)),
-                            "autotune": ", ".join(f"{k}={v}" for k, v in (s.get("autotune") or {}).items())}
+            row[variant] = {
+                "last": format_bytes(values[-1] if values else None),
+                "change": "—" if change is None else sign + format_bytes(abs(change)),
+                "autotune": ", ".join(f"{k}={v}" for k, v in (s.get("autotune") or {}).items()),
+            }
     found["rows"] = list(rows.values())
     return found
 
@@ -75,9 +95,23 @@ def reference_chains(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> list[
         rec = recs.get(variant)
         chain = first_run(rec).get("reference_chain")
         if not rec or chain is None or "na" in chain:
-            found.append({"variant": variant, "why": "not measured" if not rec else CHAIN_ABSENT if chain is None
-                          else f"n/a: {chain['na']}"})
+            found.append(
+                {
+                    "variant": variant,
+                    "why": "not measured"
+                    if not rec
+                    else CHAIN_ABSENT
+                    if chain is None
+                    else f"n/a: {chain['na']}",
+                }
+            )
         else:
-            found.append({"variant": variant, "type": chain.get("type"), "chain": list(chain.get("chain") or []),
-                          "seconds": chain.get("seconds")})
+            found.append(
+                {
+                    "variant": variant,
+                    "type": chain.get("type"),
+                    "chain": list(chain.get("chain") or []),
+                    "seconds": chain.get("seconds"),
+                }
+            )
     return found

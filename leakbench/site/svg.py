@@ -2,6 +2,7 @@
 <svg role="img" aria-label=...> Markup out, its ids prefixed so that several
 charts live in one page.
 """
+
 from __future__ import annotations
 
 import io
@@ -10,14 +11,20 @@ from contextlib import contextmanager
 
 from markupsafe import Markup, escape
 
-RC = {"svg.fonttype": "none", "svg.hashsalt": "leakbench", "font.size": 9,
-      "axes.spines.top": False, "axes.spines.right": False}
+RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "leakbench",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 def pyplot():
     """matplotlib.pyplot on the Agg backend, or None when matplotlib is not installed."""
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -29,6 +36,7 @@ def pyplot():
 def style():
     """The charts' matplotlib settings (RC) for the figures made inside."""
     import matplotlib
+
     with matplotlib.rc_context(RC):
         yield
 
@@ -42,6 +50,6 @@ def inline(fig, prefix: str, label: str) -> Markup:
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buffer.getvalue()
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
     text = re.sub(r'(\bid="|url\(#|href="#)', rf"\g<1>{prefix}-", text)
     return Markup(text.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" ', 1))

@@ -17,6 +17,7 @@ without a network:
 
 An address with no local copy is left as it was, and the build says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,11 +36,19 @@ ASV_CDN = {
     "/flot/0.8.3/jquery.flot.time.min.js": ("flot", "0.8.3", "jquery.flot.time.js"),
     "/flot/0.8.3/jquery.flot.selection.min.js": ("flot", "0.8.3", "jquery.flot.selection.js"),
     "/flot/0.8.3/jquery.flot.categories.min.js": ("flot", "0.8.3", "jquery.flot.categories.js"),
-    "/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": ("flot-orderbars", "1.0.0", "js/jquery.flot.orderBars.js"),
+    "/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": (
+        "flot-orderbars",
+        "1.0.0",
+        "js/jquery.flot.orderBars.js",
+    ),
     "/stupidtable/1.0.1/stupidtable.min.js": ("stupid-table-plugin", "1.1.3", "stupidtable.min.js"),
     "/blueimp-md5/2.19.0/js/md5.min.js": ("blueimp-md5", "2.19.0", "js/md5.min.js"),
     "/bootstrap@3.1.1/dist/js/bootstrap.min.js": ("bootstrap", "3.1.1", "dist/js/bootstrap.min.js"),
-    "/bootstrap@3.1.1/dist/css/bootstrap.min.css": ("bootstrap", "3.1.1", "dist/css/bootstrap.min.css"),
+    "/bootstrap@3.1.1/dist/css/bootstrap.min.css": (
+        "bootstrap",
+        "3.1.1",
+        "dist/css/bootstrap.min.css",
+    ),
 }
 # Files a copied file refers to by relative address (Bootstrap 3's CSS: ../fonts/).
 ASV_ALSO = {"bootstrap": ["dist/fonts"]}
@@ -79,6 +88,7 @@ def localize(html: str, local: dict) -> tuple[str, list[str]]:
 
 # --- npm: asv's libraries -----------------------------------------------------------
 
+
 def npm_modules(vendor: Path) -> tuple[Path | None, str | None]:
     """vendor/node_modules with every package ASV_CDN needs at its version, running
     `npm ci` there if they are not; (None, why) when that cannot be had."""
@@ -91,8 +101,13 @@ def npm_modules(vendor: Path) -> tuple[Path | None, str | None]:
     if npm is None:
         return None, f"npm is not installed to fill {modules}"
     try:
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=vendor,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
+            cwd=vendor,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"npm ci did not finish: {e}"
     problem = _installed(modules)
@@ -133,8 +148,16 @@ def vendor_asv(page: Path, modules: Path, out: Path) -> tuple[list[str], list[di
             files = sorted(modules.joinpath(package).glob("LICEN[CS]E*"))
             for licence in files:
                 _copy(licence, folder / licence.name)
-            copied.append({"package": package, "version": version, "source": "npm", "for": "asv",
-                           "licence": _licence_name(meta), "licence_files": [f.name for f in files]})
+            copied.append(
+                {
+                    "package": package,
+                    "version": version,
+                    "source": "npm",
+                    "for": "asv",
+                    "licence": _licence_name(meta),
+                    "licence_files": [f.name for f in files],
+                }
+            )
         local[address] = _relative(folder / rel, page.parent)
     html, left = localize(html, local)
     page.write_text(html)
@@ -149,6 +172,7 @@ def _licence_name(meta: dict) -> str:
 
 
 # --- memray's flame graphs -----------------------------------------------------------
+
 
 def memray_assets() -> tuple[str, Path, str]:
     """(memray's version, the folder of files it ships for --no-web, the text of its templates)."""
@@ -180,10 +204,23 @@ def vendor_flamegraph(page: Path, out: Path) -> tuple[list[str], list[dict], lis
             stand_ins.append(address)
         if not (folder / source.name).is_file():
             _copy(source, folder / source.name)
-            ships = next((a for a in re.findall(r'"((?:https?:)?//[^"]+)"', templates)
-                          if a.rsplit("/", 1)[-1] == source.name), address)
-            copied.append({"package": f"memray {version}", "version": version, "source": "PyPI",
-                           "for": "flame graphs", "file": ships})
+            ships = next(
+                (
+                    a
+                    for a in re.findall(r'"((?:https?:)?//[^"]+)"', templates)
+                    if a.rsplit("/", 1)[-1] == source.name
+                ),
+                address,
+            )
+            copied.append(
+                {
+                    "package": f"memray {version}",
+                    "version": version,
+                    "source": "PyPI",
+                    "for": "flame graphs",
+                    "file": ships,
+                }
+            )
         local[address] = _relative(folder / source.name, page.parent)
     html, left = localize(html, local)
     page.write_text(html)
@@ -196,14 +233,18 @@ def write_notice(out: Path, copied: list[dict]) -> None:
     for item in copied:
         if item["source"] == "npm":
             files = ", ".join(item["licence_files"]) or "none in the package"
-            lines.append(f"{item['package']}@{item['version']}/  npm package {item['package']} {item['version']}; "
-                         f"licence: {item['licence']} (package.json), licence file: {files}; "
-                         f"loaded by {item['for']}")
+            lines.append(
+                f"{item['package']}@{item['version']}/  npm package {item['package']} {item['version']}; "
+                f"licence: {item['licence']} (package.json), licence file: {files}; "
+                f"loaded by {item['for']}"
+            )
         else:
-            lines.append(f"memray-{item['version']}/{item['file'].rsplit('/', 1)[-1]}  from the memray "
-                         f"{item['version']} package (PyPI): the copy memray ships for --no-web of "
-                         f"{item['file']} (its licence: the file's header, or that library's own); "
-                         f"loaded by {item['for']}")
+            lines.append(
+                f"memray-{item['version']}/{item['file'].rsplit('/', 1)[-1]}  from the memray "
+                f"{item['version']} package (PyPI): the copy memray ships for --no-web of "
+                f"{item['file']} (its licence: the file's header, or that library's own); "
+                f"loaded by {item['for']}"
+            )
     (out / "vendor").mkdir(parents=True, exist_ok=True)
     (out / "vendor" / "README.txt").write_text("\n".join(lines) + "\n")
 

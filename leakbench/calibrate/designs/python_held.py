@@ -11,6 +11,7 @@ The measurement should show an RSS slope and a memray heap slope equal to
 BYTES_PER_REP per repetition. `leakbench calibrate` runs it at known sizes to
 measure detection rate, bias and noise of each signal.
 """
+
 TITLE = "calibration: bytes_per_rep kept in a Python list"
 SOURCE = "dangling references"
 REPETITION = "build one buffer of bytes_per_rep bytes and keep it (0: keep nothing)"

@@ -12,6 +12,7 @@ tensor dropped.
 The measurement should show an RSS slope and a memray heap slope equal to
 BYTES_PER_REP per repetition (plus the EagerTensor object, ~200 bytes).
 """
+
 import tensorflow as tf
 
 TITLE = "calibration: bytes_per_rep held by tf.data output tensors kept in a list"
@@ -25,7 +26,9 @@ KEPT = []  # never cleared: this is the leak
 
 
 def setup(bytes_per_rep):
-    dataset = tf.data.Dataset.range(1).map(lambda _: tf.fill([bytes_per_rep], tf.constant(1, tf.uint8)))
+    dataset = tf.data.Dataset.range(1).map(
+        lambda _: tf.fill([bytes_per_rep], tf.constant(1, tf.uint8))
+    )
     return {"dataset": dataset, "keep": bytes_per_rep > 0}
 
 
