@@ -59,7 +59,8 @@ def _numbers(rec):
 
 
 def _store_flamegraphs(drawn, records, folder):
-    """Replace the flame graphs of the leaky variants measured; a graph that failed leaves none behind."""
+    """Replace the flame graphs of the leaky variants
+    measured; a graph that failed leaves none behind."""
     folder.mkdir(parents=True, exist_ok=True)
     for rec in records:
         if rec["variant"] == "leaky":
@@ -91,7 +92,8 @@ class Pairs:
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 
     # Every pair (22), two sizes for peak pairs: 13 min 32 s of children on 2 cores with a neighbour
-    # (TF 2.21.0, scripts/record-version, 2026-12-01); room for a loaded machine and older, slower releases.
+    # (TF 2.21.0, scripts/record-version, 2026-12-01); room
+    # for a loaded machine and older, slower releases.
     setup_cache.timeout = 3600
 
     def setup(self, cache, pair, variant):
@@ -105,7 +107,8 @@ class Pairs:
     track_peak_above_baseline.unit = "bytes"
 
     def track_held_growth(self, cache, pair, variant):
-        """Held memory's growth per repetition (anonymous RSS less malloc's free bytes): the verdict's signal."""
+        """Held memory's growth per repetition (anonymous RSS
+        less malloc's free bytes): the verdict's signal."""
         return cache[pair, variant]["held_growth"]
 
     track_held_growth.unit = "bytes/repetition"
@@ -129,7 +132,8 @@ class Pairs:
     track_retained_heap.unit = "bytes/repetition"
 
     def track_malloc_heap_growth(self, cache, pair, variant):
-        """Bytes glibc malloc has in use (heap plus mmapped chunks), growth per repetition (Theil–Sen slope)."""
+        """Bytes glibc malloc has in use (heap plus mmapped
+        chunks), growth per repetition (Theil–Sen slope)."""
         return cache[pair, variant]["malloc_heap_growth"]
 
     track_malloc_heap_growth.unit = "bytes/repetition"

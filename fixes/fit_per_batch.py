@@ -44,9 +44,12 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#33030",
     "leaks_on": ["2.0.0", "2.11.0"],
     "fixed_in": None,
-    "note": "predict or fit called again and again on NumPy inputs; reported on 2.0 and, with predict, on "
-    "2.11 (Python 3.10). #44711: NumPy inputs to fit, evaluate and predict become a tf.data dataset "
-    "per call. Closed.",
+    "note": (
+        "predict or fit called again and again on NumPy "
+        "inputs; reported on 2.0 and, with predict, on "
+        "2.11 (Python 3.10). #44711: NumPy inputs to fit, evaluate "
+        "and predict become a tf.data dataset per call. Closed."
+    ),
 }
 REPETITION = "FITS_PER_REPETITION calls of model.fit on one NumPy batch"
 KIND = "growth"

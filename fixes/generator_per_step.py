@@ -47,8 +47,10 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#37653",
     "leaks_on": ["2.1.0", "2.20.0"],
     "fixed_in": None,
-    "note": "reported on 2.1.0 (#37653, closed unfixed) and again on 2.20.0 (#123269); #123530 (merged "
-    "July 2026) ties the wrappers to the traced function's graph; no release held it by 2.21.0",
+    "note": (
+        "reported on 2.1.0 (#37653, closed unfixed) and again on 2.20.0 (#123269); #123530 (merged "
+        "July 2026) ties the wrappers to the traced function's graph; no release held it by 2.21.0"
+    ),
 }
 REPETITION = "STEPS_PER_REPETITION training steps, one from_generator epoch of one batch each"
 KIND = "growth"

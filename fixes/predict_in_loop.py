@@ -40,9 +40,12 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#44711",
     "leaks_on": ["2.3.0"],
     "fixed_in": None,
-    "note": "predict in a loop on NumPy inputs, which predict turns into a tf.data dataset per call; "
-    "gc.collect() gave the memory back there. The maintainer's advice: call the model directly. "
-    "Closed without a fix.",
+    "note": (
+        "predict in a loop on NumPy inputs, which predict turns into a tf.data dataset per call; "
+        "gc.collect() gave the memory back there. The "
+        "maintainer's advice: call the model directly. "
+        "Closed without a fix."
+    ),
 }
 REPETITION = "PREDICTS_PER_REPETITION calls of model.predict on one NumPy batch"
 KIND = "growth"

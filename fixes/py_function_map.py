@@ -36,8 +36,11 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#61344",
     "leaks_on": ["2.13.0"],
     "fixed_in": "2.15.0",
-    "note": "the reporter's later measurement: gone somewhere between 2.13 and 2.15.0 (2.17 also free of "
-    "it); #35010 reported the same growth on 2.0.0 from py_function's tape cache",
+    "note": (
+        "the reporter's later measurement: gone somewhere "
+        "between 2.13 and 2.15.0 (2.17 also free of "
+        "it); #35010 reported the same growth on 2.0.0 from py_function's tape cache"
+    ),
 }
 REPETITION = "one epoch over the dataset"
 KIND = "growth"

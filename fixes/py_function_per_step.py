@@ -38,7 +38,10 @@ Source: tensorflow/tensorflow#35084.
 
 import tensorflow as tf
 
-TITLE = "one dataset for every step, mapped through tf.py_function once; a batch per step from one iterator"
+TITLE = (
+    "one dataset for every step, mapped through "
+    "tf.py_function once; a batch per step from one iterator"
+)
 SOURCE = "tensorflow/tensorflow#35084"
 REPETITION = (
     "STEPS_PER_REPETITION training steps, one batch of RECORDS_PER_STEP parsed records each"

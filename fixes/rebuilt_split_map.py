@@ -40,8 +40,11 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#35152",
     "leaks_on": ["2.1.0rc1"],
     "fixed_in": None,
-    "note": "re-creating the dataset made it grow fastest; labelled Fixed in Nightly (flat on tf-nightly "
-    "in Oct. 2020, about 2.4), no release named",
+    "note": (
+        "re-creating the dataset made it grow fastest; "
+        "labelled Fixed in Nightly (flat on tf-nightly "
+        "in Oct. 2020, about 2.4), no release named"
+    ),
 }
 REPETITION = "one epoch over a text dataset built for it"
 KIND = "growth"

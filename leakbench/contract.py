@@ -65,20 +65,17 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 from leakbench.contract_rules import (
     EXPECTATIONS,
     FUNCTIONS,
-    ISSUE,
     KINDS,
     MAX_BYTES,
-    MIN_SERIES,  # noqa: F401
     REQUIREMENTS,
-    SOURCES,
     _a,
     _env,
     _finite,
@@ -94,6 +91,11 @@ from leakbench.contract_rules import (
     _size_param,
     _source,
 )
+
+# re-exported: callers read them here (contract.SOURCES, contract.ISSUE)
+from leakbench.contract_rules import ISSUE as ISSUE
+from leakbench.contract_rules import MIN_SERIES as MIN_SERIES
+from leakbench.contract_rules import SOURCES as SOURCES
 
 
 class ContractError(ValueError):
@@ -148,7 +150,8 @@ class Scenario:
         return params
 
 
-# --- the contract's fields: name, Python type of the literal, required, rule (leakbench.contract_rules)
+# --- the contract's fields: name, Python type of the
+# literal, required, rule (leakbench.contract_rules)
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,8 @@ OPTIONAL = tuple(f.name for f in FIELDS if not f.required)
 
 def imports_tensorflow(path: Path) -> bool:
     """True if the file's code imports tensorflow (`import tensorflow ...` or `from tensorflow ...`,
-    anywhere in it), read without running it; a file that does not parse or cannot be read says False
-    (read_metadata reports that). A word in a docstring or comment does not count."""
+    anywhere in it), read without running it; a file that does not parse or cannot be read says
+    False (read_metadata reports that). A word in a docstring or comment does not count."""
     try:
         tree = _parse(Path(path))
     except ContractError:

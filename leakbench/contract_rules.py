@@ -1,6 +1,7 @@
 """The rules of the scenario contract (leakbench.contract, whose table FIELDS names them): each
 takes a field's value, already of its type, and every field found, and returns None or what is wrong
-in a few words; contract.read_metadata makes that one ContractError line naming the file and field."""
+in a few words; contract.read_metadata makes that
+one ContractError line naming the file and field."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 import re
 import stat
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
@@ -106,7 +107,10 @@ def _preload(text: str) -> str | None:
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as e:
-            return f"LD_PRELOAD names {_shown(lib)}, which cannot be read ({getattr(e, 'strerror', None) or e})"
+            return (
+                f"LD_PRELOAD names {_shown(lib)}, which cannot be read "
+                f"({getattr(e, 'strerror', None) or e})"
+            )
         if not stat.S_ISREG(mode):
             return f"LD_PRELOAD names {_shown(lib)}, which is not a regular file (a shared library)"
         try:
@@ -123,8 +127,8 @@ def _preload(text: str) -> str | None:
             or int.from_bytes(head[16:18], order) != 3
         ):
             return (
-                f"LD_PRELOAD names {_shown(lib)}, which is not an ELF shared library: the loader would "
-                "ignore it and the run would stay on glibc's malloc"
+                f"LD_PRELOAD names {_shown(lib)}, which is not an ELF shared library: the loader "
+                "would ignore it and the run would stay on glibc's malloc"
             )
     return None
 
@@ -166,7 +170,8 @@ def _version(value) -> bool:
 
 
 def _shown(value, limit: int = 60) -> str:
-    """repr of a value from a scenario file, cut to `limit` characters (a line, however big it is)."""
+    """repr of a value from a scenario file, cut to
+    `limit` characters (a line, however big it is)."""
     try:
         text = repr(value)
     except ValueError:  # an int past 4,300 digits

@@ -42,13 +42,14 @@ class Expectation:
     skipped: bool = False  # the scenario REQUIRES a device: `skipped` passes
 
     def accepts(self, rec: dict) -> bool:
-        """True if the record's verdict is one this expectation allows (see the module docstring)."""
+        """True if the record's verdict is one this
+        expectation allows (see the module docstring)."""
         word = rec["verdict"]
         if word in self.verdicts or (word == "skipped" and self.skipped):
             return True
         return self.leak_cut_short and leak_cut_short(rec)
 
-    def with_device(self, requires: str) -> "Expectation":
+    def with_device(self, requires: str) -> Expectation:
         """The same, for a scenario that REQUIRES a device: `skipped` passes too."""
         return Expectation(
             f"{self.label} or skipped", self.verdicts, self.leak_cut_short, skipped=True
@@ -97,7 +98,8 @@ def for_variant(
 
 
 def for_record(rec: dict) -> Expectation:
-    """The expectation of a record, from the copy of its contract it keeps (leakbench.analysis.record)."""
+    """The expectation of a record, from the copy of its
+    contract it keeps (leakbench.analysis.record)."""
     return for_variant(rec["variant"], rec.get("reported"), rec.get("expects"), rec.get("requires"))
 
 

@@ -73,7 +73,8 @@ def special(path: Path) -> str | None:
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
     """The bytes of regular file `path`. Raises Unreadable (one line) when it is anything else
     (special), is missing or cannot be read, or holds more than `limit` bytes (default MAX_BYTES);
-    nothing is opened before that check, and the open does not block (a FIFO swapped in meanwhile)."""
+    nothing is opened before that check, and the open
+    does not block (a FIFO swapped in meanwhile)."""
     limit = MAX_BYTES if limit is None else limit
     kind = special(path)
     if kind is not None:
@@ -89,7 +90,8 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
         if found.st_size > limit:
             raise Unreadable(
                 path,
-                f"holds {format_bytes(found.st_size, unit=1)}, more than the {format_bytes(limit, whole=True)} leakbench "
+                f"holds {format_bytes(found.st_size, unit=1)}, more than the "
+                f"{format_bytes(limit, whole=True)} leakbench "
                 "reads from one file (leakbench.jsonfile.MAX_BYTES)",
             )
         try:
@@ -131,7 +133,8 @@ def _int(digits: str) -> int:
 
 def parse(text: str) -> Any:
     """json.loads, every way it can fail on bad input as BadJSON (a ValueError) with a short `msg`:
-    a syntax error, an integer past Python's 4,300 digits, nesting deeper than the recursion limit."""
+    a syntax error, an integer past Python's 4,300
+    digits, nesting deeper than the recursion limit."""
     try:
         return json.loads(text, parse_int=_int)
     except json.JSONDecodeError as e:
@@ -144,8 +147,8 @@ def parse(text: str) -> Any:
 
 
 def load(path: Path, limit: int | None = None) -> Any:
-    """The JSON in file `path` (read_bytes, then parse). Raises Unreadable (one line): "<path> cannot
-    be read as JSON (why)" for text that is not UTF-8 or not JSON."""
+    """The JSON in file `path` (read_bytes, then parse). Raises Unreadable (one line): "<path>
+    cannot be read as JSON (why)" for text that is not UTF-8 or not JSON."""
     data = read_bytes(path, limit)
     try:
         return parse(_text(data))
@@ -157,8 +160,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` (UTF-8) to `path` whole, the one way leakbench writes a result file: into a new
     temporary file beside it (.NAME.PID.tmp, made with the umask's permissions, never through a
     link), flushed and fsync'd, then os.replace'd over `path` (atomic on POSIX) and the folder
-    fsync'd. Its folder must exist. A failure or a kill at any point leaves the previous file as it was; a failure also
-    removes the temporary file."""
+    fsync'd. Its folder must exist. A failure or a kill at any point leaves the previous file as it
+    was; a failure also removes the temporary file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
@@ -197,7 +200,8 @@ def write_atomic(path: Path, data: dict, indent: int = 1) -> None:
 
 
 def resumable(out: Path, made: dict, fmt: int, what: str, error: type[Exception]) -> dict | None:
-    """The result in `out` to resume (`leakbench repeat`, `leakbench calibrate`), or None if there is none.
+    """The result in `out` to resume (`leakbench repeat`,
+    `leakbench calibrate`), or None if there is none.
 
     made: what the file must share to be resumed: top-level keys, and "settings"
     (a dict compared key by key). fmt: its "format"; what: its name in messages

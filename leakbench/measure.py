@@ -31,13 +31,13 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable
 
-from leakbench.engine import heap, memlimit, runner
 from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
+from leakbench.engine import heap, memlimit, runner
 from leakbench.units import GIB
 
 # The cap where a measurement must not depend on the machine's RAM (Settings.cap_bytes 0: half
@@ -80,12 +80,13 @@ class Settings:
 
     def stored(self) -> dict:
         """These settings as records and result files keep them: JSON types (a tuple reads back
-        as a list), without flamegraph_dir (where a graph goes is not how the pipeline was measured)."""
+        as a list), without flamegraph_dir (where a graph
+        goes is not how the pipeline was measured)."""
         return json.loads(
             json.dumps({k: v for k, v in asdict(self).items() if k != "flamegraph_dir"})
         )
 
-    def resolved(self) -> "Settings":
+    def resolved(self) -> Settings:
         cap = self.cap_bytes or memlimit.default_cap_bytes()
         return replace(self, cap_bytes=cap, scales=tuple(self.scales))
 
@@ -223,7 +224,8 @@ def _confirm(
 
 
 def _flamegraph(capture: Path, outcome, folder: Path, target: Target) -> dict:
-    """{"file": name in folder} once memray drew it, else {"error": why}: the heap pass must have finished."""
+    """{"file": name in folder} once memray drew it, else
+    {"error": why}: the heap pass must have finished."""
     if not (outcome.result or {}).get("heap"):
         return {"error": f"no finished heap pass to draw ({outcome.status})"}
     name = f"{target.scenario.name}-{target.variant}.html"

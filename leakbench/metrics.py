@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from leakbench.units import KIB, MIB
 
-
 # The views that show a subset of the registry, by name. A Series or Metric lists the ones that
 # show it in `views`, each with its place there (left to right, or first drawn first), so that a
 # view asks the registry (series_in, metrics_in) instead of listing names of its own.

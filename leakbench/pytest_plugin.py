@@ -17,7 +17,8 @@ repetition), or a module-level function object, which is turned into
 FILE.py:NAME. It runs in a fresh, capped, timed subprocess, as every
 leakbench measurement does; a cap and a timeout are always passed (the
 defaults below are explicit, never half of RAM). The assertion fails on any
-verdict but `no-leak` (and `fragmentation`, which holds nothing), with the verdict, slopes and hints in its message.
+verdict but `no-leak` (and `fragmentation`, which holds
+nothing), with the verdict, slopes and hints in its message.
 
 pytest loads the plugin (and its marker) by itself once leakbench is installed:
 it is registered as a `pytest11` entry point in pyproject.toml.
@@ -72,7 +73,8 @@ def measure_target(
     heap_reps: int = Settings.heap_reps,
     teardown_timeout: float = Settings.teardown_timeout_seconds,
 ) -> dict:
-    """The `leakbench check` record of `target` (cap: bytes or a size such as '4GiB'; timeout: seconds)."""
+    """The `leakbench check` record of `target` (cap:
+    bytes or a size such as '4GiB'; timeout: seconds)."""
     cap_bytes = cap if isinstance(cap, int) else parse_size(cap)
     # nan fails too
     if cap_bytes <= 0 or not 0 < timeout < math.inf or not 0 < teardown_timeout < math.inf:
@@ -90,9 +92,9 @@ def measure_target(
 
 def assert_no_leak(target, **settings) -> dict:
     """Measure `target` as `leakbench check` does; raise LeakError unless the record reads what a
-    check target should (expectation.CHECK: `no-leak`, or `fragmentation`: RSS that malloc_trim gives
-    back, nothing held by the pipeline). `skipped` (a scenario file that REQUIRES a GPU TensorFlow
-    does not see) skips the test.
+    check target should (expectation.CHECK: `no-leak`, or `fragmentation`: RSS that malloc_trim
+    gives back, nothing held by the pipeline). `skipped` (a scenario file that REQUIRES a GPU
+    TensorFlow does not see) skips the test.
 
     settings: cap, timeout, reps, warmup, heap_reps, teardown_timeout (see measure_target).
     Returns the record, for further assertions.

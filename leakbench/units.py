@@ -27,7 +27,8 @@ _UNITS = {
 
 
 def parse_size(text: str) -> int:
-    """'4GiB', '512M', '1.5KiB', '3000000' -> bytes (KB, MB, GB are binary here, as in pytest-memray).
+    """'4GiB', '512M', '1.5KiB', '3000000' -> bytes
+    (KB, MB, GB are binary here, as in pytest-memray).
 
     Raises ValueError for anything else: a size must be a whole number of bytes from 1 to
     MAX_BYTES. Read exactly (as a fraction, not a float): 0.5 is not rounded down to 0
@@ -71,7 +72,8 @@ def format_bytes(
     label: bool = True,
     none: str = "—",
 ) -> str:
-    """Bytes for people, the one byte formatter of the package: "8.0 MiB", "1.5 GiB", "512 KiB", "100 B".
+    """Bytes for people, the one byte formatter of the
+    package: "8.0 MiB", "1.5 GiB", "512 KiB", "100 B".
 
     unit: GIB, MIB, KIB or 1 fixes the unit (a table column, an exact byte count); by default it is
     the largest that abs(n) reaches. `digits` decimals in GiB and MiB (and in a fixed KiB); a

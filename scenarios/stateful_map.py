@@ -13,7 +13,6 @@ repetition (a plain loop here grew 7.9 MB per epoch of 500 × 16 KiB).
 Seed source: stateful functions.
 """
 
-import numpy as np
 import tensorflow as tf
 
 TITLE = "numpy_function map appending every element to a list"

@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import pure_python_checkout
 from click.testing import CliRunner
+from conftest import pure_python_checkout
 from packaging.tags import Tag
 
 from leakbench import cli, jsonfile
@@ -59,7 +59,8 @@ def here(tmp_path, monkeypatch) -> Path:
 
 
 def leakbench(*args) -> subprocess.CompletedProcess:
-    """The command in a child process of its own, killed after SECONDS (a FIFO never hangs the suite)."""
+    """The command in a child process of its own, killed
+    after SECONDS (a FIFO never hangs the suite)."""
     return subprocess.run(
         [sys.executable, "-m", "leakbench", *map(str, args)],
         capture_output=True,
@@ -73,7 +74,8 @@ def invoke(*args):
 
 
 def refused(done, *fragments: str) -> str:
-    """Exit 2, one line 'leakbench: error: ...' on stderr holding every fragment, no traceback, no stdout."""
+    """Exit 2, one line 'leakbench: error: ...' on stderr
+    holding every fragment, no traceback, no stdout."""
     code = done.returncode if isinstance(done, subprocess.CompletedProcess) else done.exit_code
     assert code == 2, (code, done.stdout, done.stderr)
     lines = done.stderr.splitlines()
@@ -446,7 +448,8 @@ def test_report_back_out_is_not_a_records_file(tmp_path, monkeypatch):
 
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
-    """bisect without the network or an install: the saved registry sample; a checkout of one pair."""
+    """bisect without the network or an install: the
+    saved registry sample; a checkout of one pair."""
     sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
     here = {
         Tag("cp311", "cp311", p)
@@ -601,7 +604,8 @@ def test_a_file_over_max_bytes_is_refused_unread(here):
     before = state(here)
     refused(
         invoke("matrix", "--results", "results"),
-        f"tf-2.17.1.jsonl holds {jsonfile.MAX_BYTES + 1:,} B, more than the 256 MiB leakbench reads",
+        f"tf-2.17.1.jsonl holds {jsonfile.MAX_BYTES + 1:,} "
+        "B, more than the 256 MiB leakbench reads",
     )
     refused(
         invoke("repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "big.json"),

@@ -1,7 +1,8 @@
 """leakbench bisect: the candidates from a saved PEP 691 sample (tests/data/pypi-simple-tf.json, two
-pages trimmed from PyPI's tensorflow-cpu and tf-nightly), their PEP 440 order, the search with a fake
-installer and a fake measurer, the disk budget, the output file and the command's bad input.
-No TensorFlow, no network: the registry is the saved sample, the venv and its measurements are fakes."""
+pages trimmed from PyPI's tensorflow-cpu and tf-nightly), their PEP 440 order, the search with a
+fake installer and a fake measurer, the disk budget, the output file and the command's bad input.
+No TensorFlow, no network: the registry is the saved
+sample, the venv and its measurements are fakes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import math
 from pathlib import Path
 
 import pytest
-from packaging.version import Version
 from click.testing import CliRunner
 from packaging.tags import Tag
+from packaging.version import Version
 
 from leakbench import cli
 from leakbench.history import bisect, installer, registry
@@ -176,15 +177,12 @@ def test_boundary_found_in_about_log2_measurements(n, flip):
 def test_unusable_builds_are_skipped_for_a_neighbour():
     # the middle of 0..99 is 49: it, then its neighbours 48 and 50, read nothing usable; 47 does
     broken_install, import_over_cap, errors = 50, 49, {48}
-    verdict = lambda i: (
-        "over-cap-import"
-        if i == import_over_cap
-        else "error"
-        if i in errors  # noqa: E731
-        else "leak"
-        if i < 60
-        else "no-leak"
-    )
+
+    def verdict(i):
+        if i == import_over_cap:
+            return "over-cap-import"
+        return "error" if i in errors else "leak" if i < 60 else "no-leak"
+
     fake = Fake(line(100), verdict, broken=[broken_install])
     found = run(fake)
     assert found.status == bisect.FOUND
@@ -283,7 +281,8 @@ def test_disk_budget_refuses_an_install_that_would_go_over(tmp_path, monkeypatch
 
 @pytest.fixture
 def offline(monkeypatch, tmp_path):
-    """The registry is the saved sample; the venv is a fake whose measurements read leak up to 2.16.0rc0."""
+    """The registry is the saved sample; the venv is a
+    fake whose measurements read leak up to 2.16.0rc0."""
     monkeypatch.setattr(registry, "fetch_index", fetch)
     monkeypatch.setattr(registry, "sys_tags", lambda: iter(HERE))
     verdicts = {"2.15.1": "leak", "2.16.0rc0": "leak", "2.16.1": "no-leak", "2.16.2": "no-leak"}

@@ -15,17 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TF_SETTINGS
 
 from leakbench import catalog
-from leakbench.check import run as check
-from leakbench.reporters import check as report
 from leakbench.catalog import Target
+from leakbench.check import run as check
 from leakbench.cli import check_exit_code
 from leakbench.contract import read_metadata
 from leakbench.measure import Settings, measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
-
-from conftest import TF_SETTINGS
+from leakbench.reporters import check as report
 
 DATA = Path(__file__).parent / "data"
 PY = DATA / "check_python.py"
@@ -74,7 +73,8 @@ def test_bad_target_is_one_line_and_exit_2_before_running(spec, message):
 def test_leaky_function_is_a_leak_with_its_stack():
     rec = check.check(f"{PY}:leaky", SETTINGS)
     assert rec["verdict"] == "leak" and rec["variant"] == "check"
-    # built whole (issue 21): what the child learned the target to be, and the TARGET string as its name
+    # built whole (issue 21): what the child learned the
+    # target to be, and the TARGET string as its name
     assert (rec["pair"], rec["repetition"]) == (f"{PY}:leaky", "one call of the function")
     assert {"held", "heap"} <= set(rec["signals"])
     d = rec["diagnosis"]
@@ -117,7 +117,8 @@ def test_hanging_target_is_a_hang_with_its_phase_on_the_cli():
     rec = json.loads(done.stdout)
     assert (rec["verdict"], rec["phase"], done.returncode) == ("hang", "setup", 2)
     assert re.match(
-        r"leakbench: hang in setup: no progress for \d+(\.\d)? s in setup \(timeout_seconds 8 s per step\)",
+        r"leakbench: hang in setup: no progress for \d+(\.\d)? "
+        r"s in setup \(timeout_seconds 8 s per step\)",
         done.stderr.strip().splitlines()[-1],
     )
 
@@ -307,8 +308,8 @@ def test_check_view_shows_the_types_middle_count_and_says_none_by_the_rule():
         "49",
     ]
     assert (
-        "Python types that grew: none (≥ 3 objects/repetition over the repetitions and over each half)"
-        in text([])
+        "Python types that grew: none (≥ 3 objects/repetition "
+        "over the repetitions and over each half)" in text([])
     )
 
 
@@ -403,7 +404,8 @@ def test_check_and_run_agree_on_a_real_run(tf_records):
 
 
 def test_the_pytest_plugin_is_registered_as_an_entry_point():
-    """pytest finds the plugin (and its marker) without a pytest_plugins line: pyproject's pytest11."""
+    """pytest finds the plugin (and its marker) without
+    a pytest_plugins line: pyproject's pytest11."""
     from importlib import metadata
 
     found = [e for e in metadata.entry_points(group="pytest11") if e.name == "leakbench"]

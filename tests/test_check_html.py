@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_site import _chromium, _console, _Quiet
 
 from leakbench import cli
 from leakbench.check import run as check
 from leakbench.measure import Settings
 from leakbench.site import report
-
-from test_site import _chromium, _console, _Quiet
 
 DATA = Path(__file__).parent / "data"
 SETTINGS = Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 << 30, timeout_seconds=120)

@@ -49,7 +49,8 @@ def invoke(args: list[str]):
 
 
 def assert_bad_input(result, *fragments: str) -> str:
-    """Exit 2, exactly one line on stderr, 'leakbench: error: ...', no traceback, nothing on stdout."""
+    """Exit 2, exactly one line on stderr, 'leakbench:
+    error: ...', no traceback, nothing on stdout."""
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     assert isinstance(result.exception, SystemExit)
     lines = result.stderr.splitlines()
@@ -392,7 +393,8 @@ def test_only_an_import_makes_a_file_need_tensorflow(tmp_path, monkeypatch):
 
     cites = tmp_path / "cites.py"
     cites.write_text(
-        '"""Like tensorflow/tensorflow#37653, in plain Python (import tensorflow not needed)."""\nX = 1\n'
+        '"""Like tensorflow/tensorflow#37653, in plain '
+        'Python (import tensorflow not needed)."""\nX = 1\n'
     )
     inside = tmp_path / "inside.py"
     inside.write_text("def setup():\n    from tensorflow import data\n    return data\n")
@@ -462,7 +464,8 @@ def test_numbers_must_be_finite_and_sizes_whole_bytes(root, args, option):
     ],
 )
 def test_param_must_be_finite_even_times_a_scale(tmp_path, monkeypatch, param):
-    """nan and inf reached the scenario; 309 digits times the scale 4 crashed in leakbench/measure.py."""
+    """nan and inf reached the scenario; 309 digits times
+    the scale 4 crashed in leakbench/measure.py."""
     monkeypatch.setenv(
         "LEAKBENCH_ROOT", str(make_root(tmp_path, "python_peak", "python_peak_bounded", "pypeak"))
     )

@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from leakbench import catalog, cli, contract, expectation
-from leakbench.engine import gpu
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
+from leakbench.engine import gpu
 from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"

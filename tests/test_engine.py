@@ -8,10 +8,10 @@ here passes an explicit small cap_bytes and timeout_seconds.
 from __future__ import annotations
 
 import json
-import os
 import math
-import re
+import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -20,11 +20,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from leakbench import contract
+from leakbench import contract, expectation
 from leakbench.analysis import record, verdict
-from leakbench import expectation
-from leakbench.engine import runner, supervise
 from leakbench.catalog import Target
+from leakbench.engine import runner, supervise
 from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
@@ -555,8 +554,8 @@ def test_killing_the_runner_kills_the_child(tmp_path):
     so a leaky scenario never goes on without its cap and timeout."""
     script = (
         "import sys; from leakbench.engine import runner;"
-        f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, warmup=1, reps=5, heap_reps=0,"
-        " cap_bytes=1 << 30, timeout_seconds=120)"
+        f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, warmup=1, "
+        "reps=5, heap_reps=0, cap_bytes=1 << 30, timeout_seconds=120)"
     )
     runner_proc = subprocess.Popen([sys.executable, "-c", script])
     children = []

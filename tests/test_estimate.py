@@ -183,7 +183,8 @@ def test_proportional_peaks_scale_with_exponent_one():
 
 
 def test_middle_of_three_log_spaced_sizes_does_not_move_the_exponent():
-    """Why Settings.scales is (1, 4): at sizes 1, 2, 4 the least-squares slope is the end points' slope."""
+    """Why Settings.scales is (1, 4): at sizes 1, 2, 4
+    the least-squares slope is the end points' slope."""
     ends = estimate.scaling_exponent([1, 4], [30 * MIB, 90 * MIB])
     for middle in (31 * MIB, 60 * MIB, 89 * MIB):
         assert estimate.scaling_exponent([1, 2, 4], [30 * MIB, middle, 90 * MIB]) == pytest.approx(
@@ -347,7 +348,8 @@ def test_decide_leak_via_open_files():
 
 
 def test_decide_leak_via_python_objects_alone():
-    """tensorflow/tensorflow#37653: objects climb by hundreds per repetition while memory barely moves."""
+    """tensorflow/tensorflow#37653: objects climb by
+    hundreds per repetition while memory barely moves."""
     objects = trend_dict(40_000 + 300 * np.arange(N), "objects/repetition")
     metrics = {**flat_metrics(), "python_objects_growth": objects}
     assert verdict.decide(["ok"], metrics) == ("leak", ["python objects"])
@@ -418,7 +420,8 @@ def test_count_signals_and_peaks_never_need_confirmation():
 
 
 def held_run(values) -> dict:
-    """A confirmation run as record.run_entry stores it, its held memory `values` (bytes), the rest flat."""
+    """A confirmation run as record.run_entry stores it,
+    its held memory `values` (bytes), the rest flat."""
     n = len(values)
     series = {
         name: [0] * n

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from leakbench import catalog
+from leakbench.check import run as check
 from leakbench.engine import evidence
 from leakbench.engine.chain import (
     REFERENCE_SECONDS,
@@ -24,10 +25,8 @@ from leakbench.engine.chain import (
     reference_chain,
 )
 from leakbench.engine.frames import is_user_file, resolve_frames, user_frame
-from leakbench.check import run as check
 from leakbench.measure import Settings
 from leakbench.pytest_plugin import LeakError, assert_no_leak
-from leakbench.reporters import check as report
 
 ROOT = catalog.find_root()
 DATA = Path(__file__).parent / "data"
@@ -189,7 +188,8 @@ def test_every_measurement_has_stages_and_a_chain_without_tensorflow():
 
 @pytest.fixture(scope="module")
 def scenario_records(tf_records):
-    """The leaky sides' records, as `leakbench check` measured them for the whole session (conftest)."""
+    """The leaky sides' records, as `leakbench check`
+    measured them for the whole session (conftest)."""
     return {
         name: tf_records[(name, "leaky")]
         for name in ("stateful_map", "unbounded_cache", "kept_iterators")
@@ -328,10 +328,14 @@ def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
 
 
 def test_the_measured_child_imports_no_scipy():
-    """The child imports evidence, which takes verdict's rule (metrics.rate): scipy (~80 MiB) must stay out of it."""
+    """The child imports evidence, which takes verdict's rule
+    (metrics.rate): scipy (~80 MiB) must stay out of it."""
     import subprocess
     import sys
 
-    code = "import sys, leakbench.engine.child; print(sorted(m for m in ('scipy', 'numpy') if m in sys.modules))"
+    code = (
+        "import sys, leakbench.engine.child; print(sorted(m "
+        "for m in ('scipy', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "scipy" not in out.stdout, out.stdout

@@ -92,7 +92,8 @@ def test_cdn_scripts_are_listed_for_the_site(tmp_path):
 
 
 def test_asv_glue_stores_the_leaky_graphs(tmp_path):
-    """benchmarks/benchmark_pairs.py replaces the version's graphs of the leaky variants it measured."""
+    """benchmarks/benchmark_pairs.py replaces the
+    version's graphs of the leaky variants it measured."""
     from benchmarks.benchmark_pairs import _store_flamegraphs
 
     drawn, folder = tmp_path / "drawn", tmp_path / "results" / "flamegraphs" / "tf-2.21.0"

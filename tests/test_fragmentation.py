@@ -76,7 +76,8 @@ def test_missing_preload_is_an_error_not_a_silent_glibc_run():
 
 
 def frag_metrics(returned, grown, unavailable=None, freed="grown"):
-    """freed: how much malloc's free bytes rose over the repetitions; by default as much as RSS grew."""
+    """freed: how much malloc's free bytes rose over
+    the repetitions; by default as much as RSS grew."""
     return {
         "trim_returned_bytes": returned,
         "rss_growth_bytes": grown,
@@ -96,7 +97,8 @@ def frag_metrics(returned, grown, unavailable=None, freed="grown"):
         (None, 40 << 20, None, "grown", False),
         (1 << 20, 0, None, "grown", False),
         # a fix's creep of a few MiB, given back by the trim: it comes and goes between runs of
-        # the same fix (stateful_map's fix read fragmentation in one run of three): below TRIM_HELD_MIN
+        # the same fix (stateful_map's fix read fragmentation
+        # in one run of three): below TRIM_HELD_MIN
         (3 << 20, 3 << 20, None, "grown", False),
         # measured (calibration, TF 2.21): 256 KiB/repetition held in tensors. RSS +2.1 MiB,
         # the trim gave back 1.2 MiB of free pages the import left, malloc's free bytes flat: held
@@ -133,8 +135,9 @@ def test_fragmented_rule_on_held_rss(returned, held, grew, expected):
 @pytest.mark.parametrize(
     "returned, held, free, expected",
     [
-        # measured: shuffle_fragmentation's leaky side on TF 2.19.1 (an earlier sweep): the trim gave
-        # back 89 of 231 MiB held, and malloc kept 218 MiB of them as free bytes: stranded chunks
+        # measured: shuffle_fragmentation's leaky side on TF 2.19.1 (an earlier sweep): the trim
+        # gave back 89 of 231 MiB held, and malloc kept
+        # 218 MiB of them as free bytes: stranded chunks
         (89 << 20, 231 << 20, 218 << 20, True),
         (95 << 20, 300 << 20, 291 << 20, True),  # measured: the same pair on TF 2.20.0
         # measured: the most free bytes above the process before setup of any other record,

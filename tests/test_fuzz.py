@@ -58,11 +58,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import pure_python_checkout
 from click.testing import CliRunner
-from rich.console import Console
-
+from conftest import pure_python_checkout
 from packaging.tags import Tag
+from rich.console import Console
 
 from leakbench import cli, contract
 from leakbench.history import installer, registry
@@ -146,7 +145,8 @@ def world(tmp_path_factory):
 
 
 def snapshot(folder: Path) -> dict:
-    """path -> (kind, size, mtime_ns) of everything under folder: a changed, added or removed file shows."""
+    """path -> (kind, size, mtime_ns) of everything under
+    folder: a changed, added or removed file shows."""
     found = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         for name in dirnames + filenames:
@@ -360,7 +360,8 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
     elif move == "junk value" and options:
         i = rng.choice(options)
         if args[i] in ("--out", "--venv", "--json", "--markdown"):
-            # site's --out and bisect's --venv are folders made where missing: a file in the way is bad
+            # site's --out and bisect's --venv are folders
+            # made where missing: a file in the way is bad
             made = command == "site" or args[i] == "--venv"
             args[i + 1] = rng.choice(["fifo", "ok.py", "/dev/null"] if made else SPECIAL_PATHS)
         else:
@@ -536,7 +537,7 @@ def _clean(world: Path, before: dict) -> None:
             path.unlink(missing_ok=True)
 
 
-# --- 2. scenario files ------------------------------------------------------------------------------
+# --- 2. scenario files ----------------------------------------------------------------------------
 
 COMMITTED = sorted(
     [
@@ -772,12 +773,12 @@ def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_
         if special:
             what = rng.choice(["fifo", "directory", "dangling link", "loop"])
             kind = {
-                "fifo": lambda: os.mkfifo(path),
-                "directory": lambda: path.mkdir(),
-                "dangling link": lambda: path.symlink_to(tmp_path / "nowhere"),
-                "loop": lambda: path.symlink_to(path),
+                "fifo": os.mkfifo,
+                "directory": Path.mkdir,
+                "dangling link": lambda p: p.symlink_to(tmp_path / "nowhere"),
+                "loop": lambda p: p.symlink_to(p),
             }[what]
-            kind()
+            kind(path)
         else:
             what, data = mutate_scenario(rng, text, tmp_path)
             path.write_bytes(data)
@@ -791,7 +792,7 @@ def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_
                 cause = "ContractError of more than one line"
             elif str(path) not in message:
                 cause = "ContractError not naming the file"
-        except Exception as e:  # noqa: BLE001: any other exception is the bug
+        except Exception as e:  # noqa: BLE001 - any other exception is the bug
             cause = f"{type(e).__name__} from read_metadata"
             repro += f" ({traceback.format_exception_only(e)[-1].strip()[:100]})"
         else:
@@ -818,8 +819,8 @@ def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_
 
 
 def _through_the_cli(world: Path, path: Path, outcome: str) -> str | None:
-    """`leakbench run FILE` and `leakbench list` with the file as scenarios/pyleak.py: refused in one
-    line where read_metadata refused it, never a traceback."""
+    """`leakbench run FILE` and `leakbench list` with the file as scenarios/pyleak.py: refused in
+    one line where read_metadata refused it, never a traceback."""
     leaky = world / "root" / "scenarios" / "pyleak.py"
     kept = leaky.read_bytes()
     try:
@@ -842,7 +843,7 @@ def _through_the_cli(world: Path, path: Path, outcome: str) -> str | None:
     return None
 
 
-# --- 3. records and resume files --------------------------------------------------------------------
+# --- 3. records and resume files ------------------------------------------------------------------
 
 
 def _paths(value, prefix=()):
@@ -966,7 +967,7 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
         if (found := sorted((world / "results" / folder).glob("*.json")))
     }
     started = time.monotonic()
-    for i in range(n):
+    for _ in range(n):
         if resumes and rng.random() < 0.2:  # a resume file
             command = rng.choice(list(resumes))
             what, data = mutate_records(rng, resumes[command])
@@ -1081,7 +1082,8 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
     report("records")
 
 
-# --- a few as subprocesses: the real exit code and stderr, no process left, FIFOs ---------------------
+# --- a few as subprocesses: the real exit code and
+# stderr, no process left, FIFOs ---------------------
 
 SUBPROCESS_CASES = [
     ["run", "no_such_pair", *SAFE],
@@ -1162,7 +1164,8 @@ def test_zz_summary():
     lines = [
         f"# leakbench fuzz: {CASES:,} cases, seed {SEED}",
         "",
-        "Generated by tests/test_fuzz.py (see its docstring); the promise on bad input of issue 20.",
+        "Generated by tests/test_fuzz.py (see its "
+        "docstring); the promise on bad input of issue 20.",
         "",
         "| kind | cases | outcomes | seconds |",
         "|---|---|---|---|",

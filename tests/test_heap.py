@@ -7,8 +7,7 @@ from types import SimpleNamespace
 import memray
 import pytest
 
-from leakbench.engine import frames
-from leakbench.engine import heap
+from leakbench.engine import frames, heap
 
 MIB = 1 << 20
 
@@ -43,9 +42,10 @@ def test_replay_follows_frees_reallocs_and_unmaps():
         size=heap.MARKER_BYTES + 1,
         stack_trace=lambda max_stacks=1: [("someone_else", "x.py", 1)],
     )
-    rec = lambda kind, address, size=0: SimpleNamespace(
-        allocator=int(kind), address=address, size=size
-    )
+
+    def rec(kind, address, size=0):
+        return SimpleNamespace(allocator=int(kind), address=address, size=size)
+
     records = [
         rec(A.MALLOC, 1, 100),
         rec(A.MMAP, 50, 4096),
@@ -70,9 +70,10 @@ def test_replay_keeps_each_stacks_live_bytes_at_markers_and_end():
         stack_id=9,
         stack_trace=lambda max_stacks=1: [("_heap_marker", "heap.py", 1)],
     )
-    rec = lambda kind, address, size=0, sid=0: SimpleNamespace(
-        allocator=int(kind), address=address, size=size, stack_id=sid
-    )
+
+    def rec(kind, address, size=0, sid=0):
+        return SimpleNamespace(allocator=int(kind), address=address, size=size, stack_id=sid)
+
     records = [
         rec(A.MALLOC, 1, 100, 1),
         rec(A.MMAP, 50, 4096, 2),
@@ -94,7 +95,8 @@ def test_replay_keeps_each_stacks_live_bytes_at_markers_and_end():
 
 
 class Mixed:
-    """Each repetition keeps one MiB and a 16 KiB mapping, and frees as much again (3 MiB, 32 KiB)."""
+    """Each repetition keeps one MiB and a 16 KiB
+    mapping, and frees as much again (3 MiB, 32 KiB)."""
 
     @staticmethod
     def repetition(state):
@@ -120,7 +122,7 @@ def test_one_read_gives_what_memrays_leaked_records_give(tmp_path):
     }
     assert found["retained_bytes"] == sum(r.size for r in leaked)
     as_memray = frames.heap_stacks([(r.size, r.n_allocations, r) for r in leaked], {})
-    key = lambda stack: (stack["bytes"], stack["frames"])  # noqa: E731 - equal sizes may come in either order
+    key = lambda stack: (stack[("bytes")], stack[("frames")])  # noqa: E731 - equal sizes may come in either order
     assert sorted(found["top_stacks"], key=key) == sorted(as_memray, key=key)
     assert found["top_stacks"][0]["bytes"] == pytest.approx(3 * MIB, abs=64)
     assert found["top_stacks"][0]["allocations"] == 3

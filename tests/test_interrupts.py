@@ -66,7 +66,8 @@ def wait_for(condition, seconds: float, what: str):
 
 
 def measured_child(cli: subprocess.Popen, name: str) -> psutil.Process | None:
-    """The runner's child measuring scenario file `name`, once it is in its repetitions (or None)."""
+    """The runner's child measuring scenario file
+    `name`, once it is in its repetitions (or None)."""
     try:
         for proc in psutil.Process(cli.pid).children():
             if f"{name}.py" in " ".join(proc.cmdline()):
@@ -82,7 +83,8 @@ def records(path: Path) -> list[dict]:
 
 
 def interrupt_mid_suite(suite: Path, tmp_path: Path, sig: int):
-    """Start `leakbench run` on both pairs, wait for a_leak's record and b_hang's child, send `sig`."""
+    """Start `leakbench run` on both pairs, wait for
+    a_leak's record and b_hang's child, send `sig`."""
     out = tmp_path / "records.jsonl"
     cli = start(["run", "--variant", "leaky", "--json", str(out), *FAST], suite, tmp_path)
     try:

@@ -12,8 +12,7 @@ import re
 
 import pytest
 
-from leakbench import catalog
-from leakbench import expectation
+from leakbench import catalog, expectation
 from leakbench.analysis import verdict
 from leakbench.measure import Settings, measure
 
@@ -186,7 +185,8 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
         rec["phase"],
     )
     (only,) = rec["runs"]
-    # RSS counters are per-thread caches, exact to some pages: each figure on its own against the cap
+    # RSS counters are per-thread caches, exact to some
+    # pages: each figure on its own against the cap
     assert cap < only["max_rss_bytes"] < cap + 128 * MIB
     assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + 128 * MIB
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before, (

@@ -242,7 +242,8 @@ def test_every_committed_file_reads():
             assert validate.problem(kind, json.loads(path.read_text())) is None, path
 
 
-# --- resume files -----------------------------------------------------------------------------------
+# --- resume files
+# -----------------------------------------------------------------------------------
 
 
 def stub_record(target, params, settings) -> dict:
@@ -369,7 +370,8 @@ def test_a_bad_resume_file_is_refused_in_one_line_and_kept(pairs, kind, case):
         assert invoke(*args, "--fresh").exit_code == 0  # --fresh replaces it
 
 
-# --- calibrate's suite records ----------------------------------------------------------------------
+# --- calibrate's suite records
+# ----------------------------------------------------------------------
 
 
 def test_suite_records_without_settings_count_no_run(tmp_path, committed_line):
@@ -408,7 +410,8 @@ def test_calibrate_with_suite_records_without_settings_ends_well(pairs, committe
     assert json.loads((pairs / "c.json").read_text())["suite_cost"] is None
 
 
-# --- values anywhere --------------------------------------------------------------------------------
+# --- values anywhere
+# --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

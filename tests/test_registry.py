@@ -34,7 +34,8 @@ SIGNALS = {m.signal for m in metrics.METRICS if m.signal} | {metrics.PEAK_SIGNAL
 
 
 def literals(paths: list[Path], names: set[str]) -> list[str]:
-    """ "file:line: 'name'" for every string literal (f-strings' text included) equal to one of `names`."""
+    """ "file:line: 'name'" for every string literal
+    (f-strings' text included) equal to one of `names`."""
     files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py"))})
     found = []
     for path in files:

@@ -23,12 +23,12 @@ import pytest
 from click.testing import CliRunner
 
 from leakbench import cli, expectation
-from leakbench.repeat import run as repeat
-from leakbench.reporters import repeatability as repeat_report
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.measure import Settings
+from leakbench.repeat import run as repeat
+from leakbench.reporters import repeatability as repeat_report
 from leakbench.units import KIB, MIB
 
 DATA = Path(__file__).parent / "data"
@@ -70,8 +70,8 @@ def test_runs_round_robin_writes_json_and_resumes(tmp_path):
         and leak["as_expected"]
     )
     assert bounded["verdicts"] == {"no-leak": 2} and bounded["agrees"] and bounded["as_expected"]
-    # a slope per run for every decisive metric the engine named, 1 MiB/rep in one of its byte signals
-    # held memory is measured here (glibc): it decides, not RSS
+    # a slope per run for every decisive metric the engine named, 1 MiB/rep in one of its byte
+    # signals held memory is measured here (glibc): it decides, not RSS
     decisive = set(verdict.GROWTH_SIGNALS)
     for o in result["observations"]:
         assert set(o["slopes"]) == decisive and o["cap_bytes"] == 1 << 30 and o["wall_seconds"] > 0
@@ -313,8 +313,8 @@ def test_markdown_of_a_synthetic_summary():
     )
     assert "3 runs per variant" in text and "cap default (1 GiB)" in text
     assert (
-        "| a | leaky | leak | leak 3/3 | yes | yes | 1,024 (922–1,126) | 4.0 (3.6–4.4) | 0.80 (0.80–0.80) |"
-        in text
+        "| a | leaky | leak | leak 3/3 | yes | yes | 1,024 "
+        "(922–1,126) | 4.0 (3.6–4.4) | 0.80 (0.80–0.80) |" in text
     )
     assert (
         "| a | fixed | no-leak | no-leak 2, leak 1 | NO | NO | 4.0 (2.0–6.0) | 0.0 (0.0–0.0) |"

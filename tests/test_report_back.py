@@ -39,16 +39,18 @@ def invoke(args):
     return CliRunner().invoke(cli.main, args)
 
 
-@functools.lru_cache(maxsize=None)  # the committed records do not change during a test session
+@functools.cache  # the committed records do not change during a test session
 def block_of(pair: str, *more: str) -> str:
-    """`leakbench report-back PAIR` on the committed results, run from the checkout fixture's setting."""
+    """`leakbench report-back PAIR` on the committed
+    results, run from the checkout fixture's setting."""
     result = invoke(["report-back", pair, "--results", str(RESULTS), *more])
     assert result.exit_code == 0, (result.output, result.exception)
     return result.stdout
 
 
 def table(block: str) -> dict:
-    """column (a release, or "nightly YYYY-MM-DD") -> (leaky cell, fixed cell), from the block's table."""
+    """column (a release, or "nightly YYYY-MM-DD") ->
+    (leaky cell, fixed cell), from the block's table."""
     rows = [
         line.strip("|").split(" | ")
         for line in block.splitlines()
@@ -85,8 +87,8 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
     assert any(line.startswith("Note: the reporter's later measurement") for line in lines)
     changed = [line for line in lines if line.startswith("**Changed at")]
     assert changed == [
-        "**Changed at 2.16.2** (the first release whose leaky verdict differs from the one before): "
-        "leak 2.12.1–2.15.1 → no-leak 2.16.2–nightly 2026-10-26."
+        "**Changed at 2.16.2** (the first release whose leaky verdict differs from the one "
+        "before): leak 2.12.1–2.15.1 → no-leak 2.16.2–nightly 2026-10-26."
     ]
     rows = table(block)
     assert list(rows) == [
@@ -181,7 +183,8 @@ def test_a_leak_resting_on_other_signals_names_them(checkout):
 
 
 def test_fixture_records_and_a_report_pair_of_ones_own(monkeypatch, tmp_path):
-    """A root whose pair `growing` names an issue: its fix leaks on 2.99.0 (bold), no CPU in the records."""
+    """A root whose pair `growing` names an issue: its
+    fix leaks on 2.99.0 (bold), no CPU in the records."""
     root = tmp_path / "root"
     for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
         (root / sub).mkdir(parents=True)

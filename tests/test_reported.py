@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from leakbench import catalog, contract, expectation
+from leakbench.history import matrix, store
 from leakbench.reporters import history as history_md
-from leakbench.history import matrix
-from leakbench.history import store
 
 DATA = Path(__file__).parent / "data"
 LEAKBENCH = Path(sys.executable).with_name("leakbench")

@@ -88,7 +88,8 @@ def scenario(
 
 
 def marked(mark: str) -> list[psutil.Process]:
-    """Running processes (zombies aside) with `mark` on their command line or in their environment."""
+    """Running processes (zombies aside) with `mark`
+    on their command line or in their environment."""
     found = []
     for proc in psutil.process_iter():
         try:
@@ -102,7 +103,8 @@ def marked(mark: str) -> list[psutil.Process]:
 
 
 def left_running(mark: str, seconds: float = 5.0) -> list[psutil.Process]:
-    """The marked processes still running after up to `seconds` (a killed process may take a moment)."""
+    """The marked processes still running after up to
+    `seconds` (a killed process may take a moment)."""
     deadline = time.monotonic() + seconds
     while (found := marked(mark)) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -212,12 +214,12 @@ def test_the_supervisor_alone_ends_an_orphan_made_as_the_child_exits(mark):
     away, is found by the run's token and killed."""
     m = mark()
     code = (
-        "import os, sys; from leakbench.engine import supervise; supervise.die_with_parent(int(sys.argv[1]))\n"
-        "if os.fork() == 0:\n"
+        "import os, sys; from leakbench.engine import supervise; "
+        "supervise.die_with_parent(int(sys.argv[1]))\nif os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
-        "        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', sys.argv[2]])\n"
-        "    os._exit(0)\n"
+        "        os.execv(sys.executable, [sys.executable, '-c', "
+        "'import time; time.sleep(600)', sys.argv[2]])\n    os._exit(0)\n"
         "os.wait()\n"
     )
     child = supervise.Supervised(

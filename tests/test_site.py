@@ -43,11 +43,18 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from click.testing import CliRunner
+from conftest import CHROMIUM, need_chromium
 from markupsafe import escape
 
-from leakbench import cli, contract
+from leakbench import cli, contract, metrics
+from leakbench.analysis import verdict
+from leakbench.engine import heap
+from leakbench.history import store
+from leakbench.repeat import run as repeat
 from leakbench.site import (
     build as site,
+)
+from leakbench.site import (
     charts,
     colours,
     flamegraphs,
@@ -55,15 +62,10 @@ from leakbench.site import (
     memory,
     stacks,
     stages,
+)
+from leakbench.site import (
     vendor as assets,
 )
-from leakbench.engine import heap
-from leakbench.repeat import run as repeat
-from leakbench.analysis import verdict
-from leakbench import metrics
-from leakbench.history import matrix, store
-
-from conftest import CHROMIUM, need_chromium
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "data" / "site_results"
@@ -263,7 +265,8 @@ def test_text_from_records_and_scenarios_is_escaped(built):
 
 
 def test_record_title_is_escaped_without_a_scenario_file(results, tmp_path):
-    """Pairs whose files are not in the checkout take their title from the record (no scenarios/: results alone)."""
+    """Pairs whose files are not in the checkout take their
+    title from the record (no scenarios/: results alone)."""
     built = site.build(results, tmp_path / "out", root=tmp_path, asv=False)
     index = (built.out / "index.html").read_text()
     assert "&lt;script&gt;alert(&#39;record&#39;)&lt;/script&gt; &amp; co" in index
@@ -299,7 +302,8 @@ def test_matrix_cells(built, results):
         return f"{verdict.rate(rec['metrics']['rss_growth']) / 1024:+,.0f}"
 
     assert cells["stateful_map"] == [
-        f"leaky: leak {kib(v, 'stateful_map', 'leaky')} fixed: no-leak {kib(v, 'stateful_map', 'fixed')}"
+        f"leaky: leak {kib(v, 'stateful_map', 'leaky')} "
+        f"fixed: no-leak {kib(v, 'stateful_map', 'fixed')}"
         for v in ("2.15.1", "2.16.2")
     ]
     # a peak pair shows its exponent; the fixed variant's unexpected verdict would be marked "!"
@@ -345,7 +349,8 @@ def test_lesson(built):
     assert "leakbench run scenarios/stateful_map.py" in lesson and "leakbench check" in lesson
     # the flame graph of the leaky run, linked; xss_pair has none and says so
     assert (
-        '<a href="../flamegraphs/tf-2.16.2/stateful_map-leaky.html">Flame graph of the allocations still live '
+        '<a href="../flamegraphs/tf-2.16.2/stateful_map-leaky.html">Flame '
+        "graph of the allocations still live "
         "at the end of the memray pass,\nleaky variant, TF 2.16.2</a>"
     ) in lesson
     other = (built.out / "lessons" / "xss_pair.html").read_text()
@@ -448,7 +453,8 @@ def test_cli_unwritable_out(results, checkout, tmp_path, monkeypatch):
 
 
 def test_a_rebuild_drops_what_is_gone(results, checkout, tmp_path):
-    """A pair removed from scenarios/ loses its lesson (its old records stay in results/); stray pages go too."""
+    """A pair removed from scenarios/ loses its lesson (its
+    old records stay in results/); stray pages go too."""
     out = tmp_path / "out"
     site.build(results, out, root=checkout, asv=False)
     assert (out / "lessons" / "xss_pair.html").is_file()
@@ -490,7 +496,8 @@ def test_every_verdict_has_its_colour_and_legend(built):
 
 def test_fragmentation_and_malloc_heap_na(built):
     cells = matrix_cells((built.out / "index.html").read_text())
-    # frag_pair's leaky variant declares no EXPECTED = "fragmentation": not what it should read (leakbench.expectation)
+    # frag_pair's leaky variant declares no EXPECTED =
+    # "fragmentation": not what it should read (leakbench.expectation)
     assert cells["frag_pair"][1].startswith("leaky: fragmentation !")
     index = (built.out / "index.html").read_text()
     assert (
@@ -500,12 +507,13 @@ def test_fragmentation_and_malloc_heap_na(built):
     lesson = (built.out / "lessons" / "frag_pair.html").read_text()
     history = lesson.split('<table class="history">', 1)[1].split("</table>", 1)[0]
     assert (
-        '<span class="verdict v-fragmentation" title="signals: rss; expected: leak">fragmentation !</span>'
-        in history
+        '<span class="verdict v-fragmentation" title="signals: '
+        'rss; expected: leak">fragmentation !</span>' in history
     )
     # as expected: no "!"
     assert '<span class="verdict v-no-leak" title="signals: —">no-leak</span>' in history
-    # the memory chart: n/a for the fixed variant, said in its chart, with the record's reason (escaped) below
+    # the memory chart: n/a for the fixed variant, said in
+    # its chart, with the record's reason (escaped) below
     chart = lesson.split('<figure class="memory">', 1)[1].split("</figure>", 1)[0]
     fixed_svg = chart.split('<div class="fixed">', 1)[1]
     assert (
@@ -513,7 +521,8 @@ def test_fragmentation_and_malloc_heap_na(built):
         and "held, malloc in use, free: n/a" not in chart.split('<div class="fixed">', 1)[0]
     )
     assert re.search(
-        r'<svg role="img" aria-label="fixed variant, \d+ repetitions, MiB above the process before setup: '
+        r'<svg role="img" aria-label="fixed variant, \d+ '
+        r"repetitions, MiB above the process before setup: "
         r"held memory, malloc in use and malloc free bytes are n/a; RSS ",
         fixed_svg,
     )
@@ -522,8 +531,8 @@ def test_fragmentation_and_malloc_heap_na(built):
         assert f"{label}</dt><dd>" in chart, label
     assert "heap_used_bytes + mmap_used_bytes" in chart  # metrics' help
     assert (
-        "<strong>held memory, malloc in use and malloc free bytes n/a for fixed:</strong> libjemalloc is loaded: "
-        "glibc&#39;s mallinfo2 does not describe its &lt;b&gt;heap&lt;/b&gt;"
+        "<strong>held memory, malloc in use and malloc free bytes n/a for fixed:</strong> "
+        "libjemalloc is loaded: glibc&#39;s mallinfo2 does not describe its &lt;b&gt;heap&lt;/b&gt;"
     ) in chart
     assert (
         '<span class="verdict v-fragmentation" title="expected: leak">fragmentation !</span>'
@@ -546,8 +555,9 @@ def test_fragmentation_and_malloc_heap_na(built):
 
 
 def test_decomposition_reads_the_sample_series():
-    """The memory chart draws malloc_used_bytes (heap_used + mmap_used, the sample series), held memory and
-    malloc's free bytes above the import baseline, memray's heap as recorded, and the trim above baseline RSS."""
+    """The memory chart draws malloc_used_bytes (heap_used + mmap_used, the sample series), held
+    memory and malloc's free bytes above the import baseline,
+    memray's heap as recorded, and the trim above baseline RSS."""
     base = {
         "rss_bytes": 100,
         "held_bytes": 50,
@@ -590,7 +600,8 @@ def test_decomposition_reads_the_sample_series():
 
 
 def test_memory_charts_share_their_axes_and_say_what_they_show():
-    """Leaky and fixed on the same y range; the alt text names the slope of held memory and the trim."""
+    """Leaky and fixed on the same y range; the alt text
+    names the slope of held memory and the trim."""
     mib = 1 << 20
 
     def rec(held_per_rep, free_per_rep):
@@ -657,14 +668,14 @@ def test_memory_charts_share_their_axes_and_say_what_they_show():
             "na": None,
         },
     ) == (
-        "leaky variant, 6 repetitions, MiB above the process before setup: held memory stays flat near 1 MiB; "
-        "malloc free bytes swings between 100 and 320 MiB"
+        "leaky variant, 6 repetitions, MiB above the process before setup: held memory stays flat "
+        "near 1 MiB; malloc free bytes swings between 100 and 320 MiB"
     )
 
 
 def test_one_place_for_colours(built):
-    """Variants and verdicts take their colours from leakbench.site.colours alone: the CSS is rendered from it,
-    and the charts draw with it."""
+    """Variants and verdicts take their colours from leakbench.site.colours alone: the CSS is
+    rendered from it, and the charts draw with it."""
     css = (built.out / "style.css").read_text()
     assert set(colours.VERDICTS) == set(verdict.VERDICTS)
     for word, (background, text) in colours.VERDICTS.items():
@@ -688,9 +699,10 @@ KIB_ = 1024
 
 
 def where_records(recs: dict) -> list[dict]:
-    """where_pair, from stateful_map's records (recs: (version, variant) -> record): its leaky variant
-    reads no-leak on 2.15.1 and leak on 2.16.2, where its records carry memray's growth per stack,
-    memory per pipeline stage and a reference chain (the keys another part of leakbench writes)."""
+    """where_pair, from stateful_map's records (recs: (version, variant) -> record): its leaky
+    variant reads no-leak on 2.15.1 and leak on 2.16.2, where its records carry memray's growth per
+    stack, memory per pipeline stage and a reference
+    chain (the keys another part of leakbench writes)."""
     found = []
     for (version, variant), rec in recs.items():
         rec = json.loads(json.dumps(rec))
@@ -779,7 +791,8 @@ def test_release_strip(where_site):
         "no-leak",
         "no-leak",
     ]
-    # the change is marked on its cell and said below; each cell links its row of the table per release
+    # the change is marked on its cell and said below;
+    # each cell links its row of the table per release
     assert (
         '<td class="changed"><a href="#tf-2.16.2"' in rows["leaky"]
         and rows["fixed"].count("changed") == 0
@@ -822,8 +835,8 @@ def test_growth_by_allocation_site(where_site):
     # stacked over the heap repetitions, the leaky variant's alone (the fixed one grew nothing)
     assert section.count("<svg ") == 1 and '<div class="leaky"><svg role="img"' in section
     assert re.search(
-        r'aria-label="memray&#39;s heap of the leaky variant by allocation site, stacked over 6 heap '
-        r'repetitions: tf_op_7 grows fastest, 512 KiB per repetition, of 6 stacks shown"',
+        r'aria-label="memray&#39;s heap of the leaky variant by allocation site, stacked over 6 '
+        r'heap repetitions: tf_op_7 grows fastest, 512 KiB per repetition, of 6 stacks shown"',
         section,
     )
     assert "other stacks" in section  # the two slowest, summed
@@ -861,8 +874,8 @@ def test_memory_per_stage_and_reference_chain(where_site):
     assert '<th scope="row" class="depth-1"><code>&lt;b&gt;Prefetch' in section
     assert "leaky: bytes at the last reading (300 elements)" in section
     assert (
-        "<strong>fixed</strong>: memory per stage is n/a: no &lt;i&gt;tf.data&lt;/i&gt; iterator found."
-        in section
+        "<strong>fixed</strong>: memory per stage is n/a: "
+        "no &lt;i&gt;tf.data&lt;/i&gt; iterator found." in section
     )
     chain = lesson.split('<h3 id="chain">', 1)[1].split("<h3 ", 1)[0]
     assert text_of(chain) == (
@@ -879,8 +892,9 @@ def test_memory_per_stage_and_reference_chain(where_site):
 
 def test_localize_points_cdn_tags_at_copies():
     page = (
-        '<script src="https://cdn.example/npm/x@1/x.min.js" integrity="sha256-abc" crossorigin="anonymous" '
-        'onerror="f()"></script><link rel="stylesheet" href="//cdn.example/y.css">'
+        '<script src="https://cdn.example/npm/x@1/x.min.js" integrity="sha256-abc" '
+        'crossorigin="anonymous" onerror="f()"></script><link '
+        'rel="stylesheet" href="//cdn.example/y.css">'
         '<a href="https://example.org/docs">docs</a><script src="local.js"></script>'
         '<script src="https://cdn.example/unknown.js"></script>'
     )
@@ -938,7 +952,8 @@ def test_committed_results(real_site):
             assert "it skips memray's heap pass" in lesson, name
         else:
             assert "No flame graph is recorded for this pair" in lesson, name
-        # where the memory is: a chart per variant, and the newer sections drawn or said to be absent
+        # where the memory is: a chart per variant, and
+        # the newer sections drawn or said to be absent
         if (REPO / "fixes" / f"{name}.py").is_file() and "No series to draw" not in lesson:
             assert lesson.count('<svg role="img" aria-label="leaky variant, ') == 1, name
         for drawn, absent in (
@@ -946,11 +961,13 @@ def test_committed_results(real_site):
             ('<table class="stages">', stages.STAGES_ABSENT),
             ("is reachable through", stages.CHAIN_ABSENT),
         ):
-            # a pair whose repetition is no dataset (Keras, eager calls) has no pipeline to read: n/a, with why
+            # a pair whose repetition is no dataset (Keras, eager
+            # calls) has no pipeline to read: n/a, with why
             said_na = (
                 drawn == '<table class="stages">' and "n/a: the target is not a dataset" in lesson
             )
-            # a run where no Python type grew in both halves follows no chain, and says so (engine.chain)
+            # a run where no Python type grew in both halves
+            # follows no chain, and says so (engine.chain)
             said_na = said_na or (
                 drawn == "is reachable through" and "no Python type grew" in lesson
             )
@@ -994,7 +1011,8 @@ def test_asv_pages_load_nothing_from_cdns(real_site):
         algorithm, digest = integrity.split("-", 1)
         if base64.b64encode(hashlib.new(algorithm, copy.read_bytes()).digest()).decode() == digest:
             same.append(rel.rsplit("/", 1)[-1])
-    # flot's npm package has the unminified files of 0.8.3; npm has stupid-table-plugin 1.1.3, not 1.0.1
+    # flot's npm package has the unminified files of
+    # 0.8.3; npm has stupid-table-plugin 1.1.3, not 1.0.1
     assert sorted(same) == [
         "bootstrap.min.css",
         "bootstrap.min.js",
@@ -1061,7 +1079,8 @@ def _chromium(url: str, *extra: str) -> subprocess.CompletedProcess:
 
 
 def _console(done: subprocess.CompletedProcess) -> list[str]:
-    """Console messages and uncaught errors (a script or stylesheet that failed to load among them)."""
+    """Console messages and uncaught errors (a script
+    or stylesheet that failed to load among them)."""
     return [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
@@ -1096,19 +1115,20 @@ def test_browser(chromium, real_site):
                             assert reply.status == 200, f"{url}: {link} gives {reply.status}"
                     except urllib.error.HTTPError as e:
                         pytest.fail(f"{url}: broken link {link} ({e.code})")
-        # offline from file://: the index and a lesson, with no console error (asv's pages need a server).
-        # One lesson stands for all: they share one template, so the same scripts and stylesheets
-        # (each lesson's own content was rendered through the server above).
+        # offline from file://: the index and a lesson, with no console error (asv's pages need a
+        # server). One lesson stands for all: they share one template, so the same scripts and
+        # stylesheets (each lesson's own content was rendered through the server above).
         lessons = sorted(p for p in pages(out) if p.parent.name == "lessons")
         for page in [p for p in pages(out) if p.parent == out] + lessons[:1]:
             done = _chromium(page.as_uri(), "--dump-dom", "--allow-file-access-from-files")
             assert done.returncode == 0 and not _console(done), f"{page.as_uri()}: {_console(done)}"
             assert "</main>" in done.stdout, f"{page.as_uri()} did not render"
-        # the control: another host cannot be reached from these pages (a failed load alone logs nothing:
+        # the control: another host cannot be reached from
+        # these pages (a failed load alone logs nothing:
         # asv's pages show it by going to their error page, the flame graphs by drawing nothing)
         (out / "probe-offline.html").write_text(
-            '<script>fetch("https://example.com/", {mode: "no-cors"}).then(() => console.log("reached"),'
-            ' () => console.log("blocked"))</script>'
+            '<script>fetch("https://example.com/", {mode: "no-cors"}).then(() => '
+            'console.log("reached"), () => console.log("blocked"))</script>'
         )
         try:
             done = _chromium(
@@ -1123,7 +1143,8 @@ def test_browser(chromium, real_site):
         names = sorted(p.stem for p in pages(out) if p.parent.name == "lessons")
         (out / "probe-width.html").write_text(
             "<!DOCTYPE html><body><script>" + json.dumps(names) + ".forEach(function (n) {"
-            ' var f = document.createElement("iframe"); f.width = 375; f.height = 800; f.src = "lessons/" + n + ".html";'
+            ' var f = document.createElement("iframe"); f.width = '
+            '375; f.height = 800; f.src = "lessons/" + n + ".html";'
             " f.onload = function () { var d = f.contentDocument.documentElement;"
             ' console.log("width " + n + " " + d.scrollWidth + " " + d.clientWidth); };'
             " document.body.appendChild(f); });</script>"
@@ -1140,7 +1161,8 @@ def test_browser(chromium, real_site):
             (out / "probe-width.html").unlink()
         if real_site.asv_offline:  # asv's own pages, with every CDN unreachable
             _Quiet.served.clear()
-            # the grid of summary plots, the regressions table (stupidtable), one benchmark's graph (flot)
+            # the grid of summary plots, the regressions table
+            # (stupidtable), one benchmark's graph (flot)
             for view, drawn in (
                 ("", 'class="benchmark-plot"'),
                 ("#/regressions", 'class="table table-hover"'),
@@ -1178,7 +1200,8 @@ def test_browser(chromium, real_site):
 
 
 def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
-    """A flame graph naming versions the installed memray does not ship still loads nothing from a CDN."""
+    """A flame graph naming versions the installed memray
+    does not ship still loads nothing from a CDN."""
     page = tmp_path / "out" / "flamegraphs" / "tf-9.9.9" / "x-leaky.html"
     page.parent.mkdir(parents=True)
     page.write_text(
@@ -1260,8 +1283,9 @@ def repeat_result(observations, machine="vm", jobs=1, version="2.16.2") -> dict:
 
 @pytest.fixture(scope="module")
 def repeat_results(results, tmp_path_factory) -> Path:
-    """The fixture results with repeatability files: stateful_map and a pair without a lesson on 2.16.2
-    (2 children at a time), stateful_map on 2.15.1, another machine's file and a broken one."""
+    """The fixture results with repeatability files: stateful_map and a pair without a lesson on
+    2.16.2 (2 children at a time), stateful_map on
+    2.15.1, another machine's file and a broken one."""
     found = tmp_path_factory.mktemp("repeat") / "results"
     shutil.copytree(results, found)
     folder = found / repeat.FOLDER
@@ -1326,7 +1350,8 @@ def test_repeatability_page(repeat_site):
         ">TensorFlow 2.16.2, 2 children at a time</h2>" in page
         and ">TensorFlow 2.15.1, 1 child at a time</h2>" in page
     )
-    # a row per pair × variant: expected, verdict counts, agrees, as expected, slopes median (min–max)
+    # a row per pair × variant: expected, verdict counts,
+    # agrees, as expected, slopes median (min–max)
     assert tables["tf-2.16.2-jobs2"] == [
         [
             "&lt;i&gt;gone&lt;/i&gt;",
@@ -1369,8 +1394,8 @@ def test_repeatability_page(repeat_site):
     head = page.split('id="tf-2.16.2-jobs2"', 1)[1].split("</thead>", 1)[0]
     assert ">held KiB/rep<" in head and ">threads/rep<" in head and ">peak ∝ size^k<" in head
     assert (
-        '<span class="verdict v-no-leak">no-leak</span> 2, <span class="verdict v-leak">leak</span> 1'
-        in page
+        '<span class="verdict v-no-leak">no-leak</span> '
+        '2, <span class="verdict v-leak">leak</span> 1' in page
     )
     # pairs with a lesson link it; a pair without one is plain, escaped text
     assert '<a href="lessons/stateful_map.html">stateful_map</a>' in page and "<i>gone" not in page
@@ -1402,8 +1427,8 @@ def test_repeatability_is_linked(repeat_site):
     assert lines == [
         "Repeatability on TensorFlow 2.15.1, 1 child at a time: leaky leak 1/1; fixed no-leak 1/1 "
         "( the runs and the spread of their slopes ).",
-        "Repeatability on TensorFlow 2.16.2, 2 children at a time: leaky leak 3/3; fixed no-leak 2, leak 1 "
-        "( the runs and the spread of their slopes ).",
+        "Repeatability on TensorFlow 2.16.2, 2 children at a time: leaky leak 3/3; fixed no-leak "
+        "2, leak 1 ( the runs and the spread of their slopes ).",
     ]
     assert (
         'href="../repeatability.html#tf-2.16.2-jobs2"' in lesson

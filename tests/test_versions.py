@@ -23,12 +23,8 @@ from click.testing import CliRunner
 
 from leakbench import cli, metrics
 from leakbench.analysis import verdict
-from leakbench.history import builds, compare
+from leakbench.history import builds, compare, matrix, pin, store, sweep
 from leakbench.reporters import history as history_md
-from leakbench.history import matrix
-from leakbench.history import pin
-from leakbench.history import store
-from leakbench.history import sweep
 
 RESULTS = Path(__file__).parent / "data" / "results"
 MACHINE = "fixture"  # the asv machine name of the fixture records
@@ -236,8 +232,8 @@ def test_matrix_markdown():
     lines = result.output.splitlines()
     assert "| pair | variant | 2.13.1 | 2.21.0 | 2.99.0 |" in lines
     assert (
-        "| growing | fixed | no-leak +4 | no-leak +9 | **leak** (rss) +900 · malloc +880 · trim 3.0 MiB |"
-        in lines
+        "| growing | fixed | no-leak +4 | no-leak +9 | "
+        "**leak** (rss) +900 · malloc +880 · trim 3.0 MiB |" in lines
     )
     assert "| peaking | leaky | leak k=0.80 | leak k=0.80 | leak k=0.80 |" in lines
 
@@ -320,17 +316,18 @@ def test_compare_shows_fragmentation_apart_from_leak():
         in result.output
     )
     assert "the fix leaks again" not in next(
-        l for l in result.output.splitlines() if l.startswith("- fragmenting")
+        ln for ln in result.output.splitlines() if ln.startswith("- fragmenting")
     )
 
 
 def test_matrix_shows_fragmentation_with_its_evidence():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
-    # undeclared (no EXPECTED = "fragmentation" in its contract): neither side should read it, evidence shown
+    # undeclared (no EXPECTED = "fragmentation" in its
+    # contract): neither side should read it, evidence shown
     frag = "**fragmentation** (rss) {} · malloc {} · trim {} MiB"
     assert (
-        f"| fragmenting | leaky | {frag.format('+600', '+2', '9.0')} | {frag.format('+600', '+2', '9.0')} | "
-        f"{frag.format('+600', '+2', '9.0')} |" in lines
+        f"| fragmenting | leaky | {frag.format('+600', '+2', '9.0')} | "
+        f"{frag.format('+600', '+2', '9.0')} | {frag.format('+600', '+2', '9.0')} |" in lines
     )
     assert (
         f"| fragmenting | fixed | no-leak +8 | no-leak +8 | {frag.format('+500', '+1', '6.5')} |"
@@ -360,7 +357,7 @@ def test_skipped_pair_in_matrix_and_compare():
     assert cell["skip_reason"] == "no GPU visible to TensorFlow"
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
     assert result.exit_code == 0, result.output
-    assert [l for l in result.output.splitlines() if l.startswith("| gpu_only |")] == [
+    assert [ln for ln in result.output.splitlines() if ln.startswith("| gpu_only |")] == [
         "| gpu_only | leaky | verdict | skipped | skipped |  |  |",
         # no metric rows: nothing measured
         "| gpu_only | fixed | verdict | skipped | skipped |  |  |",
@@ -536,7 +533,8 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
 
 
 def _stub_engine(monkeypatch, seen_tf="2.21.0"):
-    """leakbench.measure.measure replaced by one that returns a record at once (what it was asked in `calls`)."""
+    """leakbench.measure.measure replaced by one that returns
+    a record at once (what it was asked in `calls`)."""
     from leakbench import measure as measure_module
 
     calls = []
@@ -619,7 +617,8 @@ def test_record_version_script_files_each_pair(tmp_path, monkeypatch, capsys):
     [
         ("{not json\n", "corrupt JSON"),
         (
-            '{"schema": 99, "pair": "p", "variant": "leaky", "verdict": "leak", "metrics": {}, "environment": {}}\n',
+            '{"schema": 99, "pair": "p", "variant": "leaky", '
+            '"verdict": "leak", "metrics": {}, "environment": {}}\n',
             "record schema 99",
         ),
     ],

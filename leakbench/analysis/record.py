@@ -29,7 +29,6 @@ from leakbench.analysis import estimate, verdict
 from leakbench.analysis.schema import SCHEMA, Record
 from leakbench.metrics import SERIES_UNITS
 
-
 NOT_REPORTED = "not reported: the child ended before it looked for a GPU"
 
 
@@ -166,7 +165,8 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     before = first.get("import_baseline")
     out["rss_held_bytes"] = trim and before and trim["rss_before_trim_bytes"] - before["rss_bytes"]
     # ... and the free bytes malloc keeps above that process, after the last repetition: chunks
-    # freed but stranded between chunks in use, which the trim cannot give back (verdict.fragmented).
+    # freed but stranded between chunks in use, which
+    # the trim cannot give back (verdict.fragmented).
     out["malloc_free_held_bytes"] = (
         free[-1] - before["heap_free_bytes"]
         if free and free[-1] is not None and before and before.get("heap_free_bytes") is not None
@@ -176,7 +176,8 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["retained_heap"] = _trend(heap["heap_bytes"], "bytes/repetition") if heap else None
     out["heap_high_water_mark_bytes"] = heap and heap["heap_high_water_mark_bytes"]
     out["peak_above_baseline_bytes"] = first["peak_above_baseline_bytes"]
-    # The GPU allocator's peak over the measured repetitions; None without a GPU (gpu_unavailable says why).
+    # The GPU allocator's peak over the measured repetitions;
+    # None without a GPU (gpu_unavailable says why).
     out["gpu_peak_bytes"] = first.get("gpu_peak_bytes")
     spent = first["seconds"].get("repetitions")
     out["seconds_per_repetition"] = spent / reps if spent else None
@@ -218,7 +219,8 @@ def build(
     pair: what the record calls it (catalog.Target.pair); None: the scenario file's name.
     flamegraph: where memray's flame graph of the first run went, or why it did not ({"file": name}
     or {"error": why}); the key is there only when a graph was asked for.
-    Built whole here: no caller rewrites a field after (a confirmation makes a new record: confirmed).
+    Built whole here: no caller rewrites a field after
+    (a confirmation makes a new record: confirmed).
     """
     runs = [run_entry(o) for o in outcomes]
     # Metrics from every run whose measurement finished (its result arrived),

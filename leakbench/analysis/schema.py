@@ -89,7 +89,8 @@ _MIGRATIONS = {1: _from_1}
 
 def migrate(rec: dict[str, Any]) -> Record:
     """The record in SCHEMA's form. Raises SchemaError for a newer schema, a non-record, or a record
-    whose values are not of its schema (leakbench.analysis.validate: the first problem, one line)."""
+    whose values are not of its schema
+    (leakbench.analysis.validate: the first problem, one line)."""
     if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED):
         raise SchemaError(f"not a leakbench record (needs {', '.join(REQUIRED)})")
     if (
@@ -114,10 +115,10 @@ def migrate(rec: dict[str, Any]) -> Record:
 
 
 def loads(line: str) -> Record:
-    """One record from a JSON line, checked (leakbench.analysis.validate) and migrated. Raises SchemaError
-    (corrupt JSON, an integer past Python's 4,300 digits or nesting past its recursion limit included;
-    not a record; newer schema; a value of another type, an unknown verdict or variant, a number that
-    is not finite, a string that is not UTF-8)."""
+    """One record from a JSON line, checked (leakbench.analysis.validate) and migrated. Raises
+    SchemaError (corrupt JSON, an integer past Python's 4,300 digits or nesting past its recursion
+    limit included; not a record; newer schema; a value of another type, an unknown verdict or
+    variant, a number that is not finite, a string that is not UTF-8)."""
     try:
         found = jsonfile.parse(line)
     except jsonfile.BadJSON as e:

@@ -38,13 +38,15 @@ from leakbench.contract import KINDS
 # calibration's designed cases) and `leakbench check`'s target.
 VARIANTS = (*VARIANT_DIRS, "file", "check")
 KINDS_OF_FILE = ("record", "repeat", "calibrate", "bisect")
-# leakbench.calibrate.stats.SIGNALS' names, derived the same way (that module is not imported: numpy, scipy)
+# leakbench.calibrate.stats.SIGNALS' names, derived the
+# same way (that module is not imported: numpy, scipy)
 CALIBRATION_SIGNALS = tuple(m.signal for m in registry.metrics_in(registry.CALIBRATION))
 _SHORT = 40  # characters of a bad value shown in a message
 
 
 def problem(kind: str, found: Any) -> str | None:
-    """The first problem of `found` (parsed JSON) as a file of `kind` (KINDS_OF_FILE), one line, or None."""
+    """The first problem of `found` (parsed JSON) as a
+    file of `kind` (KINDS_OF_FILE), one line, or None."""
     return values_problem(found) or _shape_problem(kind, found)
 
 
@@ -119,7 +121,8 @@ def _shape_problem(kind: str, found: Any) -> str | None:
 
 
 def _message(e) -> str:
-    """One line of a fastjsonschema error: where, then what ("runs[0].seconds.import: must be a number (got 'x')")."""
+    """One line of a fastjsonschema error: where, then what
+    ("runs[0].seconds.import: must be a number (got 'x')")."""
     where = e.name[len("data") :].lstrip(".") or "the top level"  # "data.runs[0].seconds"
     if e.rule == "required":
         missing = [k for k in e.rule_definition if k not in (e.value or {})]
@@ -130,7 +133,10 @@ def _message(e) -> str:
         return f"{where}: {_short(e.value)} is not one of {', '.join(map(str, e.rule_definition))}"
     if e.rule == "type":
         types = e.rule_definition if isinstance(e.rule_definition, list) else [e.rule_definition]
-        return f"{where}: must be {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} (got {_short(e.value)})"
+        return (
+            f"{where}: must be {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} "
+            f"(got {_short(e.value)})"
+        )
     return f"{where}: {e.message.split(' ', 1)[-1]} (got {_short(e.value)})"
 
 
@@ -159,7 +165,7 @@ def _validator(kind: str):
     return fastjsonschema.compile(schema_of(kind))
 
 
-# --- the schemas (JSON Schema, draft 7) -------------------------------------------------------------
+# --- the schemas (JSON Schema, draft 7) -----------------------------------------------------------
 
 NUM = {"type": "number"}  # an int or a float, never a bool; finite: values_problem
 INT = {"type": "integer"}
@@ -185,7 +191,8 @@ def _map(values: dict) -> dict:
 
 
 def _obj(fields: dict, required: tuple = ()) -> dict:
-    """A dict of `fields` (each optional but those in `required`); other keys allowed, of any value."""
+    """A dict of `fields` (each optional but those in
+    `required`); other keys allowed, of any value."""
     return {"type": "object", "properties": fields, "required": list(required)}
 
 

@@ -25,25 +25,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leakbench import metrics as registry
-from leakbench.metrics import (
-    COUNT_SLOPE_MIN,
-    GPU_SLOPE_MIN,
-    HEAP_SLOPE_MIN,
-    HELD_SLOPE_MIN,  # noqa: F401
-    OBJECT_SLOPE_MIN,
-    PEAK_RISE_MIN,
-    RSS_SLOPE_MIN,
-    rate,
-)
+
+# re-exported: the tests read the thresholds here (verdict.HEAP_SLOPE_MIN)
+from leakbench.metrics import COUNT_SLOPE_MIN as COUNT_SLOPE_MIN
+from leakbench.metrics import GPU_SLOPE_MIN as GPU_SLOPE_MIN
+from leakbench.metrics import HEAP_SLOPE_MIN as HEAP_SLOPE_MIN
+from leakbench.metrics import HELD_SLOPE_MIN as HELD_SLOPE_MIN
+from leakbench.metrics import OBJECT_SLOPE_MIN as OBJECT_SLOPE_MIN
+from leakbench.metrics import PEAK_RISE_MIN, rate
+from leakbench.metrics import RSS_SLOPE_MIN as RSS_SLOPE_MIN
 from leakbench.units import MIB
 
 # The closed set of verdicts, each with what it means: the one text every view shows.
 VERDICTS = {
     "leak": "a signal grew with every repetition, or the peak grew with the data",
     "no-leak": "every signal stayed within its threshold",
-    "fragmentation": "RSS grew but nothing was held (held memory, memray's heap, threads, open files and "
-    "Python objects stayed flat) and malloc_trim gave the memory back: freed memory the "
-    "allocator kept, not a leak",
+    "fragmentation": (
+        "RSS grew but nothing was held (held memory, memray's heap, threads, open files and "
+        "Python objects stayed flat) and malloc_trim gave the memory back: freed memory the "
+        "allocator kept, not a leak"
+    ),
     "over-cap": "killed past the memory cap",
     "hang": "killed after going its timeout without progress",
     "error": "the scenario raised or its process crashed",
@@ -59,8 +60,9 @@ FREE_HELD_MIN = 96 * MIB
 CONFIRM_MARGIN = 2.0
 CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first run's series
 
-# metric key -> (signal name, threshold in the metric's unit), from the registry (leakbench.metrics).
-# These decide; with glibc's counters n/a, RSS_FALLBACK takes held memory's place.
+# metric key -> (signal name, threshold in the metric's unit), from the registry
+# (leakbench.metrics). These decide; with glibc's
+# counters n/a, RSS_FALLBACK takes held memory's place.
 GROWTH_SIGNALS = {
     m.key: (m.signal, m.threshold) for m in registry.METRICS if m.signal and not m.fallback
 }
@@ -84,7 +86,8 @@ class Basis:
 
     @property
     def words(self) -> str:
-        """The record's growth_basis: "held", or e.g. "rss (held memory n/a: libjemalloc is loaded: ...)"."""
+        """The record's growth_basis: "held", or e.g. "rss
+        (held memory n/a: libjemalloc is loaded: ...)"."""
         return (
             self.metric.signal
             if self.why is None
@@ -104,7 +107,8 @@ def memory_basis(metrics: dict) -> Basis:
 
 
 def memory_rate(metrics: dict) -> float | None:
-    """The rate (bytes/repetition, `rate`) of the memory metric the verdict rests on, None without one."""
+    """The rate (bytes/repetition, `rate`) of the memory
+    metric the verdict rests on, None without one."""
     trend = metrics.get(memory_basis(metrics).metric.key)
     return rate(trend) if trend else None
 
@@ -118,7 +122,8 @@ def deciding_signals(metrics: dict) -> dict:
 
 
 def moved(trend: dict | None, threshold: float) -> bool:
-    """True if a trend (as in estimate.Trend.as_dict) passes both its rate threshold and its test."""
+    """True if a trend (as in estimate.Trend.as_dict)
+    passes both its rate threshold and its test."""
     if not trend:
         return False
     return rate(trend) >= threshold and trend["p_increasing"] < TREND_P_MAX
@@ -185,8 +190,8 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
     A count signal (exact), a peak that scales, or two byte signals (held memory
     and memray's heap) that moved, one of them past twice its bar, are evidence
     enough; anything less is measured again (leakbench.measure). One byte signal
-    alone, however far past its bar, is not: oversized_prefetch's fix, whose prefetch(AUTOTUNE) buffer
-    widens by a batch now and then, read held memory +381 KiB/repetition in both
+    alone, however far past its bar, is not: oversized_prefetch's fix, whose prefetch(AUTOTUNE)
+    buffer widens by a batch now and then, read held memory +381 KiB/repetition in both
     halves in 1 of 6 runs with three TF processes on the 2 cores (TF 2.21; heap
     +2.0), against 1.7-19.5 in the other five.
     """

@@ -166,6 +166,7 @@ def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> 
             "leakbench calibrate measures what it catches (docs/calibration.md)"
         )
     return (
-        f"no-leak means held memory grew by less than {format_bytes(caught, whole=True)}/repetition: the smallest "
-        f"designed leak caught in every run on {machine}, TensorFlow {tensorflow} ({path})"
+        "no-leak means held memory grew by less than "
+        f"{format_bytes(caught, whole=True)}/repetition: the smallest designed leak caught in "
+        f"every run on {machine}, TensorFlow {tensorflow} ({path})"
     )

@@ -114,8 +114,9 @@ def run_peer(
 
 
 def _memory_checker(config: dict) -> dict:
-    from leakbench import contract
     from tensorflow.python.framework.memory_checker import MemoryChecker
+
+    from leakbench import contract
 
     module = contract.load_module(Path(config["path"]))
     state = module.setup(**config["params"])
@@ -178,7 +179,9 @@ def _limit_leaks(config: dict) -> dict:
     if code == 1 and _LIMIT_LEAKS_TEXT in text:
         return {
             "leak": True,
-            "detail": next((l.strip() for l in text.splitlines() if "Test was allowed" in l), ""),
+            "detail": next(
+                (ln.strip() for ln in text.splitlines() if "Test was allowed" in ln), ""
+            ),
         }
     raise RuntimeError(f"pytest exit code {code}: " + " | ".join(text.strip().splitlines()[-3:]))
 

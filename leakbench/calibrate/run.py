@@ -34,20 +34,20 @@ leakbench.reporters.calibration's; how to read them is docs/calibration.md.
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from leakbench import jsonfile
 from leakbench.analysis import record, validate, verdict
 from leakbench.analysis.schema import first_run
 from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.measure import Settings, measure
 from leakbench.history import pin
-from leakbench import jsonfile
 from leakbench.jsonfile import write_atomic
+from leakbench.measure import Settings, measure
 
 FOLDER = Path(__file__).parent / "designs"
 HOLDERS = {
@@ -60,7 +60,8 @@ FORMAT = 2  # 2: the installed TensorFlow kept at the top; committed_fixes count
 
 
 class CalibrateError(ValueError):
-    """An output file that cannot be resumed (other settings, not a calibration result, corrupt). One line."""
+    """An output file that cannot be resumed (other settings,
+    not a calibration result, corrupt). One line."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ class Case:
 
 
 def observe(rec: dict, case: Case, run: int) -> dict:
-    """What calibration keeps of one record (leakbench.analysis.record): see the module docstring."""
+    """What calibration keeps of one record
+    (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     first = first_run(rec)
     seen = {
@@ -106,7 +108,8 @@ def observe(rec: dict, case: Case, run: int) -> dict:
 
 
 def tensorflow_version() -> str | None:
-    """The installed TensorFlow's version (leakbench.history.pin), read without importing it; None if none."""
+    """The installed TensorFlow's version (leakbench.history.pin),
+    read without importing it; None if none."""
     return pin.installed_tf_version()
 
 
@@ -132,7 +135,8 @@ def calibrate(
     peer_names: tuple = (),
     peer_runs: int = 0,
 ) -> dict:
-    """Measure every (run, case) of plan() not yet in `out`, writing `out` after each; return the result.
+    """Measure every (run, case) of plan() not yet in
+    `out`, writing `out` after each; return the result.
 
     holders: keys of HOLDERS; sizes: bytes kept per repetition (0: the control). settings: the
     engine's (defaults except cap and timeout, for calibration at default settings). resume: keep
@@ -218,7 +222,8 @@ def add_context(
     suite_records: Path | None,
     records_dir: Path | None,
 ) -> dict:
-    """Add what records on disk say (leakbench.calibrate.committed), recompute the targets, write `out`.
+    """Add what records on disk say (leakbench.calibrate.committed),
+    recompute the targets, write `out`.
 
     suite_records: a `leakbench run --json` file for the suite's cost (None: none). records_dir:
     the committed records (results/records), walked once for the fixes' verdicts (where it is a

@@ -23,8 +23,9 @@ from leakbench.analysis import verdict
 from leakbench.measure import Settings
 from leakbench.units import KIB, format_bytes
 
-# The signals calibration reads (the registry's CALIBRATION view), by their record["signals"] name, each
-# with its threshold: held memory and memray's heap decide, RSS is read beside them at its fallback threshold.
+# The signals calibration reads (the registry's CALIBRATION view), by their record["signals"] name,
+# each with its threshold: held memory and memray's heap
+# decide, RSS is read beside them at its fallback threshold.
 SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION)}
 HELD, HEAP = registry.HELD.signal, registry.HEAP.signal  # the signals the targets name
 # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
@@ -36,7 +37,8 @@ TIMED = ("import", "setup", "warm-up", "repetitions")
 
 def reach(trend: dict | None) -> float | None:
     """The largest threshold (the trend's unit per repetition) at which this trend still moves
-    (verdict.moved): its rate (verdict.rate) if the trend test passes, else None (it never moves)."""
+    (verdict.moved): its rate (verdict.rate) if the
+    trend test passes, else None (it never moves)."""
     if not trend or trend["p_increasing"] >= verdict.TREND_P_MAX:
         return None
     return verdict.rate(trend)
@@ -62,7 +64,8 @@ def _rate(k: int, n: int) -> dict:
 
 def _spread(slopes: list[float], true: int) -> dict:
     """Mean slope, bias (bytes/repetition) and relative bias (share of `true`; None on the control),
-    CV (std/mean, ddof 1; None for one slope or a mean <= 0), min and max. All None without slopes."""
+    CV (std/mean, ddof 1; None for one slope or a mean
+    <= 0), min and max. All None without slopes."""
     if not slopes:
         return {
             "mean": None,
@@ -306,10 +309,13 @@ def targets(rows: list[dict], costs: dict, suite: dict | None) -> list[dict]:
         c = costs.get(holder) or {}
         ratio, whole = c.get("heap_over_plain"), c.get("heap_total_over_plain")
         # Judged on the whole pass (memray's start, stop and read-back included): the plain pass
-        # samples after every repetition and the tracked repetitions do not, so theirs alone flatters.
+        # samples after every repetition and the tracked
+        # repetitions do not, so theirs alone flatters.
         out.append(
             {
-                "target": f"{holder}: memray pass <= 1.5x the plain pass (per repetition, whole pass)",
+                "target": (
+                    f"{holder}: memray pass <= 1.5x the plain pass (per repetition, whole pass)"
+                ),
                 "measured": None
                 if whole is None
                 else f"{whole:.2f}x"

@@ -113,28 +113,31 @@ def hints(rec: dict, found: dict) -> list[str]:
     leaking = bool(signals) or rec["verdict"] == "over-cap"
     if rec["verdict"] == "fragmentation":
         out.append(
-            "RSS grew but malloc_trim gave most of it back: allocator fragmentation, not memory held "
-            "(often per-epoch iterators under glibc malloc); jemalloc or tcmalloc (LD_PRELOAD) avoid it."
+            "RSS grew but malloc_trim gave most of it back: allocator fragmentation, not memory "
+            "held (often per-epoch iterators under glibc "
+            "malloc); jemalloc or tcmalloc (LD_PRELOAD) avoid it."
         )
         return out
     if registry.THREADS.signal in signals:
         per = metrics[registry.THREADS.key]["slope"]
         out.append(
-            f"threads grew {per:.1f}/repetition: likely live iterators kept alive (dangling references: "
-            "an iterator held by a list, a closure or a stored exception's traceback); each live tf.data "
+            f"threads grew {per:.1f}/repetition: likely live iterators kept alive (dangling "
+            "references: an iterator held by a list, a closure or "
+            "a stored exception's traceback); each live tf.data "
             "iterator holds a few threads."
         )
     if registry.GPU.signal in signals:
         per = metrics[registry.GPU.key]["slope"]
         out.append(
-            f"the GPU allocator's bytes in use grew {format_bytes(per)}/repetition: likely device tensors kept "
-            "across repetitions (dangling references: batches or losses kept as tensors in a list); keep "
+            f"the GPU allocator's bytes in use grew {format_bytes(per)}/repetition: likely device "
+            "tensors kept across repetitions (dangling references: "
+            "batches or losses kept as tensors in a list); keep "
             "host numbers (float(loss)) or only the current batch."
         )
     if registry.OPEN_FILES.signal in signals:
         out.append(
-            "open file descriptors grew: likely files or iterators opened every repetition and never "
-            "closed (dangling references)."
+            "open file descriptors grew: likely files or iterators opened every repetition and "
+            "never closed (dangling references)."
         )
     types = found["types"]
     if types and leaking and registry.OBJECTS.signal in signals:
@@ -153,8 +156,8 @@ def hints(rec: dict, found: dict) -> list[str]:
             )
         else:
             out.append(
-                f"Python objects grew: {names}: likely references kept across repetitions, or state "
-                "kept by a map function (numpy_function/py_function appending to a list)."
+                f"Python objects grew: {names}: likely references kept across repetitions, or "
+                "state kept by a map function (numpy_function/py_function appending to a list)."
             )
     holder = found["attribution"].get("holder")
     scaling = metrics.get("peak_scaling") or {}
@@ -163,8 +166,9 @@ def hints(rec: dict, found: dict) -> list[str]:
         growing = " and growing" if holder["growth_bytes"] >= HOLDER_BYTES_MIN else ""
         if "Cache" in stage:
             out.append(
-                f"{stage} holds {held}{growing}: likely caching in memory; the cache keeps cardinality × "
-                "element size for the life of the dataset: check it fits your budget, or cache to a file."
+                f"{stage} holds {held}{growing}: likely caching in memory; the cache keeps "
+                "cardinality × element size for the life of the "
+                "dataset: check it fits your budget, or cache to a file."
             )
         elif stage.startswith(BUFFER_STAGES):
             scaled = (
@@ -173,15 +177,16 @@ def hints(rec: dict, found: dict) -> list[str]:
                 else ""
             )
             out.append(
-                f"{stage} holds {held}{growing}{scaled}: likely chaining/parallelism; buffers sized by "
-                "buffer_size, cycle_length or num_parallel_calls (per input, under interleave) "
+                f"{stage} holds {held}{growing}{scaled}: likely chaining/parallelism; buffers "
+                "sized by buffer_size, cycle_length or "
+                "num_parallel_calls (per input, under interleave) "
                 "multiply element size: batch before prefetch, bound cycle_length, set "
                 "Options().autotune.ram_budget."
             )
     elif registry.PEAK_SIGNAL in signals:
         out.append(
-            f"the peak scales with the size parameter (k = {scaling.get('exponent', 0):.2f}) but no "
-            "transformation reports buffered bytes: look for buffers outside tf.data."
+            f"the peak scales with the size parameter (k = {scaling.get('exponent', 0):.2f}) but "
+            "no transformation reports buffered bytes: look for buffers outside tf.data."
         )
     memory = {m.signal for m in MEMORY_METRICS}  # held memory, or RSS in its place
     if leaking and not out and memory & set(signals) and registry.HEAP.signal not in signals:
@@ -196,21 +201,23 @@ def hints(rec: dict, found: dict) -> list[str]:
         inner = site["frames"][0] if site["frames"] else None
         context = f" (allocated in {inner})" if inner and inner != site["user_frame"] else ""
         out.append(
-            f"the allocation site of your code growing most ({format_bytes(site['bytes_per_rep'])}/repetition in memray's heap "
-            f"pass) comes from {site['user_frame']}{context}: likely what keeps the memory."
+            "the allocation site of your code growing most "
+            f"({format_bytes(site['bytes_per_rep'])}/repetition in memray's heap pass) comes from "
+            f"{site['user_frame']}{context}: likely what keeps the memory."
         )
     elif registry.HEAP.signal in signals and stacks and stacks[0]["frames"]:
         top = stacks[0]
         where = top.get("user_frame") or top["frames"][0]
         out.append(
-            f"the largest live allocation ({format_bytes(top['bytes'], unit=MIB)} in {top['allocations']:,} "
-            f"allocations) comes from {where}: likely what keeps the memory."
+            f"the largest live allocation ({format_bytes(top['bytes'], unit=MIB)} in "
+            f"{top['allocations']:,} allocations) comes from {where}: likely what keeps the memory."
         )
     chain = found.get("reference_chain") or {}
     if leaking and registry.OBJECTS.signal in signals and chain.get("chain"):
         out.append(f"a {chain['type']} that grew is kept alive by: {' → '.join(chain['chain'])}.")
     if leaking and not out:
         out.append(
-            "memory grew but no single piece of evidence points to a source: see the allocation stacks."
+            "memory grew but no single piece of evidence "
+            "points to a source: see the allocation stacks."
         )
     return out

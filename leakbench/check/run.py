@@ -11,15 +11,15 @@ they are never a certainty.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from leakbench.engine import target as check_target
 from leakbench.analysis.schema import first_run
 from leakbench.catalog import Target
-from leakbench.contract import Scenario, read_metadata
-from leakbench.measure import Settings, measure
 from leakbench.check.diagnosis import attribution, hints
+from leakbench.contract import Scenario, read_metadata
+from leakbench.engine import target as check_target
+from leakbench.measure import Settings, measure
 
 
 def plan(spec: str) -> tuple[Target, dict, dict]:
@@ -39,7 +39,8 @@ def plan(spec: str) -> tuple[Target, dict, dict]:
         size_param="",
         params={},
     )
-    # Its repetition is told once the child has set it up (a dataset or a function: engine.target.REPETITIONS).
+    # Its repetition is told once the child has set it up
+    # (a dataset or a function: engine.target.REPETITIONS).
     return Target(scenario, "check", spec), {}, {"diagnose": True, "target": parsed.as_config()}
 
 

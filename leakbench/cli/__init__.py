@@ -1,4 +1,5 @@
-"""Command line: `leakbench list | run | check | compare | matrix | report-back | site | calibrate | repeat`.
+"""Command line: `leakbench list | run | check | compare
+| matrix | report-back | site | calibrate | repeat`.
 
 One module per command family; each registers its commands on the group in
 leakbench.cli.base, which also holds what they share.

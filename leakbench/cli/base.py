@@ -35,11 +35,13 @@ MIN_SERIES = 5
 
 
 def say(message: str) -> None:
-    """One plain line on stderr (markup=False: messages hold paths and "[tf]", which rich reads as tags)."""
+    """One plain line on stderr (markup=False: messages
+    hold paths and "[tf]", which rich reads as tags)."""
     err.print(message, highlight=False, markup=False, soft_wrap=True)
 
 
-# What str.splitlines breaks a line at, written as escapes: bad input (a path, a pair name) may hold them.
+# What str.splitlines breaks a line at, written as
+# escapes: bad input (a path, a pair name) may hold them.
 _LINE_BREAKS = {
     c: repr(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)
 }
@@ -167,7 +169,8 @@ def scales_of(text: str) -> tuple:
         Settings(scales=found)
     except ValueError:
         fail(
-            f"--scales: {text!r} is not two or more positive multiples in increasing order, e.g. 1,4"
+            f"--scales: {text!r} is not two or more positive "
+            "multiples in increasing order, e.g. 1,4"
         )
     return found
 
@@ -194,12 +197,14 @@ def settings_of(
         fail(f"--cap: {e}")
     if 0 < heap_reps < MIN_SERIES:
         fail(
-            f"--heap-reps: {heap_reps} is too few for a heap trend; use 0 to skip the pass, or >= {MIN_SERIES}"
+            f"--heap-reps: {heap_reps} is too few for a heap "
+            f"trend; use 0 to skip the pass, or >= {MIN_SERIES}"
         )
     if flamegraph_dir is not None:
         if heap_reps == 0:
             fail(
-                "--flamegraph-dir: the flame graph is drawn from the heap pass; --heap-reps 0 skips it"
+                "--flamegraph-dir: the flame graph is drawn "
+                "from the heap pass; --heap-reps 0 skips it"
             )
         try:
             flamegraph_dir.mkdir(parents=True, exist_ok=True)
@@ -288,7 +293,8 @@ def targets_of(names, variant: str) -> list:
         contract.imports_tensorflow(t.scenario.path) for t in found
     ):
         fail(
-            f"TensorFlow is not installed for {sys.executable}; install it, e.g. pip install 'leakbench[tf]'"
+            f"TensorFlow is not installed for {sys.executable}; "
+            "install it, e.g. pip install 'leakbench[tf]'"
         )
     return found
 

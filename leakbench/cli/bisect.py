@@ -1,4 +1,5 @@
-"""`leakbench bisect PAIR --variant V --good A --bad B`: the first TensorFlow build whose verdict differs from A's.
+"""`leakbench bisect PAIR --variant V --good A --bad B`:
+the first TensorFlow build whose verdict differs from A's.
 
 The search is leakbench.history.bisect's, the candidates leakbench.history.registry's, the
 virtualenv leakbench.history.installer's, the views leakbench.reporters.bisect's (docs/bisect.md).
@@ -14,7 +15,7 @@ import json
 import os
 import platform
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -25,9 +26,9 @@ from leakbench.cli.base import RESULTS_OPTION, apart, fail, main, results_dir, s
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
 from leakbench.engine import memlimit
-from leakbench.measure import Settings
 from leakbench.history import bisect as bisecting
 from leakbench.history import builds, installer, registry, store
+from leakbench.measure import Settings
 from leakbench.reporters import bisect as views
 from leakbench.units import parse_size
 
@@ -56,13 +57,14 @@ def _check_out(out: Path, force: bool, default: bool) -> Path:
 
 
 def _check_venv(path: Path) -> None:
-    """A --venv folder must be missing, empty, or one this command made: it is deleted at the end."""
+    """A --venv folder must be missing, empty, or one
+    this command made: it is deleted at the end."""
     if path.exists() and (
         not path.is_dir() or (any(path.iterdir()) and not (path / installer.MARK).exists())
     ):
         fail(
-            f"--venv: {path} exists and is not a bisect virtualenv (it would be deleted at the end); "
-            "pick a new folder"
+            f"--venv: {path} exists and is not a bisect virtualenv "
+            "(it would be deleted at the end); pick a new folder"
         )
 
 
@@ -94,7 +96,10 @@ def _lock(path: Path):
     "--bad",
     required=True,
     metavar="VERSION",
-    help="A later build reading another, e.g. 2.16.2; `nightly`: the newest nightly the registry serves.",
+    help=(
+        "A later build reading another, e.g. 2.16.2; "
+        "`nightly`: the newest nightly the registry serves."
+    ),
 )
 @click.option(
     "--confirm",
@@ -107,8 +112,11 @@ def _lock(path: Path):
     "--cap",
     default=None,
     metavar="SIZE",
-    help="Memory cap per measurement. Default: leakbench run's (half of RAM, or less where little is "
-    "available), fixed as the bisection starts.",
+    help=(
+        "Memory cap per measurement. Default: leakbench "
+        "run's (half of RAM, or less where little is "
+        "available), fixed as the bisection starts."
+    ),
 )
 @click.option(
     "--timeout",
@@ -165,7 +173,7 @@ def bisect(
     installed in turn into one virtualenv and measured by `leakbench run`, as few as a
     bisection needs, and the two builds at the boundary are measured again.
     """
-    started, clock = datetime.now(timezone.utc), time.monotonic()
+    started, clock = datetime.now(UTC), time.monotonic()
     if pair.endswith(".py") or os.sep in pair:
         fail(f"{pair}: bisect takes a pair name (leakbench list), not a file")
     try:
@@ -211,15 +219,15 @@ def bisect(
     )
     if not keep_venv and Path(os.path.realpath(venv_path)) in Path(os.path.realpath(out)).parents:
         fail(
-            f"--out: {out} is inside --venv {venv_path}, which is deleted at the end; write elsewhere, "
-            "or pass --keep-venv"
+            f"--out: {out} is inside --venv {venv_path}, which is "
+            "deleted at the end; write elsewhere, or pass --keep-venv"
         )
     venv_path.parent.mkdir(parents=True, exist_ok=True)
     lock = _lock(venv_path)  # held to the end: two bisections never share one virtualenv
     env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))
     say(
-        f"bisect {pair} ({variant}): {len(candidates)} candidates from {good} to {bad}; venv {venv_path}, "
-        f"log {env.log}"
+        f"bisect {pair} ({variant}): {len(candidates)} candidates "
+        f"from {good} to {bad}; venv {venv_path}, log {env.log}"
     )
     readings = []
 

@@ -12,8 +12,8 @@ from leakbench import jsonfile
 from leakbench.cli.base import apart, fail, machine_of, main, results_dir, say, writable
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.history.store import records_path
-from leakbench.reporters import calibration as calibration_view
 from leakbench.measure import FIXED_CAP_BYTES, Settings
+from leakbench.reporters import calibration as calibration_view
 from leakbench.units import format_bytes, parse_size
 
 
@@ -44,8 +44,10 @@ def _sizes(text: str) -> list[int]:
     "--holders",
     default="python,tensorflow",
     show_default=True,
-    help="What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
-    "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1).",
+    help=(
+        "What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
+        "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1)."
+    ),
 )
 @click.option(
     "--cap",
@@ -72,7 +74,10 @@ def _sizes(text: str) -> list[int]:
     "--machine",
     default=None,
     metavar="NAME",
-    help="Machine name for the default --out and the suite records. Default: asv's machine name, as the records use.",
+    help=(
+        "Machine name for the default --out and the suite "
+        "records. Default: asv's machine name, as the records use."
+    ),
 )
 @click.option(
     "--resume/--fresh",
@@ -84,8 +89,11 @@ def _sizes(text: str) -> list[int]:
     "--suite-records",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Records of the default suite (leakbench run --json) to report its wall time against its floor. "
-    "Default: results/records/<machine>/tf-<version>.jsonl if there is one.",
+    help=(
+        "Records of the default suite (leakbench run "
+        "--json) to report its wall time against its floor. "
+        "Default: results/records/<machine>/tf-<version>.jsonl if there is one."
+    ),
 )
 @click.option(
     "--peers",
@@ -121,7 +129,8 @@ def calibrate_command(
     unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
     if unknown or not holder_list:
         fail(
-            f"--holders: unknown {', '.join(unknown) or 'none given'} (known: {', '.join(calibrate.HOLDERS)})"
+            f"--holders: unknown {', '.join(unknown) or 'none given'} "
+            f"(known: {', '.join(calibrate.HOLDERS)})"
         )
     # every option is checked before what the machine lacks (TensorFlow)
     peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
@@ -137,7 +146,8 @@ def calibrate_command(
         and importlib.util.find_spec("tensorflow") is None
     ):
         fail(
-            f"TensorFlow is not installed for {sys.executable}; use --holders python or pip install 'leakbench[tf]'"
+            f"TensorFlow is not installed for {sys.executable}; "
+            "use --holders python or pip install 'leakbench[tf]'"
         )
     results = results_dir(None)
     machine = machine_of(results, machine)
@@ -150,7 +160,8 @@ def calibrate_command(
     # read after the measuring: refused now
     if suite_records is not None and jsonfile.special(suite_records):
         fail(
-            f"--suite-records: {suite_records} is {jsonfile.special(suite_records)}, not a regular file"
+            f"--suite-records: {suite_records} is "
+            f"{jsonfile.special(suite_records)}, not a regular file"
         )
     if suite_records is None:
         found = records_path(results, machine, calibrate.tensorflow_version() or "none")

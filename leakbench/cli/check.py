@@ -1,4 +1,5 @@
-"""`leakbench check`: a pipeline of your own (logic in leakbench.check, views in leakbench.reporters.check)."""
+"""`leakbench check`: a pipeline of your own (logic in
+leakbench.check, views in leakbench.reporters.check)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ from leakbench.reporters import check as view
 
 
 def check_exit_code(rec: dict) -> int:
-    """0 when the record reads what a check target should (expectation.CHECK: no-leak, fragmentation,
-    or skipped for a scenario file that REQUIRES a GPU TensorFlow does not see); 2 error or hang
-    (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown after the signals
-    moved: freeing what leaked stalled)."""
+    """0 when the record reads what a check target should (expectation.CHECK: no-leak,
+    fragmentation, or skipped for a scenario file that REQUIRES a GPU TensorFlow does not see); 2
+    error or hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown
+    after the signals moved: freeing what leaked stalled)."""
     if expectation.CHECK.accepts(rec):
         return 0
     if rec["verdict"] in ("error", "hang") and not expectation.stalled_after_leak(rec):

@@ -1,4 +1,5 @@
-"""`leakbench compare` and `leakbench matrix`: TensorFlow releases' records (logic in leakbench.history)."""
+"""`leakbench compare` and `leakbench matrix`: TensorFlow
+releases' records (logic in leakbench.history)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def matrix(results, machine, fmt) -> None:
 
 
 def _is_file(name: str) -> bool:
-    """Path(name).is_file(), False where the name cannot be a file (too long, a loop): a version then."""
+    """Path(name).is_file(), False where the name cannot
+    be a file (too long, a loop): a version then."""
     try:
         return Path(name).is_file()
     except OSError:

@@ -126,8 +126,8 @@ def repeat_command(
 
     def progress(i, total, seen):
         say(
-            f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: {seen['verdict']} "
-            f"in {seen['wall_seconds']:.1f} s"
+            f"[{i}/{total}] {seen['pair']} ({seen['variant']}) run {seen['run']}: "
+            f"{seen['verdict']} in {seen['wall_seconds']:.1f} s"
         )
 
     try:

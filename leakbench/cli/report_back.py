@@ -40,8 +40,8 @@ def report_pairs(root: Path, names: tuple) -> dict:
     for name in names:
         if name not in reports:
             fail(
-                f"{name} is not a report pair (its SOURCE is {scenarios[name].source!r}, no public issue); "
-                f"report pairs: {', '.join(reports)}"
+                f"{name} is not a report pair (its SOURCE is {scenarios[name].source!r}, no public "
+                f"issue); report pairs: {', '.join(reports)}"
             )
     return {n: scenarios[n] for n in (dict.fromkeys(names) if names else reports)}
 

@@ -35,8 +35,8 @@ from leakbench.cli.base import (
     writable,
 )
 from leakbench.contract import ContractError
-from leakbench.measure import measure
 from leakbench.history.store import asv_machine
+from leakbench.measure import measure
 from leakbench.reporters import table
 
 
@@ -167,7 +167,8 @@ def run(
     for rec in records:
         if rec["error"]:
             say(
-                f"{rec['pair']} ({rec['variant']}): {rec['verdict']} in {rec['phase']}: {one_line(rec['error'])}"
+                f"{rec['pair']} ({rec['variant']}): {rec['verdict']} "
+                f"in {rec['phase']}: {one_line(rec['error'])}"
             )
         elif rec.get("skip_reason"):  # REQUIRES a GPU TensorFlow does not see: not a failure
             say(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}")

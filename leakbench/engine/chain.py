@@ -68,12 +68,12 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
     to one of its instances (the newest the collector tracks).
 
     growth: type_growth's entries (most per repetition first); candidates: `new_instances` of its
-    first type (consumed: the list is emptied, so that nothing here keeps them). Roots: a proper module, or the
-    pipeline's state (what setup returned: the engine's running frame holds it, and running frames
-    are invisible to gc.get_referrers). Unfreezes the import's objects (gc.freeze hides them from the
-    search; they stay unfrozen), so each step scans every object: REFERENCE_DEPTH links and
-    REFERENCE_SECONDS at most. Returns {"type", "chain": [str] (root first, `describe_chain`),
-    "seconds"} or {"na": why}.
+    first type (consumed: the list is emptied, so that nothing here keeps them). Roots: a proper
+    module, or the pipeline's state (what setup returned: the engine's running frame holds it, and
+    running frames are invisible to gc.get_referrers). Unfreezes the import's objects (gc.freeze
+    hides them from the search; they stay unfrozen), so each step scans every object:
+    REFERENCE_DEPTH links and REFERENCE_SECONDS at most. Returns {"type", "chain": [str] (root
+    first, `describe_chain`), "seconds"} or {"na": why}.
     """
     name = followed(growth)
     if name is None:
@@ -126,7 +126,8 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
 
 def describe_chain(chain: list, state=None) -> list[str]:
     """Short descriptions of a chain of objects, root first: each object's type name and, after the
-    root, how the one before it refers to it ('dict ['SEEN']', 'list [3]', 'frame .tb_frame', ...)."""
+    root, how the one before it refers to it ('dict
+    ['SEEN']', 'list [3]', 'frame .tb_frame', ...)."""
     out = []
     for index, obj in enumerate(chain):
         text = _describe(obj, state)

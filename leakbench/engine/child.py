@@ -22,8 +22,8 @@ one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
 Protocol: import the scenario, iterate one tiny tf.data pipeline (where it
 imported TensorFlow: the one-off cost of TensorFlow's first pipeline is not the
 scenario's), and freeze what the import made (gc.freeze:
-the collector then skips it, which makes each sample's full collection cheap); look for a GPU (only if the scenario imported
-TensorFlow; a scenario with REQUIRES = "GPU" and none visible is skipped
+the collector then skips it, which makes each sample's full collection cheap); look for a GPU (only
+if the scenario imported TensorFlow; a scenario with REQUIRES = "GPU" and none visible is skipped
 here); garbage-collect, sample the import baseline
 and reset the kernel's high-water mark; setup(**params); `warmup`
 repetitions; reset the GPU allocator's peak (where there is a GPU);
@@ -53,8 +53,10 @@ from pathlib import Path
 import psutil
 
 from leakbench import contract
-from leakbench.engine import chain as references, evidence, target as check_target
-from leakbench.engine import gpu as gpu_module, probes, supervise
+from leakbench.engine import chain as references
+from leakbench.engine import evidence, probes, supervise
+from leakbench.engine import gpu as gpu_module
+from leakbench.engine import target as check_target
 from leakbench.engine.heap import heap_pass
 
 
@@ -124,8 +126,9 @@ def main(config: dict) -> int:
         ids_baseline = references.object_ids()
         baseline = probes.sample(process, gpu)
         types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
-        # and at the middle (evidence.type_growth: a one-off jump lifts one half only), counted into a
-        # dict made here, before the first sample, so that the middle reading adds nothing to the samples
+        # and at the middle (evidence.type_growth: a one-off jump lifts one half only), counted into
+        # a dict made here, before the first sample, so that
+        # the middle reading adds nothing to the samples
         middle, types_middle = evidence.middle_reps(config["reps"]), dict(types_baseline)
         samples = []
         for rep in range(config["reps"]):
@@ -149,8 +152,9 @@ def main(config: dict) -> int:
         heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))
         if heap_reps > 0:
             # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
+            # stop, "heap_analysis" reading the capture back (the last two per pass, not per
+            # repetition)
             enter("heap")
-            # stop, "heap_analysis" reading the capture back (the last two per pass, not per repetition)
             heap = heap_pass(
                 module,
                 state,
@@ -161,7 +165,8 @@ def main(config: dict) -> int:
             )
         # Readings outside the samples, after the heap pass (whose memray capture they would enter):
         # memory per tf.data stage on one fresh iterator (evidence.read_stages), then what keeps
-        # the type that grew most alive (references.reference_chain: it unfreezes the import's objects).
+        # the type that grew most alive (references.reference_chain:
+        # it unfreezes the import's objects).
         channel.send(progress="stages")
         start = time.perf_counter()
         readings = _evidence(evidence.read_stages, state)
@@ -194,8 +199,9 @@ def main(config: dict) -> int:
                 "seconds": seconds,
                 "versions": _versions(),
                 "diagnostics": extra,
-                # a check target learns in setup what one repetition of it is (target.Adapted.repetition_text);
-                # a scenario module has none here: its REPETITION is read from the file (contract.read_metadata)
+                # a check target learns in setup what one repetition of it is
+                # (target.Adapted.repetition_text); a scenario module has none here:
+                # its REPETITION is read from the file (contract.read_metadata)
                 "repetition": getattr(module, "repetition_text", None),
             }
         )
@@ -224,7 +230,10 @@ def _evidence(read, *args) -> dict:
         return read(*args)
     except Exception as err:  # noqa: BLE001
         return {
-            "na": f"{read.__name__} failed: {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+            "na": (
+                f"{read.__name__} failed: {type(err).__name__}: "
+                f"{str(err).splitlines()[0][:200] if str(err) else ''}"
+            )
         }
 
 

@@ -65,15 +65,16 @@ TYPE_GROWTH_MIN = 3.0  # objects per repetition: below metrics.OBJECT_SLOPE_MIN,
 
 
 def middle_reps(reps: int) -> int:
-    """After how many of `reps` measured repetitions the middle type count is taken (0: none, reps < 2)."""
+    """After how many of `reps` measured repetitions the
+    middle type count is taken (0: none, reps < 2)."""
     return reps // 2 if reps >= 2 else 0
 
 
 def type_rate(before: int, middle: int | None, after: int, reps: int) -> float:
-    """A type's growth in objects per repetition by the verdict's rule (verdict.rate): the least of its
-    rate over the `reps` repetitions and over each half (baseline to middle, middle to end, the middle
-    taken after middle_reps(reps)). A one-off jump lands in one half, so it reads ~0; a steady climb
-    reads its rate. Without a middle (reps < 2), the whole rate."""
+    """A type's growth in objects per repetition by the verdict's rule (verdict.rate): the least of
+    its rate over the `reps` repetitions and over each half (baseline to middle, middle to end, the
+    middle taken after middle_reps(reps)). A one-off jump lands in one half, so it reads ~0; a
+    steady climb reads its rate. Without a middle (reps < 2), the whole rate."""
     whole = (after - before) / reps
     half = middle_reps(reps)
     if middle is None or not half:
@@ -90,7 +91,8 @@ def type_rate(before: int, middle: int | None, after: int, reps: int) -> float:
 def type_growth(
     before: dict | None, middle: dict | None, after: dict | None, reps: int
 ) -> list[dict]:
-    """Python types whose live count grew by the verdict's rule, most per repetition first (at most TOP_TYPES).
+    """Python types whose live count grew by the verdict's
+    rule, most per repetition first (at most TOP_TYPES).
 
     before, middle, after: type_counts() at the baseline, after middle_reps(reps) and after `reps`
     measured repetitions. A type is listed when its `type_rate` reaches TYPE_GROWTH_MIN. Each entry:
@@ -116,7 +118,8 @@ def type_growth(
 
 
 def find_dataset(state, depth: int = 0):
-    """The tf.data.Dataset a pipeline's state is or holds (a tuple, list or dict of it), else None."""
+    """The tf.data.Dataset a pipeline's state is or
+    holds (a tuple, list or dict of it), else None."""
     tf = sys.modules.get("tensorflow")
     if tf is None:
         return None
@@ -145,14 +148,14 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
 
     Returns {"readings": [(elements consumed, nodes)], "seconds": s, "tensorflow": version},
     nodes as `_nodes` gives them (buffered bytes, elements, inputs, parameters), or {"na": why}:
-    TensorFlow not imported, get_model_proto missing (an older TensorFlow: the reason names its version;
-    present in 2.21, docs/measurements.md, "TensorFlow"),
+    TensorFlow not imported, get_model_proto missing (an older TensorFlow: the reason names its
+    version; present in 2.21, docs/measurements.md, "TensorFlow"),
     the target not a dataset, the API failing, or the dataset ending before one element.
     A finite dataset is read at no more than half its cardinality (its buffers drain at the end), so
     a short one gives fewer readings (unbounded_cache's 32 batches: 4 and 16 elements).
     Each reading waits SETTLE_SECONDS first: 0.2-0.8 s per child on the pairs (median 0.47 s). No
-    reading starts after STAGES_SECONDS, but the first one waits for the pipeline's first elements: a
-    shuffle buffer fills first (shuffle_fragmentation's shuffle(30000): 3.3-5.1 s, 2026-12-01).
+    reading starts after STAGES_SECONDS, but the first one waits for the pipeline's first elements:
+    a shuffle buffer fills first (shuffle_fragmentation's shuffle(30000): 3.3-5.1 s, 2026-12-01).
 
     Why a fresh iterator after the measured repetitions, not the repetitions' own iterators or
     readings between samples: the repetitions' iterators are gone when a repetition ends, and a new
@@ -166,7 +169,10 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
     get = getattr(tf.data.experimental, "get_model_proto", None)
     if get is None:
         return {
-            "na": f"tf.data.experimental.get_model_proto does not exist in TensorFlow {tf.__version__}"
+            "na": (
+                "tf.data.experimental.get_model_proto does "
+                f"not exist in TensorFlow {tf.__version__}"
+            )
         }
     ds = find_dataset(state)
     if ds is None:
@@ -213,7 +219,8 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
 
 
 def stage_name(name: str) -> str:
-    """A transformation's name as shown: MemoryCacheImpl holds MemoryCache's data, so it reads MemoryCache."""
+    """A transformation's name as shown: MemoryCacheImpl
+    holds MemoryCache's data, so it reads MemoryCache."""
     return name[: -len("Impl")] if name.endswith("Impl") else name
 
 
@@ -263,9 +270,9 @@ def _depth(node_id: int, parents: dict) -> int:
 
 
 def attribution_from(found: dict) -> dict:
-    """check's diagnostics.attribution from `read_stages`: per node, the most it held at the first or
-    last reading and its rise between them (bytes); {"elements": [first, last], "nodes", "seconds",
-    "tensorflow"} or {"na": why}."""
+    """check's diagnostics.attribution from `read_stages`: per node, the most it held at the first
+    or last reading and its rise between them (bytes); {"elements": [first, last], "nodes",
+    "seconds", "tensorflow"} or {"na": why}."""
     if "na" in found:
         return {"na": found["na"]}
     readings = found["readings"]

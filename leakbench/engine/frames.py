@@ -132,8 +132,10 @@ def shown_frames(frames) -> list[str]:
 
 def heap_stacks(live, origins=None) -> list[dict]:
     """The TOP_STACKS Python stacks with the most bytes live (memray, merged across threads), from
-    (bytes, allocations, one of the stack's memray records) per stack (leakbench.engine.heap.replay):
-    [{"bytes", "allocations", "frames": ['function (file:line)', innermost first], "user_frame"}]."""
+    (bytes, allocations, one of the stack's memray
+    records) per stack (leakbench.engine.heap.replay):
+    [{"bytes", "allocations", "frames": ['function
+    (file:line)', innermost first], "user_frame"}]."""
     top = heapq.nlargest(TOP_STACKS, live, key=lambda entry: entry[0])
     origins = LazyOrigins() if origins is None else origins
     stacks = []

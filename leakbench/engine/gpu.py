@@ -25,7 +25,7 @@ class Gpu:
     device: str = "GPU:0"
 
     @staticmethod
-    def find() -> "tuple[Gpu | None, str | None]":
+    def find() -> tuple[Gpu | None, str | None]:
         """(Gpu, None) where TensorFlow sees a GPU, else (None, why not).
 
         Only looks if the scenario imported TensorFlow; listing physical
@@ -68,7 +68,8 @@ class Gpu:
         return None
 
     def details(self) -> dict:
-        """Name, compute capability (get_device_details), driver (nvidia-smi, if installed), count."""
+        """Name, compute capability (get_device_details),
+        driver (nvidia-smi, if installed), count."""
         gpus = self.tf.config.list_physical_devices("GPU")
         try:
             info = self.tf.config.experimental.get_device_details(gpus[0])

@@ -197,13 +197,15 @@ class Replay(NamedTuple):
 
 
 def replay(records, by_stack: bool = False) -> Replay:
-    """`heap_at_markers`, and with by_stack the live bytes of each stack at each marker and at the end.
+    """`heap_at_markers`, and with by_stack the live
+    bytes of each stack at each marker and at the end.
 
     A stack id is memray's Python stack of the allocation (`stack_id`; 0: none, a thread
     without Python frames); freed bytes are taken off the stack that allocated them. The live
-    allocations at the end, per stack, are memray's get_leaked_allocation_records(merge_threads=True)
-    (aggregated by the same key, the Python stack; native traces are off), read in the same pass,
-    but for an unmap of a mapping's interior, which memray honours and this replay ignores.
+    allocations at the end, per stack, are memray's
+    get_leaked_allocation_records(merge_threads=True) (aggregated by the same key, the Python stack;
+    native traces are off), read in the same pass, but for an unmap of
+    a mapping's interior, which memray honours and this replay ignores.
     """
     from memray import AllocatorType as A
 

@@ -20,7 +20,6 @@ import psutil
 from leakbench.metrics import SERIES_UNITS
 from leakbench.units import KIB
 
-
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 

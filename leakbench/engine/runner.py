@@ -18,9 +18,9 @@ in which phase and after which step. Once the child has said its last word
 (its result, its error, or that it is skipped), the teardown limit alone
 applies: a child that reported an error and then stalls on its way out
 (dropping its state, exiting) is killed teardown_timeout_seconds after the
-report and reads `error` with its message (and that it was killed stalling), not `hang`. No separate bound on the whole run is kept: the protocol
-sends a fixed number of messages before its result (one per repetition, plus
-nine: five phases, the device, two evidence readings begun, the result), so a
+report and reads `error` with its message (and that it was killed stalling), not `hang`. No separate
+bound on the whole run is kept: the protocol sends a fixed number of messages before its result (one
+per repetition, plus nine: five phases, the device, two evidence readings begun, the result), so a
 run is already bounded by (warm-up + measured + heap repetitions + 9) ×
 timeout_seconds, plus the teardown limit.
 """
@@ -32,9 +32,9 @@ import os
 import selectors
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from leakbench.engine import supervise
 
@@ -88,8 +88,8 @@ def run_child(
         whole run (see the module docstring). Before its first message the allowance
         counts from its start (the interpreter's start-up belongs to the import).
     teardown_timeout_seconds: once the child has sent its result (or its error, or
-        that it skips), the time it has left to tear down and exit. Dropping hundreds of live tf.data
-        iterators has stalled for minutes on TF 2.21 (docs/measurements.md, "TensorFlow");
+        that it skips), the time it has left to tear down and exit. Dropping hundreds of live
+        tf.data iterators has stalled for minutes on TF 2.21 (docs/measurements.md, "TensorFlow");
         the measurement is already in hand, so it need not wait that long.
     env: extra environment variables for the child (e.g. LD_PRELOAD).
     on_message: called with every message the child sends (progress).
@@ -182,7 +182,10 @@ def _run(
             {"warm-up": warmup, "repetitions": reps},
         )
         if outcome.status == "error" and outcome.error is None:  # a crash: the log says why
-            outcome.error = f"child exited with code {child.returncode} during {outcome.phase}\n{_tail(log_path)}"
+            outcome.error = (
+                f"child exited with code {child.returncode} "
+                f"during {outcome.phase}\n{_tail(log_path)}"
+            )
     return outcome
 
 
@@ -222,8 +225,8 @@ def _watch(
                         outcome.status, outcome.error = (
                             "error",
                             (
-                                f"the measured process wrote on leakbench's message pipe what is not a message "
-                                f"of leakbench's child: {line[:80]!r}"
+                                "the measured process wrote on leakbench's message pipe what is "
+                                f"not a message of leakbench's child: {line[:80]!r}"
                             ),
                         )
                         break
@@ -259,7 +262,10 @@ def _watch(
                 time.sleep(supervise.POLL_SECONDS)
         if outcome.error is not None and last_word_at is not None and not child.reap():
             # its error stands (a kill after its report is ours); the stall is told beside it
-            outcome.error += f"; then it did not exit within {_s(time.monotonic() - last_word_at)} and was killed"
+            outcome.error += (
+                "; then it did not exit within "
+                f"{_s(time.monotonic() - last_word_at)} and was killed"
+            )
         child.kill()
         outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
         outcome.wall_seconds = child.seconds()
@@ -270,7 +276,8 @@ def _watch(
         if result_at is not None:
             outcome.error = (
                 f"teardown did not end within {_s(killed_at - result_at)} of the result "
-                f"(teardown_timeout_seconds {teardown_timeout_seconds:g} s); the measurement is kept"
+                f"(teardown_timeout_seconds {teardown_timeout_seconds:g} "
+                "s); the measurement is kept"
             )
         else:
             outcome.error = (
@@ -294,7 +301,8 @@ def _s(seconds: float) -> str:
 
 
 def _sign(message: dict, counts: dict) -> str:
-    """What a child's message says was done, for a hang's error: "measured repetition 3 of 12 done"."""
+    """What a child's message says was done, for a
+    hang's error: "measured repetition 3 of 12 done"."""
     if "error" in message:
         return "its error report"
     if "sample" in message:

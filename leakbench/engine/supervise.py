@@ -55,7 +55,8 @@ KILL_ROUNDS = 20  # killing a tree that keeps forking: each round kills what the
 
 
 def child_env(extra: dict | None = None) -> dict:
-    """This process's environment for a child: leakbench importable, TensorFlow's banner off, `extra` on top."""
+    """This process's environment for a child: leakbench
+    importable, TensorFlow's banner off, `extra` on top."""
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up banner out of logs
     package_parent = str(Path(leakbench.__file__).resolve().parents[1])
@@ -122,7 +123,8 @@ class Supervised:
         return self.proc.returncode
 
     def over_limits(self, cap_bytes: int, deadline: float) -> str | None:
-        """ "over-cap" if the tree's RSS passed cap_bytes, "hang" past `deadline` (time.monotonic), else None.
+        """ "over-cap" if the tree's RSS passed cap_bytes,
+        "hang" past `deadline` (time.monotonic), else None.
 
         The tree: the child, its descendants (orphans among them: the child is their
         subreaper) and any process seen in it before that still runs; each is remembered
@@ -185,7 +187,8 @@ class Supervised:
 
     def _tree(self) -> list[psutil.Process]:
         """The run's live processes by descent: the child and its descendants while it is not
-        reaped, and every process seen before that still runs, with its descendants. Remembers them."""
+        reaped, and every process seen before that still
+        runs, with its descendants. Remembers them."""
         found: set[psutil.Process] = set()
         roots = [self._root] if self._root is not None and self.proc.returncode is None else []
         for proc in list(self._seen):
@@ -207,7 +210,8 @@ class Supervised:
 
     def _members(self) -> list[psutil.Process]:
         """_tree, and the processes started since the run began that carry its token (and their
-        descendants): an orphan that left the tree between two polls, just before the child exited."""
+        descendants): an orphan that left the tree between
+        two polls, just before the child exited."""
         found = set(self._tree())
         for pid in psutil.pids():
             try:

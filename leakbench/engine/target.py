@@ -35,7 +35,8 @@ from leakbench.contract import ContractError, load_module
 
 @dataclass(frozen=True)
 class CheckTarget:
-    """A parsed TARGET. Exactly one of `path` and `module` is set; `name` is None for a scenario file."""
+    """A parsed TARGET. Exactly one of `path` and `module`
+    is set; `name` is None for a scenario file."""
 
     spec: str
     path: Path | None
@@ -80,7 +81,8 @@ def parse(spec: str) -> CheckTarget:
     if not all(p.isidentifier() for p in where.split(".")):
         raise ContractError(f"{text!r}: {where!r} is neither a .py file nor a module name")
     top = where.split(".")[0]
-    # Only the top-level package is looked up: finding a submodule would import (execute) its parents.
+    # Only the top-level package is looked up: finding
+    # a submodule would import (execute) its parents.
     if top not in sys.modules and importlib.util.find_spec(top) is None:
         raise ContractError(
             f"no module named {top!r} (for {where!r}; is it installed, or run from its directory?)"

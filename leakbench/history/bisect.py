@@ -1,4 +1,5 @@
-"""`leakbench bisect`'s search: the first TensorFlow build whose verdict differs from the good end's.
+"""`leakbench bisect`'s search: the first TensorFlow
+build whose verdict differs from the good end's.
 
 Pure: nothing here installs, measures or reads the network. The caller hands in the
 candidates (registry.Build, ordered by `between`), `install(build)` (raises InstallFailed
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -36,15 +37,18 @@ COMPARE_URL = "https://github.com/tensorflow/tensorflow/compare/{}...{}"
 
 
 class BisectError(ValueError):
-    """Bad input for a bisection (a version that is no PEP 440 version or not served, ends out of order). One line."""
+    """Bad input for a bisection (a version that is no PEP 440
+    version or not served, ends out of order). One line."""
 
 
 class InstallFailed(RuntimeError):
-    """Raised by an install callable when a build cannot be installed: the build is skipped, as unusable."""
+    """Raised by an install callable when a build cannot
+    be installed: the build is skipped, as unusable."""
 
 
 def usable(record: dict) -> bool:
-    """False for a reading that says nothing about the pipeline: error, hang, skipped, or over-cap while importing."""
+    """False for a reading that says nothing about the pipeline:
+    error, hang, skipped, or over-cap while importing."""
     word = record.get("verdict")
     if word is None or word in UNUSABLE:
         return False
@@ -52,7 +56,8 @@ def usable(record: dict) -> bool:
 
 
 def ends(good: str, bad: str) -> tuple[Version, Version]:
-    """The two ends as versions. Raises BisectError for one that is not PEP 440, or good not before bad."""
+    """The two ends as versions. Raises BisectError for
+    one that is not PEP 440, or good not before bad."""
     found = []
     for option, text in (("--good", good), ("--bad", bad)):
         try:
@@ -67,8 +72,9 @@ def ends(good: str, bad: str) -> tuple[Version, Version]:
 
 
 def between(builds: list[Build], good: str, bad: str) -> list[Build]:
-    """The builds from `good` to `bad`, both included, in PEP 440 order (2.22.0.dev… < 2.22.0rc0 < 2.22.0).
-    Raises BisectError for a version that is not PEP 440, good not before bad, or an end not among `builds`."""
+    """The builds from `good` to `bad`, both included, in PEP 440 order (2.22.0.dev… < 2.22.0rc0 <
+    2.22.0). Raises BisectError for a version that is not PEP
+    440, good not before bad, or an end not among `builds`."""
     lo, hi = ends(good, bad)
     by_version = {Version(b.version): b for b in builds}
     for option, v in (("--good", lo), ("--bad", hi)):
@@ -84,8 +90,9 @@ def between(builds: list[Build], good: str, bad: str) -> list[Build]:
 
 
 def rate_of(record: dict) -> tuple[str | None, float | None, str | None]:
-    """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k for a
-    peak), else the memory metric the verdict compares with its bar (verdict.memory_basis); Nones without metrics."""
+    """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k
+    for a peak), else the memory metric the verdict compares with
+    its bar (verdict.memory_basis); Nones without metrics."""
     found = record.get("metrics") or {}
     signals = record.get("signals") or []
     scaling = found.get("peak_scaling") or {}
@@ -102,8 +109,9 @@ def rate_of(record: dict) -> tuple[str | None, float | None, str | None]:
 
 @dataclass
 class Reading:
-    """One measurement: the build, its verdict, the rate it rests on (rate_unit), seconds measuring and
-    installing (0 when the build was installed already), and role: "end", "search" or "confirm"."""
+    """One measurement: the build, its verdict, the rate it rests on (rate_unit), seconds measuring
+    and installing (0 when the build was installed
+    already), and role: "end", "search" or "confirm"."""
 
     version: str
     dist: str
@@ -160,9 +168,10 @@ def git_ref(build: Build, tensorflow_git: str | None) -> str | None:
 
 @dataclass
 class Outcome:
-    """What a search found. status: FOUND (good and bad are the boundary, confirmed), SAME (the ends read
-    alike), UNUSABLE_END, UNRESOLVED (the boundary lies among skipped builds: good and bad around them),
-    UNSTABLE (a boundary build read another verdict on confirmation). steps: measurements between the ends."""
+    """What a search found. status: FOUND (good and bad are the boundary, confirmed), SAME (the ends
+    read alike), UNUSABLE_END, UNRESOLVED (the boundary lies among skipped builds: good and bad
+    around them), UNSTABLE (a boundary build read another verdict
+    on confirmation). steps: measurements between the ends."""
 
     status: str
     message: str
@@ -216,7 +225,8 @@ class Outcome:
 
 
 def nearest(lo: int, hi: int, tried: set) -> int | None:
-    """The index strictly between lo and hi nearest their middle that was not tried (git bisect skip)."""
+    """The index strictly between lo and hi nearest their
+    middle that was not tried (git bisect skip)."""
     mid = (lo + hi) // 2
     left = [i for i in range(lo + 1, hi) if i not in tried]
     return min(left, key=lambda i: (abs(i - mid), i)) if left else None
@@ -230,9 +240,10 @@ def search(
     on_reading: Callable[[Reading], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
-    """Bisect `candidates` (ordered, the good end first) for the first build whose verdict differs from the
-    first's; see the module docstring. confirm: readings each boundary build must give alike (>= 1).
-    Raises BisectError for fewer than two candidates; lets the callables' other errors through."""
+    """Bisect `candidates` (ordered, the good end first) for the first build whose verdict differs
+    from the first's; see the module docstring. confirm: readings each boundary build must give
+    alike (>= 1). Raises BisectError for fewer than two
+    candidates; lets the callables' other errors through."""
     if len(candidates) < 2 or confirm < 1:
         raise BisectError("a bisection needs two candidates or more, and confirm >= 1")
     readings: list[Reading] = []
@@ -286,7 +297,8 @@ def search(
     if b.verdict == a.verdict:
         return done(
             SAME,
-            f"both ends read {a.verdict}: nothing to bisect between {first.version} and {last.version}",
+            f"both ends read {a.verdict}: nothing to bisect "
+            f"between {first.version} and {last.version}",
         )
     lo, hi, tried, skipped, steps = 0, len(candidates) - 1, set(), [], 0
     bad_verdict = b.verdict

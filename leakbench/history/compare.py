@@ -45,8 +45,8 @@ class Comparison:
     new: str
     factor: float
     # dicts: pair, variant, metric (label, or "verdict"), key (leakbench.metrics), unit,
-    rows: list
     # old, new, ratio, marker
+    rows: list
     failures: list  # one line each: why compare exits 1
     machine: str | None = None  # asv machine of both record files (None: files given by path)
 
@@ -128,7 +128,7 @@ def compare(
             )
             if marker == REGRESSED and variant == "fixed" and m is metrics.PEAK:
                 failures.append(
-                    f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} → {format_bytes(y, unit=MIB)}, "
-                    f"past {factor:g}×"
+                    f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} "
+                    f"→ {format_bytes(y, unit=MIB)}, past {factor:g}×"
                 )
     return Comparison(old_label, new_label, factor, rows, failures, machine)

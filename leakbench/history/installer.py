@@ -1,4 +1,5 @@
-"""One reused virtualenv for `leakbench bisect`: TensorFlow builds installed one at a time, within a disk budget.
+"""One reused virtualenv for `leakbench bisect`: TensorFlow
+builds installed one at a time, within a disk budget.
 
 The venv gets leakbench's own dependencies once (pyproject.toml's list; the checkout itself
 is put on PYTHONPATH, so the code measured is the checkout's). Before each TensorFlow
@@ -29,7 +30,8 @@ from leakbench.history.registry import Build
 from leakbench.units import GIB, MIB, format_bytes
 
 # A TensorFlow wheel takes about 4.3 times its size on disk while pip installs it: the download
-# itself, then the unpacked package (tf-nightly 2.23.0.dev20261026: a 645 MB wheel, 2.1 GiB unpacked).
+# itself, then the unpacked package (tf-nightly
+# 2.23.0.dev20261026: a 645 MB wheel, 2.1 GiB unpacked).
 INSTALL_FACTOR = 4.5
 UNKNOWN_WHEEL_BYTES = 700 * MIB  # a wheel whose size the registry did not give
 # leakbench's own dependencies (matplotlib, scipy, memray, ...), once
@@ -75,13 +77,14 @@ def dir_bytes(path: Path) -> int:
 
 
 def install_bytes(build: Build) -> int:
-    """What installing `build` may add on disk at its peak, in bytes (INSTALL_FACTOR × its wheel)."""
+    """What installing `build` may add on disk at its
+    peak, in bytes (INSTALL_FACTOR × its wheel)."""
     return int(INSTALL_FACTOR * (build.wheel_bytes or UNKNOWN_WHEEL_BYTES))
 
 
 def check_budget(venv: Path, need_bytes: int, budget_bytes: int, what: str) -> None:
-    """Raise BudgetError unless the venv's size plus need_bytes stays within budget_bytes and need_bytes
-    fits in the free space of the venv's file system (shutil.disk_usage)."""
+    """Raise BudgetError unless the venv's size plus need_bytes stays within budget_bytes and
+    need_bytes fits in the free space of the venv's file system (shutil.disk_usage)."""
     used = dir_bytes(venv)
     where = next(p for p in (Path(venv), *Path(venv).absolute().parents) if p.exists())
     free = shutil.disk_usage(where).free
@@ -136,8 +139,8 @@ class Venv:
             )
 
     def ensure(self, root: Path) -> None:
-        """Create the venv (this interpreter's Python) with leakbench's dependencies, once: a venv whose
-        dependencies were installed already is reused. Raises BudgetError, InstallFailed."""
+        """Create the venv (this interpreter's Python) with leakbench's dependencies, once: a venv
+        whose dependencies were installed already is reused. Raises BudgetError, InstallFailed."""
         deps = dependencies(root)
         mark = self.path / _DEPS_MARK
         if mark.is_file() and mark.read_text() == "\n".join(deps) and self.python.exists():
@@ -152,8 +155,8 @@ class Venv:
         mark.write_text("\n".join(deps))
 
     def install(self, build: Build) -> None:
-        """Replace the venv's TensorFlow with `build`: the previous one is uninstalled, then the budget checked.
-        Raises BudgetError (no TensorFlow left installed), InstallFailed."""
+        """Replace the venv's TensorFlow with `build`: the previous one is uninstalled, then the
+        budget checked. Raises BudgetError (no TensorFlow left installed), InstallFailed."""
         self.pip("uninstall", "-y", *TF_FAMILY)
         check_budget(
             self.path, install_bytes(build), self.budget_bytes, f"installing {build.requirement}"
@@ -163,9 +166,10 @@ class Venv:
     def measure(
         self, root: Path, pair: str, variant: str, cap_bytes: int, timeout_seconds: float
     ) -> dict:
-        """One `leakbench run PAIR --variant V` by the venv's interpreter on the checkout at `root`: its record,
-        or a record-like dict reading "error" (no record written) or "hang" (the run outlived 4 × its timeout
-        plus 5 minutes: a measurement with its confirmation run and heap pass stays well within)."""
+        """One `leakbench run PAIR --variant V` by the venv's interpreter on the checkout at `root`:
+        its record, or a record-like dict reading "error" (no record written) or "hang" (the run
+        outlived 4 × its timeout plus 5 minutes: a measurement with
+        its confirmation run and heap pass stays well within)."""
         with tempfile.TemporaryDirectory(prefix="leakbench-bisect-") as tmp:
             out = Path(tmp) / "record.jsonl"
             args = [

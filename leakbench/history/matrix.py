@@ -20,8 +20,9 @@ from leakbench.history.compare import order
 
 def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
     """Runs of one verdict over consecutive measured releases: [(verdict, first, last)].
-    verdicts: TF version -> verdict word (a version missing there was not measured); versions in order.
-    A run after the first starts at a release whose verdict differs from the one measured before."""
+    verdicts: TF version -> verdict word (a version missing there was not measured); versions in
+    order. A run after the first starts at a release whose
+    verdict differs from the one measured before."""
     found = []
     for v in versions:
         word = verdicts.get(v)
@@ -87,8 +88,8 @@ def changes(m: dict) -> list[dict]:
     [{"pair", "variant", "from", "to", "version": the first column reading "to", "label": its
     name (builds.label), "before": the last column reading "from", "one_build": the new (or the old)
     verdict holds on one build only, the same verdict on both sides of it, "bisect": the confirmed
-    `leakbench bisect` boundary inside the change (m["bisected"], _bisect_in) or None}]. A column where
-    the row was not measured is passed over (verdict_runs)."""
+    `leakbench bisect` boundary inside the change (m["bisected"], _bisect_in) or None}]. A column
+    where the row was not measured is passed over (verdict_runs)."""
     found = []
     for row in m["rows"]:
         words = {v: c["verdict"] for v, c in row["cells"].items() if c is not None}
@@ -120,8 +121,8 @@ def _one_build(runs: list, i: int) -> bool:
 def bisected(results: Path, machine: str) -> list[dict]:
     """The found boundaries of `leakbench bisect` in results/bisect/<machine>/*.json:
     [{"pair", "variant", "good", "bad" (versions: the last build reading the old verdict, the first
-    reading the new), "bad_date", "compare_url", "file" (its name)}]. Files that cannot be read, or whose
-    status is not "found", are passed over: a boundary that was not confirmed is not shown."""
+    reading the new), "bad_date", "compare_url", "file" (its name)}]. Files that cannot be read, or
+    whose status is not "found", are passed over: a boundary that was not confirmed is not shown."""
     found = []
     for path in sorted((Path(results) / "bisect" / machine).glob("*.json")):
         try:

@@ -24,7 +24,8 @@ TF_DISTRIBUTIONS = (
 
 
 def installed_tf_version() -> str | None:
-    """The TensorFlow version pip installed in this interpreter's environment (no import), or None."""
+    """The TensorFlow version pip installed in this
+    interpreter's environment (no import), or None."""
     for dist in TF_DISTRIBUTIONS:
         try:
             return metadata.version(dist)

@@ -1,4 +1,5 @@
-"""TensorFlow builds the package registry serves for this interpreter: what `leakbench bisect` may install.
+"""TensorFlow builds the package registry serves for
+this interpreter: what `leakbench bisect` may install.
 
 Releases and release candidates come from RELEASE_DIST (tensorflow-cpu), nightlies from
 NIGHTLY_DIST (tf-nightly: tf-nightly-cpu stopped at 2.22.0.dev20260905; tf-nightly goes on

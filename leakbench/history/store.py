@@ -28,7 +28,8 @@ _FILE = re.compile(r"tf-(.+)\.jsonl")
 
 
 class VersionError(ValueError):
-    """Bad input for compare/matrix, unreadable records, or a TensorFlow pin that did not hold. One line."""
+    """Bad input for compare/matrix, unreadable records,
+    or a TensorFlow pin that did not hold. One line."""
 
 
 def asv_machine(results: Path) -> str:
@@ -47,7 +48,8 @@ def asv_machine(results: Path) -> str:
 
 
 def records_path(results: Path, machine: str, version: str) -> Path:
-    """results/records/<machine>/tf-<version>.jsonl. Raises VersionError for a machine name that is no folder."""
+    """results/records/<machine>/tf-<version>.jsonl. Raises
+    VersionError for a machine name that is no folder."""
     if not machine or machine in (".", "..") or "/" in machine or os.sep in machine:
         raise VersionError(f"{machine!r} is not an asv machine name usable as a folder")
     return Path(results) / RECORDS_DIR / machine / f"tf-{version}.jsonl"
@@ -112,7 +114,8 @@ def read_records(path: Path, allow_empty: bool = False) -> list[dict]:
 
 
 def version_key(version: str) -> tuple:
-    """'2.9.1' < '2.12.1' < '2.22.0.dev20260204' < '2.22.0rc0': PEP 440 (leakbench.history.builds)."""
+    """'2.9.1' < '2.12.1' < '2.22.0.dev20260204' <
+    '2.22.0rc0': PEP 440 (leakbench.history.builds)."""
     return builds.sort_key(version)
 
 
@@ -121,7 +124,8 @@ def _version_files(folder: Path) -> dict[str, Path]:
 
 
 def machines(results: Path) -> list[str]:
-    """asv machine names with records in `results` (folders of records/ holding tf-<version>.jsonl)."""
+    """asv machine names with records in `results`
+    (folders of records/ holding tf-<version>.jsonl)."""
     folder = Path(results) / RECORDS_DIR
     if not folder.is_dir():
         return []

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 SPIN = "while True: pass"
 

@@ -37,22 +37,21 @@ import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import psutil
 
-from leakbench import jsonfile
-from leakbench.jsonfile import write_atomic
-from leakbench.engine import memlimit
+from leakbench import expectation, jsonfile
 from leakbench.analysis import record, validate, verdict
-from leakbench import expectation
-from leakbench.history import pin
 from leakbench.catalog import VARIANT_DIRS, Target
+from leakbench.engine import memlimit
+from leakbench.history import pin
+from leakbench.jsonfile import write_atomic
 from leakbench.measure import Settings, measure
 from leakbench.repeat import hog
 
@@ -216,7 +215,8 @@ def repeat(
     settings: the engine's (cap_bytes 0: the default cap, divided by jobs). resume: keep the
     runs already in `out`; False starts anew and replaces it. on_run(i, total, observation)
     after each run. cpu_hog: busy processes kept running beside the runs (hog.cpu_hog; 0: none),
-    a condition of the result like jobs. Raises RepeatError before measuring anything if `out` cannot be resumed.
+    a condition of the result like jobs. Raises RepeatError
+    before measuring anything if `out` cannot be resumed.
     """
     made = {
         "machine": machine,
@@ -300,4 +300,4 @@ def _stop_children() -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

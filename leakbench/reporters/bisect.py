@@ -1,7 +1,9 @@
-"""`leakbench bisect`'s views: the boundary in a few lines for the terminal, and the whole result in markdown.
+"""`leakbench bisect`'s views: the boundary in a few
+lines for the terminal, and the whole result in markdown.
 
-Both render the result dict leakbench.cli.bisect writes as JSON (leakbench.history.bisect.Outcome.as_dict
-plus what was asked: pair, variant, ends, machine, budget, seconds); they never decide.
+Both render the result dict leakbench.cli.bisect writes as JSON
+(leakbench.history.bisect.Outcome.as_dict plus what was asked:
+pair, variant, ends, machine, budget, seconds); they never decide.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from leakbench.units import GIB, KIB, format_bytes
 
 
 def rate_text(m: dict) -> str:
-    """The rate a reading rests on, in its unit per repetition: '+133 objects/rep', '+5.8 KiB/rep', 'k 0.92'."""
+    """The rate a reading rests on, in its unit per repetition:
+    '+133 objects/rep', '+5.8 KiB/rep', 'k 0.92'."""
     rate, unit = m.get("rate"), m.get("rate_unit") or ""
     if rate is None:
         return "—"
@@ -32,7 +35,10 @@ def duration(seconds: float) -> str:
 def _build(end: dict | None) -> str:
     if not end:
         return "—"
-    return f"{end['version']} ({end['dist']}, {end['date'] or 'date unknown'}, git {end['tensorflow_git'] or '?'})"
+    return (
+        f"{end['version']} ({end['dist']}, {end['date'] or 'date unknown'}, "
+        f"git {end['tensorflow_git'] or '?'})"
+    )
 
 
 def reading_line(n: int, m: dict) -> str:
@@ -53,8 +59,9 @@ def cost(result: dict) -> str:
     )
     steps = result["steps"]
     return (
-        f"{result['candidates']} candidates, {len(result['measurements'])} measurements ({steps} search "
-        f"step{'' if steps == 1 else 's'} between the ends), {installs} installs, {duration(result['seconds'])}, "
+        f"{result['candidates']} candidates, {len(result['measurements'])} measurements ({steps} "
+        f"search step{'' if steps == 1 else 's'} between the ends), "
+        f"{installs} installs, {duration(result['seconds'])}, "
         f"disk budget {format_bytes(result['disk_budget_bytes'], unit=GIB)}"
     )
 
@@ -63,8 +70,8 @@ def summary(result: dict) -> list[str]:
     """The lines `leakbench bisect` prints at its end."""
     b = result["boundary"]
     lines = [
-        f"bisect {result['pair']} ({result['variant']}) {result['good_asked']} → {result['bad_asked']}: "
-        f"{result['status']}: {result['message']}"
+        f"bisect {result['pair']} ({result['variant']}) {result['good_asked']} → "
+        f"{result['bad_asked']}: {result['status']}: {result['message']}"
     ]
     if b["good"]:
         lines += [
@@ -79,7 +86,8 @@ def summary(result: dict) -> list[str]:
 
 
 def markdown(result: dict) -> str:
-    """The whole result as a markdown page: the boundary, the commits, the cost, every measurement."""
+    """The whole result as a markdown page: the boundary,
+    the commits, the cost, every measurement."""
     b = result["boundary"]
     out = [
         f"# leakbench bisect: {result['pair']} ({result['variant']}), TensorFlow "
@@ -109,12 +117,14 @@ def markdown(result: dict) -> str:
         )
         out += [
             "",
-            f"Commits between them: {b['compare_url'] or 'unknown (a build without its git version)'}",
+            "Commits between them: "
+            f"{b['compare_url'] or 'unknown (a build without its git version)'}",
             "",
         ]
     out += [
-        f"Cost: {cost(result)}. Each measurement: cap {format_bytes(result['cap_bytes'], unit=GIB)}, timeout "
-        f"{result['timeout_seconds']:g} s; {result['confirm']} readings of each boundary build.",
+        f"Cost: {cost(result)}. Each measurement: cap "
+        f"{format_bytes(result['cap_bytes'], unit=GIB)}, timeout {result['timeout_seconds']:g} s; "
+        f"{result['confirm']} readings of each boundary build.",
         "",
     ]
     if result["skipped"]:

@@ -11,10 +11,10 @@ runs with their 95 % Wilson interval. How to read them: docs/calibration.md,
 
 from __future__ import annotations
 
-from leakbench.reporters import markdown_table
 from leakbench.analysis import verdict
 from leakbench.calibrate import peers
 from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS
+from leakbench.reporters import markdown_table
 from leakbench.units import KIB, format_bytes
 
 
@@ -36,7 +36,8 @@ def _case(size: int) -> str:
 def _about(result: dict) -> list[str]:
     s = result["settings"]
     return [
-        f"## Calibration: {result['machine']}, TensorFlow {result['environment'].get('tensorflow')}",
+        f"## Calibration: {result['machine']}, TensorFlow "
+        f"{result['environment'].get('tensorflow')}",
         "",
         f"Engine settings: warm-up {s['warmup']}, {s['reps']} measured repetitions, heap pass "
         f"{s['heap_reps']}; thresholds: "
@@ -107,9 +108,11 @@ def _peer_table(result: dict) -> list[str]:
     lines = [
         "### Peers on the same cases",
         "",
-        "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: verdict leak. "
-        f"asv peakmem_: from leakbench's own runs (peak RSS > {ASV_FACTOR}× the control's median). "
-        "MemoryChecker and limit_leaks: their own fresh, capped, timed processes, same warm-up and repetitions.",
+        "Detected: k/n runs [95 % Wilson interval]; on the control, false alarms. leakbench: "
+        "verdict leak. asv peakmem_: from leakbench's own "
+        f"runs (peak RSS > {ASV_FACTOR}× the control's median). "
+        "MemoryChecker and limit_leaks: their own fresh, "
+        "capped, timed processes, same warm-up and repetitions.",
         "",
     ]
     rows = []
@@ -144,8 +147,9 @@ def _cost(result: dict) -> list[str]:
     lines = [
         "### Cost",
         "",
-        "Medians over the runs. memray pass: its tracked repetitions; memray start+stop and read-back: "
-        "its fixed cost per run (seconds), whatever the repetitions; memray whole: all three, per repetition.",
+        "Medians over the runs. memray pass: its tracked repetitions; memray start+stop and "
+        "read-back: its fixed cost per run (seconds), whatever "
+        "the repetitions; memray whole: all three, per repetition.",
         "",
     ]
     head = [
@@ -193,8 +197,9 @@ def _cost(result: dict) -> list[str]:
         heap = suite["heap_over_plain"]
         lines += [
             "",
-            f"Suite ({suite['records']}, {suite['runs']} child runs): wall {suite['wall_seconds']:.0f} s "
-            f"against a floor of {suite['floor_seconds']:.0f} s = {suite['wall_over_floor']:.2f}×; "
+            f"Suite ({suite['records']}, {suite['runs']} child runs): wall "
+            f"{suite['wall_seconds']:.0f} s against a floor of "
+            f"{suite['floor_seconds']:.0f} s = {suite['wall_over_floor']:.2f}×; "
             f"memray pass per repetition {'—' if heap is None else f'{heap:.2f}'}× the plain pass.",
         ]
     return lines
@@ -229,7 +234,8 @@ def _committed(result: dict) -> list[str]:
 
 
 def markdown(result: dict) -> str:
-    """The calibration's tables and figures (see the module docstring), in markdown, ending in a newline.
+    """The calibration's tables and figures (see the
+    module docstring), in markdown, ending in a newline.
 
     result: as leakbench.calibrate.run.calibrate returns it (settings, machine, environment,
     summary, peer_summary, cost, targets), add_context's keys (suite_cost, committed_fixes,

@@ -15,8 +15,8 @@ CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check
 
 
 def check_view(rec: dict) -> list:
-    """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks (the
-    largest live; the growing ones with the user's frame first), the reference chain, hints."""
+    """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks
+    (the largest live; the growing ones with the user's frame first), the reference chain, hints."""
     d = rec.get("diagnosis") or {}
     word = rec["verdict"] + (f" (in {rec['phase']})" if rec.get("phase") else "")
     style = {"leak": "bold red", "no-leak": "bold green"}.get(rec["verdict"], "bold yellow")
@@ -90,7 +90,8 @@ def check_view(rec: dict) -> list:
         out.append(
             Text(
                 f"confirmation: {confirmation['reps']} repetitions in a fresh process "
-                f"({confirmation['seconds']:.1f} s): moved {', '.join(confirmation['signals']) or 'nothing'}"
+                f"({confirmation['seconds']:.1f} s): moved "
+                f"{', '.join(confirmation['signals']) or 'nothing'}"
             )
         )
     att = (d.get("attribution") or {}) if m else {}
@@ -118,7 +119,8 @@ def check_view(rec: dict) -> list:
         holder = att.get("holder")
         out.append(
             Text(
-                f"holds the most: {holder['stage']}, {format_bytes(holder['subtree_bytes'], unit=MIB)} with its inputs"
+                f"holds the most: {holder['stage']}, "
+                f"{format_bytes(holder['subtree_bytes'], unit=MIB)} with its inputs"
                 if holder
                 else "holds the most: nothing above 1 MiB"
             )
@@ -144,8 +146,11 @@ def check_view(rec: dict) -> list:
     growing = d.get("stack_growth") or []
     if growing:
         t = Table(
-            title="allocation sites that grew in the heap pass (memray; your code first, the library's "
-            "innermost frames as context)",
+            title=(
+                "allocation sites that grew in the heap pass "
+                "(memray; your code first, the library's "
+                "innermost frames as context)"
+            ),
             title_justify="left",
         )
         for h in ("KiB/rep", "KiB at the end", "your code", "allocated in (context)"):

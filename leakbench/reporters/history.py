@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from leakbench.reporters import markdown_table
 from leakbench import metrics
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
 from leakbench.history.matrix import changes
+from leakbench.reporters import markdown_table
 
 MEMORY = metrics.HELD  # how a memory rate shows (RSS, which stands in for it, shows the same)
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
@@ -85,12 +85,15 @@ def matrix_markdown(m: dict) -> str:
     lines = [
         f"## leakbench matrix: verdict per TensorFlow version{where}",
         "",
-        "Growth pairs: the rate of held memory (anonymous RSS less malloc's free bytes; RSS where held "
-        "memory is n/a or in records made before it), KiB/repetition, as the verdict compares it with its "
-        "bar (the least of the whole series' slope and each half's). Peak pairs: k in peak ∝ size^k. "
-        "**Bold**: not what the variant should read (leakbench.expectation: a scenario leaks, or reads "
-        "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add glibc's malloc "
-        "in use growth (KiB/repetition) and what malloc_trim gave back at the end (MiB).",
+        "Growth pairs: the rate of held memory (anonymous RSS less malloc's free bytes; RSS where "
+        "held memory is n/a or in records made before it), "
+        "KiB/repetition, as the verdict compares it with its "
+        "bar (the least of the whole series' slope and each half's). Peak pairs: k in peak ∝ "
+        "size^k. **Bold**: not what the variant should read "
+        "(leakbench.expectation: a scenario leaks, or reads "
+        "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add "
+        "glibc's malloc in use growth (KiB/repetition) "
+        "and what malloc_trim gave back at the end (MiB).",
         "",
     ]
     lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})

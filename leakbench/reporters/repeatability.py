@@ -36,11 +36,15 @@ def _cell(spread: dict | None, divisor: float = 1, digits: int = 1) -> str:
     median = _number(spread["median"] / divisor, digits)
     if spread["n"] < 2:
         return median
-    return f"{median} ({_number(spread['min'] / divisor, digits)}–{_number(spread['max'] / divisor, digits)})"
+    return (
+        f"{median} "
+        f"({_number(spread['min'] / divisor, digits)}–{_number(spread['max'] / divisor, digits)})"
+    )
 
 
 def verdict_counts(counts: dict, runs: int) -> list[tuple[str, str]]:
-    """(verdict, count): [("leak", "10/10")] when every run agrees, else [("no-leak", "9"), ("leak", "1")]."""
+    """(verdict, count): [("leak", "10/10")] when every
+    run agrees, else [("no-leak", "9"), ("leak", "1")]."""
     if len(counts) == 1:
         ((word, n),) = counts.items()
         return [(word, f"{n}/{runs}")]
@@ -53,7 +57,8 @@ def verdicts(found: list[tuple[str, str]]) -> str:
 
 
 def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
-    """(metric key, header, divisor) of the decisive metrics measured in some row, in first-seen order."""
+    """(metric key, header, divisor) of the decisive
+    metrics measured in some row, in first-seen order."""
     found = {}
     for row in rows:
         for key, s in row["slopes"].items():
@@ -64,8 +69,8 @@ def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
 
 SLOPES = (
     "Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
-    "the verdict (leakbench.analysis.verdict), each the rate the verdict compares with its bar: the least of "
-    "the Theil–Sen slope of the whole series and of each half (verdict.rate). "
+    "the verdict (leakbench.analysis.verdict), each the rate the verdict compares with its bar: "
+    "the least of the Theil–Sen slope of the whole series and of each half (verdict.rate). "
     "Agrees: one verdict in every run (skipped "
     "counts as agreeing). As expected: every verdict is one its variant should give."
 )
@@ -87,11 +92,12 @@ def about(result: dict) -> str:
         + (f" ({', '.join(format_bytes(c, whole=True) for c in caps)})" if caps else "")
     )
     return (
-        f"{result['runs_requested']} runs per variant, each a fresh child process (leakbench.measure), "
-        f"round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
+        f"{result['runs_requested']} runs per variant, each a fresh child process "
+        f"(leakbench.measure), round-robin, {jobs} {'child' if jobs == 1 else 'children'} at a time"
         f"{_beside(result)}; "
-        f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, {s['reps']} measured "
-        f"repetitions, heap pass {s['heap_reps']}, cap {cap}, timeout {s['timeout_seconds']:g} s, "
+        f"{(result.get('updated') or '')[:10]}. Engine settings: warm-up {s['warmup']}, "
+        f"{s['reps']} measured repetitions, heap pass {s['heap_reps']}, "
+        f"cap {cap}, timeout {s['timeout_seconds']:g} s, "
         f"peak sizes × {', '.join(f'{x:g}' for x in s['scales'])}."
     )
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 
 from leakbench import metrics
-from leakbench.reporters import markdown_table
-from leakbench.history import builds
 from leakbench.analysis.verdict import MEMORY_METRICS, VERDICTS
 from leakbench.contract import Scenario
+from leakbench.history import builds
 from leakbench.history.matrix import verdict_runs
+from leakbench.reporters import markdown_table
 from leakbench.reporters.history import matrix_cell
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
@@ -93,7 +93,8 @@ def cell_text(cell: dict | None) -> str:
 
 
 def _rests_elsewhere(cell: dict | None) -> bool:
-    """An expected growth leak none of whose signals is memory (matrix_cell names them only when unexpected)."""
+    """An expected growth leak none of whose signals is
+    memory (matrix_cell names them only when unexpected)."""
     return bool(
         cell
         and cell["expected"]
@@ -105,7 +106,8 @@ def _rests_elsewhere(cell: dict | None) -> bool:
 
 
 def segments(cells: dict, versions: list) -> list[tuple[str, str, str]]:
-    """Runs of one verdict over consecutive measured releases of matrix cells (matrix.verdict_runs)."""
+    """Runs of one verdict over consecutive measured
+    releases of matrix cells (matrix.verdict_runs)."""
     return verdict_runs({v: c["verdict"] for v, c in cells.items() if c is not None}, versions)
 
 
@@ -126,7 +128,10 @@ def change_line(cells: dict, versions: list) -> str | None:
             f"The leaky variant reads {verdict} on every release measured ({_span(first, last)})."
         )
     path = " → ".join(f"{verdict} {_span(first, last)}" for verdict, first, last in runs)
-    return f"**Changed at {builds.label(runs[1][1])}** (the first release whose leaky verdict differs from the one before): {path}."
+    return (
+        f"**Changed at {builds.label(runs[1][1])}** (the first release "
+        f"whose leaky verdict differs from the one before): {path}."
+    )
 
 
 def other_release(cells: dict, versions: list) -> str:
@@ -139,7 +144,8 @@ def other_release(cells: dict, versions: list) -> str:
 
 
 def machine_line(environments: list[dict], versions: list, machine: str | None) -> str:
-    """The machine from the records' environment: CPU model, cores, OS, Python, tensorflow-cpu releases."""
+    """The machine from the records' environment: CPU
+    model, cores, OS, Python, tensorflow-cpu releases."""
     described = []
     for env in environments:
         parts = [
@@ -159,15 +165,18 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
     if nightlies:
         releases += f" and tf-nightly ({', '.join(nightlies)})"
     where = f" (asv machine `{machine}`)" if machine else ""
-    return f"Machine{where}: {'; '.join(described) + ', ' if described else ''}{releases}, one virtualenv per release."
+    return (
+        f"Machine{where}: {'; '.join(described) + ', ' if described else ''}{releases}, "
+        "one virtualenv per release."
+    )
 
 
 def _numbers_line(scenario: Scenario) -> str:
     if scenario.kind == "peak":
         return f"Each cell: the verdict and k in peak above baseline ∝ {scenario.size_param}^k."
     return (
-        "Each cell: the verdict and the growth it rests on, held memory (RSS where held memory is n/a) "
-        f"in KiB per repetition; one repetition is {scenario.repetition}."
+        "Each cell: the verdict and the growth it rests on, held memory (RSS where held memory is "
+        f"n/a) in KiB per repetition; one repetition is {scenario.repetition}."
     )
 
 

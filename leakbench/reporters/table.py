@@ -15,9 +15,9 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from leakbench.reporters import markdown_table
 from leakbench import expectation, metrics
 from leakbench.analysis import verdict
+from leakbench.reporters import markdown_table
 
 LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
 SHORT = metrics.metrics_in(metrics.TABLE)  # in every table, headed by their short names
@@ -87,7 +87,8 @@ def row(rec: dict, wide: bool = False) -> list[str]:
 
 
 def table(records: list[dict], wide: bool = False) -> Table:
-    """A rich Table of records (see the module docstring); a verdict the variant should not read in red."""
+    """A rich Table of records (see the module docstring);
+    a verdict the variant should not read in red."""
     t = Table(title="leakbench: memory per scenario variant", title_justify="left")
     for h in columns(wide):
         t.add_column(h, justify="left" if h in LEFT else "right")
@@ -116,7 +117,8 @@ def markdown(records: list[dict], title: str) -> str:
         "",
         f"{accepted} of {len(records)} variants read what they should (bold: not); "
         f"{sum(r['seconds'] for r in records):,.0f} s of child runs. "
-        "Columns: leakbench.reporters.table; rates per repetition, as leakbench.metrics defines them.",
+        "Columns: leakbench.reporters.table; rates per "
+        "repetition, as leakbench.metrics defines them.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -125,9 +127,9 @@ LIST_WIDTH = 120  # `leakbench list` fits in this many columns
 
 
 def listing(scenarios) -> Table:
-    """A rich Table of scenarios within LIST_WIDTH columns: pair with its size parameter=default below
-    it, kind (and the device it needs, REQUIRES), seed source, and the title, wrapped; a rule between
-    pairs."""
+    """A rich Table of scenarios within LIST_WIDTH columns: pair with its size parameter=default
+    below it, kind (and the device it needs, REQUIRES), seed source, and the title, wrapped; a rule
+    between pairs."""
     rows = []
     for s in scenarios:
         # REQUIRES: skipped without one

@@ -57,11 +57,13 @@ from leakbench import catalog, contract, jsonfile
 from leakbench.analysis import verdict
 from leakbench.history import builds, matrix, store
 from leakbench.reporters import repeatability as repeat_report
-from leakbench.site import asv as asv_pages, colours, vendor
+from leakbench.site import asv as asv_pages
+from leakbench.site import colours, vendor
 from leakbench.site.flamegraphs import FLAMEGRAPHS, copy_flamegraph
 from leakbench.site.lessons import lesson_data
 from leakbench.site.releases import release_strip, row_id
-from leakbench.site.repeatability import PAGE as REPEATABILITY, pair_repeatability, repeatability
+from leakbench.site.repeatability import PAGE as REPEATABILITY
+from leakbench.site.repeatability import pair_repeatability, repeatability
 
 DEFAULT_TF = "2.21.0"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")

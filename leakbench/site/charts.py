@@ -21,7 +21,8 @@ COLOURS = colours.VARIANTS
 
 @dataclass(frozen=True)
 class Panel:
-    """One chart panel. key: its key in series_of's dicts (the sample series' name); unit: per sample."""
+    """One chart panel. key: its key in series_of's dicts
+    (the sample series' name); unit: per sample."""
 
     key: str
     label: str
@@ -39,8 +40,8 @@ PANELS = tuple(Panel(s.name, s.label, s.help, s.unit) for s in metrics.series_in
 
 
 def series_of(rec: dict | None) -> dict:
-    """The panels' series of a record's default-size run (its first): {panel key: [counts, None where
-    not sampled]}; {} for None or a record without runs."""
+    """The panels' series of a record's default-size run (its first): {panel key: [counts, None
+    where not sampled]}; {} for None or a record without runs."""
     if not rec or not rec.get("runs"):
         return {}
     found = rec["runs"][0].get("series") or {}
@@ -58,7 +59,8 @@ def _describe(panel: Panel, series: dict) -> str:
                 f"{'' if not change else f' to {values[-1]:,.0f}'}"
             )
     return (
-        f"{panel.label} over {max((len(f.get(panel.key) or []) for f in series.values()), default=0)} "
+        f"{panel.label} over "
+        f"{max((len(f.get(panel.key) or []) for f in series.values()), default=0)} "
         f"repetitions: {'; '.join(parts) or 'no values'}"
     )
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 # The two variants: chart titles, lines, frames and table headers.
 VARIANTS = {"leaky": "#c0392b", "fixed": "#1e7b45"}
 
-# Each verdict of leakbench.analysis.verdict.VERDICTS: (background, text). A word missing here is "unknown".
+# Each verdict of leakbench.analysis.verdict.VERDICTS:
+# (background, text). A word missing here is "unknown".
 VERDICTS = {
     "leak": ("#f8d3cf", "#7b1d12"),
     "no-leak": ("#d2f0dc", "#145a2e"),
@@ -23,7 +24,8 @@ VERDICTS = {
 }
 UNKNOWN = ("#eeeeee", "#333333")
 
-# The lines of the memory decomposition (leakbench.site.memory) and the stacks' fill (leakbench.site.stacks).
+# The lines of the memory decomposition (leakbench.site.memory)
+# and the stacks' fill (leakbench.site.stacks).
 SERIES = {
     "rss": "#6b7280",  # RSS: grey, the total
     "held": "#1f4e99",  # held memory: dark blue, what the verdict rests on

@@ -38,7 +38,8 @@ def copy_flamegraph(results: Path, out: Path, name: str, order: list[str]) -> Co
     copy's size in KiB, "offline": bool, and flamegraph_totals' keys}, or None when no version has
     one), the page, the copied libraries, and a note for an address left on a CDN or a library of
     another memray release. A page that is not UTF-8 text (or over jsonfile.MAX_BYTES) is passed
-    over with a note. Raises OSError when the copy cannot be written (build turns it into SiteError).
+    over with a note. Raises OSError when the copy
+    cannot be written (build turns it into SiteError).
     """
     notes = []
     for version in dict.fromkeys(order):

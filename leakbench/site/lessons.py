@@ -30,7 +30,8 @@ MEMORY_RATE = metrics.HELD  # how a matrix cell's memory rate shows (RSS's displ
 
 
 def source_link(source: str) -> str | None:
-    """'owner/repo#123' -> "https://github.com/owner/repo/issues/123"; None for a seed source word."""
+    """'owner/repo#123' -> "https://github.com/owner/repo/issues/123";
+    None for a seed source word."""
     match = _REPORT.fullmatch(source or "")
     return match and ISSUE_URL.format(repo=match.group(1), number=match.group(2))
 
@@ -96,7 +97,8 @@ def pair_file(root: Path, variant: str, pair: str) -> tuple[str | None, contract
 
 
 def verdict_css(word: str) -> str:
-    """A verdict's CSS class: "v-<word>" (style.css has one per verdict.VERDICTS word), else "v-unknown"."""
+    """A verdict's CSS class: "v-<word>" (style.css has
+    one per verdict.VERDICTS word), else "v-unknown"."""
     return f"v-{word}" if word in verdict.VERDICTS else "v-unknown"
 
 
@@ -132,7 +134,8 @@ def cell_view(cell: dict | None) -> dict | None:
 
 def verdict_view(rec: dict | None) -> dict | None:
     """A record's verdict as a page shows it: {"verdict", "css", "expected": the verdict is one
-    its variant may read (leakbench.expectation), "should": that expectation in words}; None for None."""
+    its variant may read (leakbench.expectation), "should":
+    that expectation in words}; None for None."""
     if not rec:
         return None
     return {
@@ -155,8 +158,8 @@ def version_row(version: str, recs: dict) -> dict:
     """A lesson's table row for one TF version. recs: variant -> record, or None (not measured).
 
     Returns {"version", "leaky": ..., "fixed": ...}, each None or verdict_view's keys plus
-    "values": [(text, hover title or None)] in HISTORY's order ("n/a" for a metric of glibc's counters
-    where they are n/a, with the reason), "k": the peak exponent ("—" if none) and
+    "values": [(text, hover title or None)] in HISTORY's order ("n/a" for a metric of glibc's
+    counters where they are n/a, with the reason), "k": the peak exponent ("—" if none) and
     "signals": comma-joined, "—" if none.
     """
     row = {"version": version}

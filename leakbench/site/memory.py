@@ -35,7 +35,10 @@ RSS = metrics.RSS.series
 HEAP = _HEAP.short
 LABELS = {key: _SERIES[name].label for key, name in LINES} | {HEAP: _HEAP.label}
 HELP = {key: _SERIES[name].help for key, name in LINES} | {
-    HEAP: "the bytes memray sees allocated and not freed, from its own pass (fewer repetitions), from 0 at its start"
+    HEAP: (
+        "the bytes memray sees allocated and not freed, from "
+        "its own pass (fewer repetitions), from 0 at its start"
+    )
 }
 # what is n/a, in words
 NA_LABEL = ", ".join(LABELS[k] for k in GLIBC[:-1]) + f" and {LABELS[GLIBC[-1]]}"
@@ -47,7 +50,8 @@ Y_LABEL = "MiB above the process before setup"
 
 
 def malloc_unavailable(rec: dict | None) -> str | None:
-    """Why a record's malloc counters are n/a (probes.malloc_heap_unavailable, as the record keeps it:
+    """Why a record's malloc counters are n/a
+    (probes.malloc_heap_unavailable, as the record keeps it:
     on its first run, else in its metrics), else None. rec: a record, or None."""
     if not rec:
         return None
@@ -57,7 +61,8 @@ def malloc_unavailable(rec: dict | None) -> str | None:
 
 
 def legend() -> list[tuple]:
-    """The chart's keys as its legend lists them: [(short name, (label, help), dashed)], the heap last."""
+    """The chart's keys as its legend lists them: [(short
+    name, (label, help), dashed)], the heap last."""
     return [(k, (LABELS[k], HELP[k]), k == HEAP) for k in (*(k for k, _ in LINES), HEAP)]
 
 
@@ -103,8 +108,8 @@ def decomposition(rec: dict | None) -> dict:
 
 
 def rate(values: list) -> float | None:
-    """The Theil–Sen slope (leakbench.analysis.estimate.trend) of a series, bytes/repetition; None if
-    it has fewer than 3 values or a missing one."""
+    """The Theil–Sen slope (leakbench.analysis.estimate.trend) of a series, bytes/repetition; None
+    if it has fewer than 3 values or a missing one."""
     found = estimate.trend(values) if values else None
     return found.slope if found else None
 
@@ -116,17 +121,22 @@ def _words(key: str, values: list) -> str | None:
     spread = max(known) - min(known)
     # up and down more than along a trend
     if spread >= SWING and spread > 2 * abs(slope) * (len(known) - 1):
-        return f"{LABELS[key]} swings between {format_bytes(min(known), unit=MIB, digits=0, label=False)} and {format_bytes(max(known), unit=MIB, digits=0)}"
+        return (
+            f"{LABELS[key]} swings between "
+            f"{format_bytes(min(known), unit=MIB, digits=0, label=False)} and "
+            f"{format_bytes(max(known), unit=MIB, digits=0)}"
+        )
     if abs(slope) < FLAT:
         return f"{LABELS[key]} stays flat near {format_bytes(known[-1], unit=MIB, digits=0)}"
     return (
-        f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {format_bytes(abs(slope))} per repetition "
-        f"to {format_bytes(known[-1], unit=MIB, digits=0)}"
+        f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {format_bytes(abs(slope))} per "
+        f"repetition to {format_bytes(known[-1], unit=MIB, digits=0)}"
     )
 
 
 def describe(variant: str, found: dict) -> str:
-    """The chart's alt text, e.g. "leaky variant, 12 repetitions, MiB above the process before setup:
+    """The chart's alt text, e.g. "leaky variant, 12
+    repetitions, MiB above the process before setup:
     held memory rises 4.0 MiB per repetition to 54 MiB; ...; malloc_trim gives back 2.5 MiB"."""
     if not found:
         return f"{variant} variant: not measured"
@@ -139,7 +149,10 @@ def describe(variant: str, found: dict) -> str:
         parts.append(
             "memray heap stays flat"
             if abs(heap) < FLAT
-            else f"memray heap {'grows' if heap > 0 else 'shrinks'} {format_bytes(abs(heap))} per repetition"
+            else (
+                f"memray heap {'grows' if heap > 0 else 'shrinks'} "
+                f"{format_bytes(abs(heap))} per repetition"
+            )
         )
     if found["trim"]:
         parts.append(
@@ -167,7 +180,8 @@ def charts(found: dict) -> dict[str, Markup] | None:
 
     Returns {variant: Markup}, or None when matplotlib is missing or no variant has a value.
     A variant not measured gets a chart saying so; where glibc's counters are n/a, its chart says
-    so in place of those lines (the reason is the page's to print, escaped). Raises nothing of its own.
+    so in place of those lines (the reason is the page's
+    to print, escaped). Raises nothing of its own.
     """
     if not any(f and any(f["lines"].values()) for f in found.values()):
         return None

@@ -5,8 +5,8 @@ each cell linked to its row of the lesson's table per release (id "tf-<version>"
 
 from __future__ import annotations
 
-from leakbench.history.matrix import verdict_runs
 from leakbench.catalog import VARIANT_DIRS
+from leakbench.history.matrix import verdict_runs
 from leakbench.site.lessons import verdict_view
 
 
@@ -16,11 +16,12 @@ def row_id(version: str) -> str:
 
 
 def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
-    """The strip of pair `name`. by_version: TF version -> {(pair, variant): record}; versions: oldest first.
+    """The strip of pair `name`. by_version: TF version
+    -> {(pair, variant): record}; versions: oldest first.
 
-    Returns {"versions", "rows": [{"variant", "cells": [None (not measured) or verdict_view's keys plus
-    "version", "href": "#tf-<version>", "changed": the leaky verdict differs from the release measured
-    before]}]}, "changes": [(version, verdict before, verdict now)] of the leaky variant,
+    Returns {"versions", "rows": [{"variant", "cells": [None (not measured) or verdict_view's keys
+    plus "version", "href": "#tf-<version>", "changed": the leaky verdict differs from the release
+    measured before]}]}, "changes": [(version, verdict before, verdict now)] of the leaky variant,
     "missing": a cell is not measured}. Raises KeyError for a record without "verdict" (every
     record has one: leakbench.analysis.schema).
     """

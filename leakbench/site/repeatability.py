@@ -47,7 +47,8 @@ def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -
             continue
         if result.get("machine") != machine:
             notes.append(
-                f"{path.name} skipped: measured on machine {result.get('machine')!r}, not {machine!r}"
+                f"{path.name} skipped: measured on machine "
+                f"{result.get('machine')!r}, not {machine!r}"
             )
             continue
         try:
@@ -73,7 +74,8 @@ def _table(path: Path, result: dict, machine: str, lessons: set[str]) -> dict:
         version, str
     ):
         raise TypeError(
-            "jobs, runs_requested, summary.runs and summary.variants must be integers, tensorflow a string"
+            "jobs, runs_requested, summary.runs and "
+            "summary.variants must be integers, tensorflow a string"
         )
     return {
         "id": path.stem[len(machine) + 1 :],
@@ -81,8 +83,11 @@ def _table(path: Path, result: dict, machine: str, lessons: set[str]) -> dict:
         "version": version,
         "jobs": jobs,
         "order": (store.version_key(version), jobs),
-        "title": f"TensorFlow {repeat_report.tensorflow(result)}, {jobs} {'child' if jobs == 1 else 'children'} "
-        "at a time",
+        "title": (
+            f"TensorFlow {repeat_report.tensorflow(result)}, {jobs} "
+            f"{'child' if jobs == 1 else 'children'} "
+            "at a time"
+        ),
         "about": repeat_report.about(result),
         "totals": repeat_report.totals(result),
         "runs_per_variant": result["runs_requested"],

@@ -34,7 +34,8 @@ def _env() -> Environment:
 
 
 def series_rows(rec: dict) -> list[dict]:
-    """The trends `leakbench check` shows (reporters.check.CHECK_SERIES): label, slope, interval, p, unit."""
+    """The trends `leakbench check` shows
+    (reporters.check.CHECK_SERIES): label, slope, interval, p, unit."""
     m = rec["metrics"] or {}
     return [
         {

@@ -66,8 +66,9 @@ def describe(variant: str, view: dict) -> str:
         return f"{variant} variant: no stack grew"
     top = view["stacks"][0]
     return (
-        f"memray's heap of the {variant} variant by allocation site, stacked over {len(top['bytes'])} heap "
-        f"repetitions: {top['name']} grows fastest, {top['kib_per_rep']:,.0f} KiB per repetition, "
+        f"memray's heap of the {variant} variant by allocation site, stacked over "
+        f"{len(top['bytes'])} heap repetitions: {top['name']} grows fastest, "
+        f"{top['kib_per_rep']:,.0f} KiB per repetition, "
         f"of {len(view['stacks'])} stacks shown"
     )
 

@@ -33,15 +33,17 @@ def _depth(stage: dict, by_name: dict) -> int:
 
 
 def stage_table(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> dict:
-    """The per-stage table of a lesson (or a check report). recs: variant -> record or None; variants:
+    """The per-stage table of a lesson (or a check
+    report). recs: variant -> record or None; variants:
     the ones shown, in order.
 
     Returns {"notes": [(variant, why there is no stage data: "na" reason, absent, not measured)],
     "readings": {variant: [elements consumed]}, "tensorflow": {variant: version},
-    "rows": [{"stage", "inside", "depth": nesting (0 outermost), variant: None or {"last": bytes at the
-    last reading, in words, "change": since the first reading, signed, "autotune": "param=value, ..." or ""}}]}
-    (rows in the leaky variant's order, then the fixed one's other stages; [] without stage data).
-    Missing keys read as empty; raises TypeError only for a byte value that is no number.
+    "rows": [{"stage", "inside", "depth": nesting (0 outermost), variant: None or {"last": bytes at
+    the last reading, in words, "change": since the first reading, signed, "autotune": "param=value,
+    ..." or ""}}]} (rows in the leaky variant's order, then the fixed one's other stages; [] without
+    stage data). Missing keys read as empty; raises
+    TypeError only for a byte value that is no number.
     """
     found = {"notes": [], "readings": {}, "tensorflow": {}, "rows": []}
     rows: dict = {}

@@ -176,8 +176,9 @@ def _licence_name(meta: dict) -> str:
 
 def memray_assets() -> tuple[str, Path, str]:
     """(memray's version, the folder of files it ships for --no-web, the text of its templates)."""
-    import memray
     from importlib import metadata
+
+    import memray
 
     templates = Path(memray.__file__).parent / "reporters" / "templates"
     text = "\n".join(p.read_text() for p in sorted(templates.glob("*.html")))
@@ -234,8 +235,9 @@ def write_notice(out: Path, copied: list[dict]) -> None:
         if item["source"] == "npm":
             files = ", ".join(item["licence_files"]) or "none in the package"
             lines.append(
-                f"{item['package']}@{item['version']}/  npm package {item['package']} {item['version']}; "
-                f"licence: {item['licence']} (package.json), licence file: {files}; "
+                f"{item['package']}@{item['version']}/  npm package {item['package']} "
+                f"{item['version']}; licence: {item['licence']} "
+                f"(package.json), licence file: {files}; "
                 f"loaded by {item['for']}"
             )
         else:

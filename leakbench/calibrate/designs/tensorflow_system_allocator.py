@@ -25,7 +25,10 @@ BYTES_PER_REP per repetition (plus the EagerTensor object, ~200 bytes).
 
 import tensorflow as tf
 
-TITLE = "calibration: bytes_per_rep held by tf.data output tensors kept in a list, oneDNN on the system allocator"
+TITLE = (
+    "calibration: bytes_per_rep held by tf.data output "
+    "tensors kept in a list, oneDNN on the system allocator"
+)
 SOURCE = "dangling references"
 REPETITION = "one epoch over a one-element dataset; keep the tensor it yields (0: keep nothing)"
 KIND = "growth"
