@@ -13,6 +13,7 @@ import re
 import stat
 import unicodedata
 from collections.abc import Callable
+from typing import Literal
 
 SOURCES = ("caching", "dangling references", "chaining/parallelism", "stateful functions")
 KINDS = ("growth", "peak")
@@ -119,7 +120,8 @@ def _preload(text: str) -> str | None:
                 head = f.read(18)
         except OSError as e:
             return f"LD_PRELOAD names {_shown(lib)}, which cannot be read ({e.strerror or e})"
-        order = {1: "little", 2: "big"}.get(head[5] if len(head) > 5 else 0)
+        orders: dict[int, Literal["little", "big"]] = {1: "little", 2: "big"}
+        order = orders.get(head[5] if len(head) > 5 else 0)
         if (
             len(head) < 18
             or head[:4] != b"\x7fELF"

@@ -26,7 +26,9 @@ the device is not there: nothing measured, nothing wrong.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 LEAK_PHASES = ("warm-up", "repetitions", "heap")  # where an over-cap is the leak growing
 
@@ -41,7 +43,7 @@ class Expectation:
     leak_cut_short: bool = False
     skipped: bool = False  # the scenario REQUIRES a device: `skipped` passes
 
-    def accepts(self, rec: dict) -> bool:
+    def accepts(self, rec: Mapping[str, Any]) -> bool:
         """True if the record's verdict is one this
         expectation allows (see the module docstring)."""
         word = rec["verdict"]
@@ -68,14 +70,14 @@ CHECK = Expectation(
 DECLARABLE = {"fragmentation": FRAGMENTATION}  # the contract's EXPECTED values
 
 
-def leak_cut_short(rec: dict) -> bool:
+def leak_cut_short(rec: Mapping[str, Any]) -> bool:
     """An over-cap once the pipeline ran, or a hang in teardown after its signals moved."""
     if rec["verdict"] == "over-cap":
         return rec.get("phase") in LEAK_PHASES
     return stalled_after_leak(rec)
 
 
-def stalled_after_leak(rec: dict) -> bool:
+def stalled_after_leak(rec: Mapping[str, Any]) -> bool:
     """A record that hung in teardown after its signals moved: freeing what leaked stalled."""
     return rec["verdict"] == "hang" and rec.get("phase") == "teardown" and bool(rec["signals"])
 
@@ -97,12 +99,12 @@ def for_variant(
     return found.with_device(requires) if requires else found
 
 
-def for_record(rec: dict) -> Expectation:
+def for_record(rec: Mapping[str, Any]) -> Expectation:
     """The expectation of a record, from the copy of its
     contract it keeps (leakbench.analysis.record)."""
     return for_variant(rec["variant"], rec.get("reported"), rec.get("expects"), rec.get("requires"))
 
 
-def accepts(rec: dict) -> bool:
+def accepts(rec: Mapping[str, Any]) -> bool:
     """for_record(rec).accepts(rec)."""
     return for_record(rec).accepts(rec)

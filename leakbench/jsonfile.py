@@ -227,7 +227,8 @@ def resumable(out: Path, made: dict, fmt: int, what: str, error: type[Exception]
         for k, v in made.items()
         if k != "settings" and found.get(k) != v
     ]
-    there = found.get("settings") if isinstance(found.get("settings"), dict) else {}
+    settings = found.get("settings")
+    there = settings if isinstance(settings, dict) else {}
     differ += [
         f"{k} {there.get(k)} there, {v} here"
         for k, v in made.get("settings", {}).items()

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from leakbench.analysis import record, verdict
+from leakbench.analysis.schema import Record
 from leakbench.catalog import Target
 from leakbench.engine import heap, memlimit, runner
 from leakbench.units import GIB
@@ -124,7 +125,7 @@ def measure(
     env: dict | None = None,
     on_message: Callable[[dict], None] | None = None,
     child_options: dict | None = None,
-) -> dict:
+) -> Record:
     """Run `target` under `settings` and return its record (see leakbench.analysis.record).
 
     child_options: passed to every child run (runner.run_child); `leakbench check` uses it.
@@ -153,13 +154,10 @@ def measure(
         )
     outcomes = []
     flamegraph = None
+    drawn = Path(settings.flamegraph_dir) if settings.flamegraph_dir else None
     with tempfile.TemporaryDirectory(prefix="leakbench-capture-") as keep:
         for i, run_params in enumerate(sizes(target, params, settings.scales)):
-            capture = (
-                Path(keep) / "heap.bin"
-                if settings.flamegraph_dir and i == 0 and settings.heap_reps
-                else None
-            )
+            capture = Path(keep) / "heap.bin" if drawn and i == 0 and settings.heap_reps else None
             outcome = runner.run_child(
                 target.scenario.path,
                 run_params,
@@ -175,8 +173,8 @@ def measure(
                 heap_file=capture,
             )
             outcomes.append(outcome)
-            if capture:
-                flamegraph = _flamegraph(capture, outcome, Path(settings.flamegraph_dir), target)
+            if capture and drawn:
+                flamegraph = _flamegraph(capture, outcome, drawn, target)
             if outcome.status != "ok" and not record.stalled_in_teardown(outcome):
                 break
     rec = record.build(
@@ -194,14 +192,14 @@ def measure(
 
 
 def _confirm(
-    rec: dict,
+    rec: Record,
     target: Target,
     params: dict,
     settings: Settings,
     env: dict,
     on_message,
     child_options: dict | None,
-) -> dict:
+) -> Record:
     """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
     longer (verdict.confirmation_reps), and return the record verdict.confirm makes of it
     from the later half of that run (record.confirmed).

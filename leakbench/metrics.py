@@ -15,7 +15,9 @@ Why each threshold has its value is in docs/verdicts.md (measured on TF
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from leakbench.units import KIB, MIB
 
@@ -434,7 +436,7 @@ def signal_help(signal: str) -> str:
     return found.help if found else ""
 
 
-def value(rec: dict | None, key: str) -> float | None:
+def value(rec: Mapping[str, Any] | None, key: str) -> float | None:
     """A metric of a record as a number (a trend's Theil–Sen slope), None if absent."""
     if rec is None:
         return None

@@ -31,6 +31,7 @@ import math
 from pathlib import Path
 
 from leakbench import expectation
+from leakbench.analysis.schema import Record
 from leakbench.check import run as check
 from leakbench.measure import FIXED_CAP_BYTES, Settings
 from leakbench.reporters import check as report
@@ -43,7 +44,7 @@ DEFAULT_TIMEOUT_SECONDS = Settings.timeout_seconds
 class LeakError(AssertionError):
     """A check target did not give `no-leak`; `record` holds the measurement."""
 
-    def __init__(self, message: str, record: dict):
+    def __init__(self, message: str, record: Record):
         super().__init__(message)
         self.record = record
 
@@ -72,7 +73,7 @@ def measure_target(
     warmup: int = Settings.warmup,
     heap_reps: int = Settings.heap_reps,
     teardown_timeout: float = Settings.teardown_timeout_seconds,
-) -> dict:
+) -> Record:
     """The `leakbench check` record of `target` (cap:
     bytes or a size such as '4GiB'; timeout: seconds)."""
     cap_bytes = cap if isinstance(cap, int) else parse_size(cap)
@@ -90,7 +91,7 @@ def measure_target(
     return check.check(target_spec(target), settings)
 
 
-def assert_no_leak(target, **settings) -> dict:
+def assert_no_leak(target, **settings) -> Record:
     """Measure `target` as `leakbench check` does; raise LeakError unless the record reads what a
     check target should (expectation.CHECK: `no-leak`, or `fragmentation`: RSS that malloc_trim
     gives back, nothing held by the pipeline). `skipped` (a scenario file that REQUIRES a GPU

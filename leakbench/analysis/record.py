@@ -135,7 +135,7 @@ def stack_slopes(heap: dict | None) -> dict | None:
 def _trend(values, unit: str) -> dict | None:
     """estimate.trend of a series as stored in a record, with its unit; None if too short."""
     found = estimate.trend(values)
-    return found and {**found.as_dict(), "unit": unit}
+    return {**found.as_dict(), "unit": unit} if found else None
 
 
 def metrics(runs: list[dict], scenario, reps: int) -> dict:
@@ -250,7 +250,7 @@ def build(
     # What one repetition was: the scenario's REPETITION, unless the first run's child learned it
     # (a check target is a dataset or a function only once set up: engine.target.Adapted).
     learned = (outcomes[0].result or {}).get("repetition")
-    rec = {
+    rec: Record = {
         "schema": SCHEMA,
         "pair": pair if pair is not None else scenario.name,
         "variant": variant,
@@ -281,8 +281,8 @@ def build(
             "teardown_timeout_seconds) after the measurement was in"
         )
         or None,
-        "phase": failed and failed["phase"],
-        "error": failed and failed["error"],
+        "phase": failed["phase"] if failed else None,
+        "error": failed["error"] if failed else None,
         "skip_reason": next((o.skipped for o in outcomes if o.status == "skipped"), None),
         "seconds": sum(r["wall_seconds"] for r in runs),
     }

@@ -17,6 +17,7 @@ Schemas:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from leakbench import jsonfile
@@ -59,7 +60,7 @@ class Record(TypedDict, total=False):
     diagnosis: dict  # only from leakbench check
 
 
-def first_run(rec: dict | None) -> dict:
+def first_run(rec: Mapping[str, Any] | None) -> dict:
     """A record's first (default-size) run, {} for None or a record without runs."""
     return ((rec or {}).get("runs") or [{}])[0]
 

@@ -132,7 +132,9 @@ def _message(e) -> str:
     if e.rule == "enum":
         return f"{where}: {_short(e.value)} is not one of {', '.join(map(str, e.rule_definition))}"
     if e.rule == "type":
-        types = e.rule_definition if isinstance(e.rule_definition, list) else [e.rule_definition]
+        types: list[Any] = (
+            e.rule_definition if isinstance(e.rule_definition, list) else [e.rule_definition]
+        )
         return (
             f"{where}: must be {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} "
             f"(got {_short(e.value)})"

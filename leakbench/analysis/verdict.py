@@ -88,11 +88,9 @@ class Basis:
     def words(self) -> str:
         """The record's growth_basis: "held", or e.g. "rss
         (held memory n/a: libjemalloc is loaded: ...)"."""
-        return (
-            self.metric.signal
-            if self.why is None
-            else f"{self.metric.signal} ({registry.HELD.label} {self.why})"
-        )
+        signal = self.metric.signal
+        assert signal is not None  # the basis is held memory or RSS: both decide, by a signal
+        return signal if self.why is None else f"{signal} ({registry.HELD.label} {self.why})"
 
 
 def memory_basis(metrics: dict) -> Basis:
@@ -175,6 +173,8 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
 def _unmoved(metrics: dict) -> tuple[str, list[str]]:
     """The verdict where no deciding signal moved: fragmentation by its rule, else no-leak."""
     rss = registry.RSS
+    # RSS decides in held memory's place: it has a signal and a threshold
+    assert rss.signal is not None and rss.threshold is not None
     rss_grew = memory_basis(metrics).metric is not rss and moved(
         metrics.get(rss.key), rss.threshold
     )
@@ -267,9 +267,9 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
         and min(returned, freed) >= TRIM_SHARE_MIN * grown
     ):
         return True
-    if bool(held) and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held:
+    if held and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held:
         return True
     free = metrics.get("malloc_free_held_bytes")
-    return (
-        bool(held) and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held
+    return bool(
+        held and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held
     )

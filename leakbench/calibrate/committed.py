@@ -12,9 +12,11 @@ counts for neither.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from leakbench import expectation, jsonfile
+from leakbench.analysis.schema import Record
 from leakbench.calibrate.stats import SIGNALS, TIMED, reach, smallest_caught
 from leakbench.history import store
 from leakbench.units import format_bytes
@@ -69,11 +71,12 @@ def suite_cost(records_path: Path) -> dict | None:
     }
 
 
-def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, dict]], list[str]]:
+def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, Record]], list[str]]:
     """The one walk of the committed records: ([(file label "<machine>/tf-<version>", record)] for
     every fixed variant, in file order), [one line per file that could not be read]). Both empty
     when records_dir is None or not a directory."""
-    fixes, unreadable = [], []
+    fixes: list[tuple[str, Record]] = []
+    unreadable: list[str] = []
     if records_dir is None or not records_dir.is_dir():
         return fixes, unreadable
     for path in sorted(records_dir.glob("*/tf-*.jsonl")):
@@ -88,7 +91,7 @@ def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, dict]], lis
     return fixes, unreadable
 
 
-def committed_fix_verdicts(fixes: list[tuple[str, dict]], unreadable: list[str] = ()) -> dict:
+def committed_fix_verdicts(fixes: list[tuple[str, Record]], unreadable: Sequence[str] = ()) -> dict:
     """The verdicts of the committed fixes (fixed_records' results).
 
     Returns {records (fixes that measured, i.e. did not read skipped), skipped, by_verdict
@@ -114,7 +117,7 @@ def committed_fix_verdicts(fixes: list[tuple[str, dict]], unreadable: list[str] 
     }
 
 
-def noise_floor(observations: list[dict], fixes: list[tuple[str, dict]]) -> dict:
+def noise_floor(observations: list[dict], fixes: list[tuple[str, Record]]) -> dict:
     """Per signal of SIGNALS: the smallest threshold (bytes/repetition) that keeps zero false
     alarms on the controls' runs and on the committed fixes that read as expected (the largest
     stats.reach among them; 0.0 if none moves).

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from leakbench import jsonfile
 from leakbench.analysis import record, validate, verdict
-from leakbench.analysis.schema import first_run
+from leakbench.analysis.schema import Record, first_run
 from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
@@ -70,7 +70,7 @@ class Case:
     bytes_per_rep: int  # true bytes kept per repetition (0: the control)
 
 
-def observe(rec: dict, case: Case, run: int) -> dict:
+def observe(rec: Record, case: Case, run: int) -> dict:
     """What calibration keeps of one record
     (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
@@ -95,6 +95,7 @@ def observe(rec: dict, case: Case, run: int) -> dict:
     again = (rec.get("confirmation") or {}).get("signals")
     deciding = verdict.deciding_signals(m) if m else {}
     for name, metric in SIGNALS.items():
+        assert metric.threshold is not None  # SIGNALS decide: each has a threshold
         trend = m.get(metric.key)
         seen[f"{name}_slope"] = trend and trend["slope"]
         seen[f"{name}_p"] = trend and trend["p_increasing"]

@@ -26,7 +26,7 @@ from leakbench.units import KIB, format_bytes
 # The signals calibration reads (the registry's CALIBRATION view), by their record["signals"] name,
 # each with its threshold: held memory and memray's heap
 # decide, RSS is read beside them at its fallback threshold.
-SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION)}
+SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION) if m.signal is not None}
 HELD, HEAP = registry.HELD.signal, registry.HEAP.signal  # the signals the targets name
 # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
 CONTROL = expectation.NO_LEAK
@@ -47,8 +47,8 @@ def reach(trend: dict | None) -> float | None:
 def trend_only(trend: dict | None) -> bool:
     """The trend test passes and both halves rise, with no size threshold: what a signal could
     catch at best with a lower bar."""
-    return (
-        bool(trend)
+    return bool(
+        trend
         and trend["p_increasing"] < verdict.TREND_P_MAX
         and min(trend["first_half"], trend["second_half"]) > 0
     )
@@ -218,8 +218,14 @@ def _cost(observations: list[dict], settings: Settings) -> dict:
                     fixed[k].append(s[k])
     if not walls:
         return {}
-    median = lambda xs: float(np.median(xs)) if xs else None  # noqa: E731
-    over = lambda xs: median(xs) / median(plain) if xs else None  # noqa: E731
+    base = float(np.median(plain))  # walls: so plain has a value per run too
+
+    def median(xs: list[float]) -> float | None:
+        return float(np.median(xs)) if xs else None
+
+    def over(xs: list[float]) -> float | None:
+        return float(np.median(xs)) / base if xs else None
+
     return {
         "runs": len(walls),
         "wall_seconds": sum(walls),

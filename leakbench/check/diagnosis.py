@@ -5,6 +5,7 @@ and say so; they are never a certainty."""
 from __future__ import annotations
 
 from leakbench import metrics as registry
+from leakbench.analysis.schema import Record
 from leakbench.analysis.verdict import MEMORY_METRICS
 from leakbench.units import MIB, format_bytes
 
@@ -101,7 +102,7 @@ def _depth(node_id: int, parents: dict) -> int:
     return depth
 
 
-def hints(rec: dict, found: dict) -> list[str]:
+def hints(rec: Record, found: dict) -> list[str]:
     """Likely seed sources, each with the evidence that points to it (hints, not certainties).
 
     found: check.run.diagnosis's evidence (types, attribution, top_stacks, stack_growth,
@@ -194,8 +195,8 @@ def hints(rec: dict, found: dict) -> list[str]:
             "held memory grows while memray's heap and Python objects stay flat: memory held where "
             "memray does not look (TensorFlow allocations it misses, thread stacks)."
         )
-    stacks, growing = found["top_stacks"], found.get("stack_growth") or []
-    site = next((g for g in growing if g.get("user_frame")), None)
+    stacks, growing_stacks = found["top_stacks"], found.get("stack_growth") or []
+    site = next((g for g in growing_stacks if g.get("user_frame")), None)
     # the user's line first; TensorFlow's frames only as context
     if registry.HEAP.signal in signals and site:
         inner = site["frames"][0] if site["frames"] else None

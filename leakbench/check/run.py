@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from leakbench.analysis.schema import first_run
+from leakbench.analysis.schema import Record, first_run
 from leakbench.catalog import Target
 from leakbench.check.diagnosis import attribution, hints
 from leakbench.contract import Scenario, read_metadata
@@ -27,9 +27,10 @@ def plan(spec: str) -> tuple[Target, dict, dict]:
     parsed = check_target.parse(spec)
     # a scenario file: measured as `run` measures it, with the extra evidence
     if parsed.name is None:
+        assert parsed.path is not None  # no NAME: a scenario file
         scenario = read_metadata(parsed.path)
         return Target(scenario, "check", spec), dict(scenario.params), {"diagnose": True}
-    where = parsed.path if parsed.path is not None else Path(parsed.module)
+    where = parsed.path if parsed.path is not None else Path(str(parsed.module))
     scenario = Scenario(
         path=where,
         title=f"check {parsed.spec}",
@@ -49,7 +50,7 @@ def check(
     settings: Settings,
     env: dict | None = None,
     on_message: Callable[[dict], None] | None = None,
-) -> dict:
+) -> Record:
     """Measure TARGET `spec` and return its record, variant "check", with a "diagnosis".
 
     settings: as for `leakbench run`; pass an explicit cap_bytes and timeout_seconds.
@@ -62,7 +63,7 @@ def check(
     return rec
 
 
-def diagnosis(rec: dict) -> dict:
+def diagnosis(rec: Record) -> dict:
     """Evidence of the first (default-size) run, summarized: types, attribution, stacks (the largest
     live and the growing ones, leakbench.engine.heap), the reference chain, hints."""
     run = first_run(rec)

@@ -15,11 +15,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
 
 from leakbench import catalog, contract, jsonfile
+from leakbench.analysis.schema import Record
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
 from leakbench.measure import Settings
@@ -53,7 +55,7 @@ def one_line(text: str) -> str:
     return text.strip().translate(_LINE_BREAKS)
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Bad input: one line on stderr (line breaks in it escaped), exit 2."""
     say(f"leakbench: error: {message.translate(_LINE_BREAKS)}")
     sys.exit(2)
@@ -311,7 +313,7 @@ def progress(status, label: str, reps: int):
     return show
 
 
-def flamegraph_note(rec: dict, folder: Path | None) -> str:
+def flamegraph_note(rec: Record, folder: Path | None) -> str:
     found = rec.get("flamegraph") or {}
     if "file" in found:
         return f"flame graph {folder / found['file']}"

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from leakbench import expectation
+from leakbench.analysis.schema import Record
 from leakbench.cli.base import (
     apart,
     err,
@@ -28,7 +29,7 @@ from leakbench.contract import ContractError
 from leakbench.reporters import check as view
 
 
-def check_exit_code(rec: dict) -> int:
+def check_exit_code(rec: Record) -> int:
     """0 when the record reads what a check target should (expectation.CHECK: no-leak,
     fragmentation, or skipped for a scenario file that REQUIRES a GPU TensorFlow does not see); 2
     error or hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown
@@ -48,7 +49,7 @@ def _target_file(spec: str) -> Path | None:
     from leakbench.engine import target as check_target
 
     parsed = check_target.parse(spec)
-    if parsed.path is not None or "." in parsed.module:
+    if parsed.path is not None or parsed.module is None or "." in parsed.module:
         return parsed.path
     found = importlib.util.find_spec(parsed.module)
     return Path(found.origin) if found is not None and found.has_location and found.origin else None

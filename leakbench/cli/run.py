@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, expectation, jsonfile
+from leakbench.analysis.schema import Record
 from leakbench.calibrate import committed
 from leakbench.cli.base import (
     SCALES_OPTION,
@@ -175,7 +176,7 @@ def run(
     sys.exit(0 if all(expectation.accepts(r) for r in records) else 1)
 
 
-def _append(path: Path, rec: dict) -> None:
+def _append(path: Path, rec: Record) -> None:
     """One record per line, flushed to disk, so records written before a crash stay valid."""
     with open(path, "a") as f:
         f.write(json.dumps(rec) + "\n")

@@ -99,7 +99,7 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
 
     find = getattr(objgraph, "_find_chain", None)
     ignore = (id(growth), id(candidates))
-    chain = []
+    chain: list = []
     try:
         while candidates and len(chain) < 2:  # the next instance if one has no chain
             instance = candidates.pop()

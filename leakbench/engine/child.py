@@ -88,7 +88,7 @@ def main(config: dict) -> int:
         target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
         module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
         # check's extra readings (leakbench.engine.evidence)
-        extra = {} if config.get("diagnose") else None
+        extra: dict | None = {} if config.get("diagnose") else None
         _first_tf_data_use()
         seconds["import"] = time.perf_counter() - start
         # What the import made lives as long as the process: freezing it (out of
@@ -261,7 +261,7 @@ def _first_tf_data_use() -> None:
 
 
 def _versions() -> dict:
-    versions = {"python": sys.version.split()[0]}
+    versions: dict[str, str | None] = {"python": sys.version.split()[0]}
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         versions["tensorflow"] = getattr(tf, "__version__", "unknown")

@@ -191,7 +191,7 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
             "na": f"a fresh iterator failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
         }
     consumed = 0
-    readings = []
+    readings: list[tuple[int, list]] = []
     try:
         for goal in goals:
             if readings and time.perf_counter() - start > STAGES_SECONDS:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from types import ModuleType
 
 NO_GPU = "no GPU visible to TensorFlow"
 
@@ -21,7 +22,7 @@ NO_GPU = "no GPU visible to TensorFlow"
 class Gpu:
     """The first GPU TensorFlow sees ("GPU:0"), read through tf.config.experimental."""
 
-    tf: object  # the tensorflow module the scenario imported
+    tf: ModuleType  # the tensorflow module the scenario imported
     device: str = "GPU:0"
 
     @staticmethod

@@ -171,7 +171,7 @@ class Adapted:
     @property
     def repetition_text(self) -> str | None:
         """What one repetition is (REPETITIONS), None before setup has learned the kind."""
-        return REPETITIONS.get(self.kind)
+        return REPETITIONS.get(self.kind) if self.kind else None
 
     def repetition(self, state) -> None:
         if self.kind == "dataset":

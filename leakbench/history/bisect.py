@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -46,7 +47,7 @@ class InstallFailed(RuntimeError):
     be installed: the build is skipped, as unusable."""
 
 
-def usable(record: dict) -> bool:
+def usable(record: Mapping[str, Any]) -> bool:
     """False for a reading that says nothing about the pipeline:
     error, hang, skipped, or over-cap while importing."""
     word = record.get("verdict")
@@ -89,7 +90,7 @@ def between(builds: list[Build], good: str, bad: str) -> list[Build]:
     return [by_version[v] for v in sorted(by_version) if lo <= v <= hi]
 
 
-def rate_of(record: dict) -> tuple[str | None, float | None, str | None]:
+def rate_of(record: Mapping[str, Any]) -> tuple[str | None, float | None, str | None]:
     """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k
     for a peak), else the memory metric the verdict compares with
     its bar (verdict.memory_basis); Nones without metrics."""
@@ -131,7 +132,9 @@ class Reading:
     error: str | None = None
 
 
-def reading_of(build: Build, record: dict, role: str, install_seconds: float = 0.0) -> Reading:
+def reading_of(
+    build: Build, record: Mapping[str, Any], role: str, install_seconds: float = 0.0
+) -> Reading:
     """A Reading of one record (see measure in the module docstring)."""
     label, rate, unit = rate_of(record)
     env = record.get("environment") or {}
@@ -294,13 +297,15 @@ def search(
                 f"{' in ' + got.phase if got.phase else ''}: an end must be measurable to bisect"
                 f"{': ' + got.error if got.error else ''}",
             )
+    assert b is not None  # a was usable, so b was read (and is usable)
     if b.verdict == a.verdict:
         return done(
             SAME,
             f"both ends read {a.verdict}: nothing to bisect "
             f"between {first.version} and {last.version}",
         )
-    lo, hi, tried, skipped, steps = 0, len(candidates) - 1, set(), [], 0
+    tried: set[int] = set()
+    lo, hi, skipped, steps = 0, len(candidates) - 1, [], 0
     bad_verdict = b.verdict
     while (i := nearest(lo, hi, tried)) is not None:
         tried.add(i)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from leakbench import expectation, metrics
+from leakbench.analysis.schema import Record
 from leakbench.history.store import VersionError
 from leakbench.units import MIB, format_bytes
 
@@ -58,7 +59,7 @@ class Comparison:
         return {**asdict(self), "exit_code": self.exit_code}
 
 
-def verdict_change(rec: dict, old: str) -> str:
+def verdict_change(rec: Record, old: str) -> str:
     """The failure line's tail for a verdict that changed to rec's: what the variant should read."""
     wanted = expectation.for_record(rec)
     if wanted.accepts(rec):
@@ -74,9 +75,9 @@ def verdict_change(rec: dict, old: str) -> str:
 
 def compare(
     old_label: str,
-    old: list[dict],
+    old: list[Record],
     new_label: str,
-    new: list[dict],
+    new: list[Record],
     factor: float = DEFAULT_FACTOR,
     machine: str | None = None,
 ) -> Comparison:
@@ -86,11 +87,12 @@ def compare(
         raise VersionError(f"--factor must be above 1, got {factor}")
     olds = {(r["pair"], r["variant"]): r for r in old}
     news = {(r["pair"], r["variant"]): r for r in new}
-    rows, failures = [], []
+    rows: list[dict] = []
+    failures: list[str] = []
     for pair, variant in sorted(set(olds) | set(news), key=order):
         a, b = olds.get((pair, variant)), news.get((pair, variant))
         base = {"pair": pair, "variant": variant}
-        va, vb = a and a["verdict"], b and b["verdict"]
+        va, vb = a["verdict"] if a else None, b["verdict"] if b else None
         changed = a is not None and b is not None and va != vb
         rows.append(
             {
@@ -107,12 +109,13 @@ def compare(
             }
         )
         if changed and "skipped" not in (va, vb):
+            assert b is not None and va is not None  # changed: both records are there
             failures.append(f"{pair} ({variant}): verdict {va} → {vb}{verdict_change(b, va)}")
         if {va, vb} <= {"skipped", None}:
             continue  # nothing measured on either side: no numbers to set side by side
         for m in COMPARED:
             x, y = metrics.value(a, m.key), metrics.value(b, m.key)
-            marker = mark(x, y, factor, m.compare_floor)
+            marker = mark(x, y, factor, m.compare_floor or 0.0)  # set for every COMPARED metric
             ratio = y / x if x is not None and y is not None and x > 0 and y >= 0 else None
             rows.append(
                 {

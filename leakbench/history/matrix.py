@@ -14,6 +14,7 @@ from pathlib import Path
 
 from leakbench import expectation, jsonfile, metrics
 from leakbench.analysis import verdict
+from leakbench.analysis.schema import Record
 from leakbench.history import builds, store
 from leakbench.history.compare import order
 
@@ -23,7 +24,7 @@ def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
     verdicts: TF version -> verdict word (a version missing there was not measured); versions in
     order. A run after the first starts at a release whose
     verdict differs from the one measured before."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     for v in versions:
         word = verdicts.get(v)
         if word is None:
@@ -35,7 +36,7 @@ def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
     return found
 
 
-def cell(rec: dict) -> dict:
+def cell(rec: Record) -> dict:
     """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition
     (a trend's as metrics.value reads it)."""
     scaling = (rec["metrics"] or {}).get("peak_scaling") or {}

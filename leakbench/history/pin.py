@@ -6,7 +6,9 @@ measurement used is what its child saw (record["environment"]["tensorflow"]).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from importlib import metadata
+from typing import Any
 
 from leakbench.history.builds import same_build
 from leakbench.history.store import VersionError
@@ -34,7 +36,7 @@ def installed_tf_version() -> str | None:
     return None
 
 
-def check_tf_version(records: list[dict], expected: str | None) -> None:
+def check_tf_version(records: Sequence[Mapping[str, Any]], expected: str | None) -> None:
     """Raise VersionError unless every record's TensorFlow is `expected`.
 
     `expected` is the environment's pin (installed_tf_version()); a record's

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from leakbench import jsonfile
 from leakbench.analysis import schema
+from leakbench.analysis.schema import Record
 from leakbench.history import builds
 
 RECORDS_DIR = "records"
@@ -55,7 +56,7 @@ def records_path(results: Path, machine: str, version: str) -> Path:
     return Path(results) / RECORDS_DIR / machine / f"tf-{version}.jsonl"
 
 
-def existing(path: Path) -> list[dict]:
+def existing(path: Path) -> list[Record]:
     """The records already in `path` ([] if there is no file), to be kept by write_records.
 
     Raises VersionError when the file cannot be read whole (a corrupt line, a
@@ -71,7 +72,7 @@ def existing(path: Path) -> list[dict]:
         ) from None
 
 
-def write_records(results: Path, machine: str, version: str, records: list[dict]) -> Path:
+def write_records(results: Path, machine: str, version: str, records: list[Record]) -> Path:
     """Store one environment's records under its machine: replace those of the same
     pair and variant, keep the others, rewrite the file atomically (a rerun never
     appends duplicates; a run of a few pairs does not drop the rest). Records of an
@@ -88,7 +89,7 @@ def write_records(results: Path, machine: str, version: str, records: list[dict]
     return path
 
 
-def read_records(path: Path, allow_empty: bool = False) -> list[dict]:
+def read_records(path: Path, allow_empty: bool = False) -> list[Record]:
     """Records of one file, migrated to the current schema (leakbench.analysis.schema).
 
     Raises VersionError for a file that cannot be read (jsonfile.read_text: no regular file, over
@@ -177,7 +178,7 @@ def available(results: Path, machine: str | None = None) -> dict[str, Path]:
     return dict(sorted(_version_files(folder).items(), key=lambda kv: version_key(kv[0])))
 
 
-def by_version(results: Path, machine: str | None = None) -> dict[str, dict[tuple, dict]]:
+def by_version(results: Path, machine: str | None = None) -> dict[str, dict[tuple, Record]]:
     """TF version -> {(pair, variant): record} for one machine in `results`, versions in order."""
     return {
         v: {(r["pair"], r["variant"]): r for r in read_records(p)}
@@ -185,7 +186,7 @@ def by_version(results: Path, machine: str | None = None) -> dict[str, dict[tupl
     }
 
 
-def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, list[dict]]:
+def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, list[Record]]:
     """A label and the records for `what`: a TF version in `results` (of `machine`), "nightly" (the
     newest dated nightly there), or a records file. The label names a nightly by its build date
     (builds.label). Raises VersionError for a version, nightly or file that is not there."""

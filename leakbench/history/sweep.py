@@ -8,6 +8,7 @@ from pathlib import Path
 
 from leakbench import catalog
 from leakbench import measure as measuring
+from leakbench.analysis.schema import Record
 from leakbench.history import pin, store
 
 
@@ -18,7 +19,7 @@ def record_pairs(
     results: Path | None = None,
     machine: str | None = None,
     flamegraph_dir: str | None = None,
-) -> tuple[str | None, list[dict], Path | None]:
+) -> tuple[str | None, list[Record], Path | None]:
     """Measure each pair's leaky and fixed variant with the engine, check the pin, file the records.
 
     root: the checkout holding scenarios/ and fixes/; names: pair names (all
@@ -43,9 +44,10 @@ def record_pairs(
     """
     pinned = pin.installed_tf_version()
     pin.check_tf_version([], pinned)  # no TensorFlow installed: nothing to measure
-    machine = machine or (store.asv_machine(results) if results is not None else None)
+    assert pinned  # check_tf_version raised otherwise
     if results is not None:
-        store.existing(store.records_path(results, machine, pinned or "none"))
+        machine = machine or store.asv_machine(results)
+        store.existing(store.records_path(results, machine, pinned))
     records = []
     for target in catalog.targets(Path(root), list(names), "both"):
         drawn = flamegraph_dir if target.variant == "leaky" else None
@@ -58,4 +60,5 @@ def record_pairs(
         records.append(rec)
     if results is None:
         return pinned, records, None
+    machine = machine or store.asv_machine(results)  # set above: asv_machine is not asked again
     return pinned, records, store.write_records(results, machine, pinned, records)

@@ -48,6 +48,7 @@ import psutil
 
 from leakbench import expectation, jsonfile
 from leakbench.analysis import record, validate, verdict
+from leakbench.analysis.schema import Record
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.engine import memlimit
 from leakbench.history import pin
@@ -88,7 +89,7 @@ def _seconds(confirmation: dict | None) -> float | None:
     return confirmation["seconds"] if confirmation else None
 
 
-def observe(rec: dict, expected: expectation.Expectation, run: int) -> dict:
+def observe(rec: Record, expected: expectation.Expectation, run: int) -> dict:
     """What repeat keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     slopes = {}

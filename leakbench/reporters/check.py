@@ -8,13 +8,14 @@ from rich.table import Table
 from rich.text import Text
 
 from leakbench import metrics
+from leakbench.analysis.schema import Record
 from leakbench.engine.evidence import TYPE_GROWTH_MIN
 from leakbench.units import KIB, MIB, format_bytes
 
 CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows
 
 
-def check_view(rec: dict) -> list:
+def check_view(rec: Record) -> list:
     """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks
     (the largest live; the growing ones with the user's frame first), the reference chain, hints."""
     d = rec.get("diagnosis") or {}
@@ -179,14 +180,14 @@ def check_view(rec: dict) -> list:
     return out
 
 
-def check_summary(rec: dict) -> str:
+def check_summary(rec: Record) -> str:
     """Plain text of a check record's verdict, slopes and hints (for assertion messages)."""
     m = rec["metrics"] or {}
     parts = [
         f"{rec['pair']}: {rec['verdict']}" + (f" in {rec['phase']}" if rec.get("phase") else "")
     ]
-    if rec.get("error"):
-        parts.append(f"error: {rec['error'].strip().splitlines()[-1]}")
+    if error := rec.get("error"):
+        parts.append(f"error: {error.strip().splitlines()[-1]}")
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
     if rec.get("confirmation"):
         parts.append(

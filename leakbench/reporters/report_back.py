@@ -36,6 +36,7 @@ def is_report(scenario: Scenario) -> bool:
 def issue_link(source: str) -> str:
     """'owner/repo#N' -> '[owner/repo#N](https://github.com/owner/repo/issues/N)'."""
     match = _ISSUE.fullmatch(source)
+    assert match is not None, source  # called for report pairs only: their SOURCE names an issue
     return f"[{source}]({ISSUE_URL.format(repo=match.group(1), number=match.group(2))})"
 
 
@@ -89,7 +90,7 @@ def cell_text(cell: dict | None) -> str:
     """A matrix cell as the matrix's markdown shows it; a growth leak that rests on other signals
     than memory also names them (its number, held memory's rate, did not decide it)."""
     text = matrix_cell(cell)
-    return text + f" (by {', '.join(cell['signals'])})" if _rests_elsewhere(cell) else text
+    return text + f" (by {', '.join(cell['signals'])})" if cell and _rests_elsewhere(cell) else text
 
 
 def _rests_elsewhere(cell: dict | None) -> bool:
@@ -158,7 +159,7 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
         if text and text not in described:
             described.append(text)
     released = [v for v in versions if not builds.is_nightly(v)]
-    nightlies = [builds.build_date(v).isoformat() for v in versions if builds.build_date(v)]
+    nightlies = [d.isoformat() for v in versions if (d := builds.build_date(v))]
     releases = (
         f"tensorflow-cpu {_span(released[0], released[-1])}" if released else "tensorflow-cpu"
     )

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from leakbench import expectation, metrics
 from leakbench.analysis import verdict
+from leakbench.analysis.schema import Record
 from leakbench.reporters import markdown_table
 
 LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
@@ -24,13 +25,13 @@ SHORT = metrics.metrics_in(metrics.TABLE)  # in every table, headed by their sho
 WIDE = metrics.metrics_in(metrics.WIDE)  # what the wide table adds
 
 
-def _word(rec: dict) -> str:
+def _word(rec: Record) -> str:
     word = rec["verdict"] + (f" ({rec['phase']})" if rec.get("phase") else "")
     # teardown passed its timeout
     return word + (" (stalled)" if rec.get("teardown_stalled") else "")
 
 
-def decided_by(rec: dict) -> str:
+def decided_by(rec: Record) -> str:
     """The signal and number the verdict rests on: "peak k=0.87" for a peak pair; else the first
     signal that moved with its rate (verdict.rate), e.g. "held +4,137 KiB/rep"; else the memory
     signal's rate, which stayed under its bar."""
@@ -43,7 +44,7 @@ def decided_by(rec: dict) -> str:
     ]
     if moved:
         metric = metrics.BY_SIGNAL[moved[0]]
-        found = verdict.rate(m[metric.key])
+        found: float | None = verdict.rate(m[metric.key])
     else:
         found = verdict.memory_rate(m) if m else None
         metric = verdict.memory_basis(m).metric
@@ -53,7 +54,7 @@ def decided_by(rec: dict) -> str:
     return f"{metric.signal} {metric.display(found, sign=True)}{unit}"
 
 
-def _metric(rec: dict, metric: metrics.Metric) -> str:
+def _metric(rec: Record, metric: metrics.Metric) -> str:
     if metric.mallinfo2 and (rec["metrics"] or {}).get("malloc_heap_unavailable"):
         return "n/a"  # glibc's counters do not describe another allocator's heap
     return metric.display(metrics.value(rec, metric.key))
@@ -74,7 +75,7 @@ def columns(wide: bool = False) -> list[str]:
     )
 
 
-def row(rec: dict, wide: bool = False) -> list[str]:
+def row(rec: Record, wide: bool = False) -> list[str]:
     """Cells of one record, in the order of columns(wide)."""
     head = [rec["pair"], rec["variant"], _word(rec), expectation.for_record(rec).label]
     head += ([", ".join(rec["signals"]) or "—"] if wide else []) + [decided_by(rec)]
@@ -86,7 +87,7 @@ def row(rec: dict, wide: bool = False) -> list[str]:
     )
 
 
-def table(records: list[dict], wide: bool = False) -> Table:
+def table(records: list[Record], wide: bool = False) -> Table:
     """A rich Table of records (see the module docstring);
     a verdict the variant should not read in red."""
     t = Table(title="leakbench: memory per scenario variant", title_justify="left")
@@ -100,7 +101,7 @@ def table(records: list[dict], wide: bool = False) -> Table:
     return t
 
 
-def markdown(records: list[dict], title: str) -> str:
+def markdown(records: list[Record], title: str) -> str:
     """The wide table in markdown, with the child seconds summed: what `run --markdown` writes."""
     head = columns(wide=True)
     rows = []

@@ -24,7 +24,7 @@ _BACK = (
 class Published(NamedTuple):
     """What publish made, for leakbench.site.build to add to what the build wrote."""
 
-    index: str  # INDEX when asv publish ran, else ""
+    page: str  # INDEX when asv publish ran, else ""
     offline: bool  # asv's pages load their libraries from vendor/, not from CDNs
     vendored: list  # the libraries copied (leakbench.site.vendor)
     notes: list  # one line each

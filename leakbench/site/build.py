@@ -156,7 +156,7 @@ def build(
                 built.notes += copied.notes
             if asv:
                 published = asv_pages.publish(results, root, work)
-                built.asv, built.asv_offline = published.index, published.offline
+                built.asv, built.asv_offline = published.page, published.offline
                 built.vendored += published.vendored
                 built.notes += published.notes
             if built.vendored:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from leakbench import metrics
+from leakbench.analysis.schema import Record
 from leakbench.site import colours, svg
 
 COLOURS = colours.VARIANTS
@@ -39,7 +40,7 @@ class Panel:
 PANELS = tuple(Panel(s.name, s.label, s.help, s.unit) for s in metrics.series_in(metrics.COUNTS))
 
 
-def series_of(rec: dict | None) -> dict:
+def series_of(rec: Record | None) -> dict:
     """The panels' series of a record's default-size run (its first): {panel key: [counts, None
     where not sampled]}; {} for None or a record without runs."""
     if not rec or not rec.get("runs"):

@@ -84,6 +84,8 @@ def flamegraph_totals(html: str) -> dict:
     "python_share": 0..1, or None for an empty graph}; {} when the page is not in that form.
     """
     found = _PACKED.search(html)
+    if found is None:
+        return {}
     try:
         nodes = json.loads(found.group(1))["nodes"]
         total = int(nodes["value"][0])

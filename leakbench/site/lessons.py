@@ -15,11 +15,13 @@ import ast
 import difflib
 import re
 from pathlib import Path
+from typing import Any
 
 from markupsafe import Markup, escape
 
 from leakbench import catalog, contract, expectation, metrics
 from leakbench.analysis import verdict
+from leakbench.analysis.schema import Record
 from leakbench.site import charts, memory, stacks, stages
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
@@ -59,7 +61,8 @@ def side_by_side(leaky: str, fixed: str) -> tuple[list, list]:
     """Both files' lines as [(line number from 1, text, changed: bool)], one list per file,
     changed where difflib's opcodes differ."""
     a, b = leaky.splitlines(), fixed.splitlines()
-    marked_a, marked_b = set(), set()
+    marked_a: set[int] = set()
+    marked_b: set[int] = set()
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag != "equal":
             marked_a.update(range(i1, i2))
@@ -132,7 +135,7 @@ def cell_view(cell: dict | None) -> dict | None:
     }
 
 
-def verdict_view(rec: dict | None) -> dict | None:
+def verdict_view(rec: Record | None) -> dict | None:
     """A record's verdict as a page shows it: {"verdict", "css", "expected": the verdict is one
     its variant may read (leakbench.expectation), "should":
     that expectation in words}; None for None."""
@@ -162,7 +165,7 @@ def version_row(version: str, recs: dict) -> dict:
     counters where they are n/a, with the reason), "k": the peak exponent ("—" if none) and
     "signals": comma-joined, "—" if none.
     """
-    row = {"version": version}
+    row: dict[str, Any] = {"version": version}
     for variant in catalog.VARIANT_DIRS:
         rec = recs.get(variant)
         if not rec:
@@ -171,7 +174,7 @@ def version_row(version: str, recs: dict) -> dict:
         scaling = (rec.get("metrics") or {}).get("peak_scaling") or {}
         why = memory.malloc_unavailable(rec)
         row[variant] = {
-            **verdict_view(rec),
+            **(verdict_view(rec) or {}),
             "values": [
                 ("n/a", f"n/a: {why}")
                 if m.mallinfo2 and why
@@ -205,7 +208,7 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
             ),
             (None, None),
         )
-    some = newest["leaky"][1] or newest["fixed"][1]
+    some = newest["leaky"][1] or newest["fixed"][1] or {}
     docstring = ast.get_docstring(ast.parse(leaky_text)) if leaky_text else None
     source = (leaky_meta.source if leaky_meta else some.get("source")) or "unknown"
     rows = {row["variant"]: row for row in found["rows"] if row["pair"] == name}
@@ -232,7 +235,9 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "size_param": (leaky_meta.size_param if leaky_meta else some.get("size_param")) or "",
         "what": prose(docstring) if docstring else None,
         "code": code,
-        "short_diff": short_diff(leaky_text, fixed_text) if code else [],
+        "short_diff": short_diff(leaky_text, fixed_text)
+        if code and leaky_text and fixed_text
+        else [],
         "missing": [
             f"{catalog.VARIANT_DIRS[v]}/{name}.py"
             for v, t in (("leaky", leaky_text), ("fixed", fixed_text))

@@ -19,20 +19,23 @@ from markupsafe import Markup
 
 from leakbench import metrics
 from leakbench.analysis import estimate
-from leakbench.analysis.schema import first_run
+from leakbench.analysis.schema import Record, first_run
 from leakbench.site import colours, svg
 from leakbench.units import MIB, format_bytes
 
 _SERIES = metrics.SERIES_BY_NAME
 # (key in decomposition()["lines"]: the series' short name, sample series), in the order drawn
-LINES = tuple((s.short, s.name) for s in metrics.series_in(metrics.MEMORY))
+LINES = tuple((s.short, s.name) for s in metrics.series_in(metrics.MEMORY) if s.short)
 # n/a under another allocator
-GLIBC = tuple(s.short for s in metrics.SERIES if s.mallinfo2 and s.short in dict(LINES))
-HELD = _SERIES[metrics.HELD.series].short  # the line the verdict rests on: drawn thicker
-# its sample series gives the repetitions and the trim's origin
-RSS = metrics.RSS.series
+GLIBC = tuple(s.short for s in metrics.SERIES if s.short and s.mallinfo2 and s.short in dict(LINES))
+assert metrics.HELD.series is not None  # held memory is the trend of a sample series
+_held = _SERIES[metrics.HELD.series].short
 (_HEAP,) = metrics.metrics_in(metrics.MEMORY)  # memray's heap, from its own pass
-HEAP = _HEAP.short
+# the chart's lines are named (Series.short, Metric.short): a None here is a registry bug
+assert _held is not None and metrics.RSS.series is not None and _HEAP.short is not None
+HELD: str = _held  # the line the verdict rests on: drawn thicker
+RSS: str = metrics.RSS.series  # its sample series gives the repetitions and the trim's origin
+HEAP: str = _HEAP.short
 LABELS = {key: _SERIES[name].label for key, name in LINES} | {HEAP: _HEAP.label}
 HELP = {key: _SERIES[name].help for key, name in LINES} | {
     HEAP: (
@@ -49,7 +52,7 @@ NO_MALLOC_VALUES = "the record has no malloc heap values"
 Y_LABEL = "MiB above the process before setup"
 
 
-def malloc_unavailable(rec: dict | None) -> str | None:
+def malloc_unavailable(rec: Record | None) -> str | None:
     """Why a record's malloc counters are n/a
     (probes.malloc_heap_unavailable, as the record keeps it:
     on its first run, else in its metrics), else None. rec: a record, or None."""
@@ -70,12 +73,12 @@ def _origin(run: dict, name: str) -> float | None:
     base = run.get("import_baseline") or run.get("baseline") or {}
     parts = _SERIES[name].sum_of  # a sum older records' baselines lack: add up its parts
     if parts and base.get(name) is None:
-        found = [base.get(p) for p in parts]
-        return None if None in found else sum(found)
+        found = [v for p in parts if (v := base.get(p)) is not None]
+        return sum(found) if len(found) == len(parts) else None
     return base.get(name)
 
 
-def decomposition(rec: dict | None) -> dict:
+def decomposition(rec: Record | None) -> dict:
     """What one variant's chart draws, from a record's first (default-size) run.
 
     Returns {"lines": {key of LINES: [bytes above the import baseline, or None per repetition]}
@@ -101,7 +104,11 @@ def decomposition(rec: dict | None) -> dict:
     return {
         "lines": lines,
         "heap": list((run.get("heap") or {}).get("heap_bytes") or []),
-        "trim": None if None in (before, after, rss0) else (before - rss0, after - rss0),
+        "trim": (
+            None
+            if before is None or after is None or rss0 is None
+            else (before - rss0, after - rss0)
+        ),
         "reps": len(series.get(RSS) or []),
         "na": why,
     }

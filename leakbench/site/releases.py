@@ -41,7 +41,7 @@ def release_strip(name: str, by_version: dict, versions: list[str]) -> dict:
             cells.append(
                 rec
                 and {
-                    **verdict_view(rec),
+                    **(verdict_view(rec) or {}),
                     "version": version,
                     "href": f"#{row_id(version)}",
                     "changed": variant == "leaky" and version in changed,

@@ -16,6 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from leakbench import jsonfile, metrics
 from leakbench.analysis import verdict
+from leakbench.analysis.schema import Record
 from leakbench.reporters.check import CHECK_SERIES
 from leakbench.site import charts, colours, memory, stacks, stages
 from leakbench.site.lessons import verdict_view
@@ -33,7 +34,7 @@ def _env() -> Environment:
     )
 
 
-def series_rows(rec: dict) -> list[dict]:
+def series_rows(rec: Record) -> list[dict]:
     """The trends `leakbench check` shows
     (reporters.check.CHECK_SERIES): label, slope, interval, p, unit."""
     m = rec["metrics"] or {}
@@ -50,7 +51,7 @@ def series_rows(rec: dict) -> list[dict]:
     ]
 
 
-def page_data(rec: dict) -> dict:
+def page_data(rec: Record) -> dict:
     """What check.html.j2 shows of a check record (leakbench.check.run.check)."""
     recs = {NAME: rec}
     decomposed = {NAME: memory.decomposition(rec)}
@@ -77,7 +78,7 @@ def page_data(rec: dict) -> dict:
     }
 
 
-def check_page(rec: dict) -> str:
+def check_page(rec: Record) -> str:
     """The page of one check record, as HTML text (UTF-8, self-contained)."""
     env = _env()
     style = env.get_template("style.css.j2").render(
@@ -94,7 +95,7 @@ def check_page(rec: dict) -> str:
     )
 
 
-def write_check_page(rec: dict, path: Path) -> Path:
+def write_check_page(rec: Record, path: Path) -> Path:
     """Write check_page(rec) to `path`. Raises OSError where it cannot be written."""
     path = Path(path)
     jsonfile.write_text_atomic(path, check_page(rec))

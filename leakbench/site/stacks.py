@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from leakbench.analysis.schema import first_run
+from leakbench.analysis.schema import Record, first_run
 from leakbench.site import colours, svg
 from leakbench.units import KIB, MIB
 
@@ -22,7 +22,7 @@ CONTEXT = 4  # frames of TensorFlow's (or Python's) shown as a stack's context
 ABSENT = "not in this record: it was measured before leakbench recorded memray's growth per stack"
 
 
-def stack_view(rec: dict | None) -> dict:
+def stack_view(rec: Record | None) -> dict:
     """A variant's stacks as the lesson lists them.
 
     Returns {"stacks": [{"name": the user's frame, else the innermost frame, "user": bool,

@@ -14,6 +14,8 @@ rec["runs"][0]["reference_chain"] is {"type": the leaking object's type, "chain"
 
 from __future__ import annotations
 
+from typing import Any
+
 from leakbench.analysis.schema import first_run
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.units import format_bytes
@@ -45,7 +47,7 @@ def stage_table(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> dict:
     stage data). Missing keys read as empty; raises
     TypeError only for a byte value that is no number.
     """
-    found = {"notes": [], "readings": {}, "tensorflow": {}, "rows": []}
+    found: dict[str, Any] = {"notes": [], "readings": {}, "tensorflow": {}, "rows": []}
     rows: dict = {}
     for variant in variants:
         rec = recs.get(variant)

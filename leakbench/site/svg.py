@@ -8,10 +8,14 @@ from __future__ import annotations
 import io
 import re
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
-RC = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # matplotlib 3.9+; imported when the charts are drawn
+
+RC: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",
     "svg.hashsalt": "leakbench",
     "font.size": 9,

@@ -36,7 +36,7 @@ SIZE_PARAM = "bytes_per_rep"
 PARAMS = {"bytes_per_rep": 65536}  # 64 KiB; calibrate sets each size
 ENV = {"TF_ONEDNN_USE_SYSTEM_ALLOCATOR": "1"}
 
-KEPT = []  # never cleared: this is the leak
+KEPT: list = []  # never cleared: this is the leak
 
 
 def setup(bytes_per_rep):
