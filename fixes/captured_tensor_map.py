@@ -21,7 +21,6 @@ map, not growth per repetition.
 
 Source: tensorflow/tensorflow#62788.
 """
-
 import tensorflow as tf
 
 TITLE = "a large tensor fed to chained maps as data, not captured"
@@ -31,7 +30,7 @@ KIND = "peak"
 SIZE_PARAM = "num_maps"
 PARAMS = {"num_maps": 2}
 
-TABLE_BYTES = 32 * 1024 * 1024  # float32: 8 M values, e.g. an embedding or lookup table
+TABLE_BYTES = 32 * 1024 * 1024     # float32: 8 M values, e.g. an embedding or lookup table
 NUM_ELEMENTS = 64
 
 
@@ -40,8 +39,7 @@ def setup(num_maps):
     # The table travels with each element as data: from_tensors holds one copy,
     # repeat() hands out that same buffer, and no map captures it.
     tables = tf.data.Dataset.from_tensors(table).repeat()
-    # a tuple: zip(a, b) needs TF 2.13+
-    ds = tf.data.Dataset.zip((tf.data.Dataset.range(NUM_ELEMENTS), tables))
+    ds = tf.data.Dataset.zip((tf.data.Dataset.range(NUM_ELEMENTS), tables))  # a tuple: zip(a, b) needs TF 2.13+
     for _ in range(num_maps):  # each map takes the table as an argument and passes it on
         ds = ds.map(lambda i, table: (i + tf.cast(table[i] > 0.5, tf.int64), table))
     return ds.map(lambda i, table: i)  # drop the table once the maps are done

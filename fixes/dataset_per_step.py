@@ -11,7 +11,6 @@ ARRAY_BYTES per repetition.
 
 Seed source: dangling references.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -22,14 +21,12 @@ KIND = "growth"
 SIZE_PARAM = "array_bytes"
 PARAMS = {"array_bytes": 2097152}  # 2 MiB
 
-FEATURES = 256  # float32: 1 KiB per row
+FEATURES = 256                     # float32: 1 KiB per row
 BATCH_SIZE = 64
 
 
 def setup(array_bytes):
-    features = np.random.default_rng(0).random(
-        (array_bytes // (4 * FEATURES), FEATURES), np.float32
-    )
+    features = np.random.default_rng(0).random((array_bytes // (4 * FEATURES), FEATURES), np.float32)
     history = []
     # Build the dataset once: one copy of the array, however many steps run.
     ds = tf.data.Dataset.from_tensor_slices(features).batch(BATCH_SIZE)

@@ -34,7 +34,6 @@ measurement should show held memory growing by a few hundred KiB per call.
 
 Source: tensorflow/tensorflow#33030 (and #44711).
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -44,31 +43,26 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#33030",
     "leaks_on": ["2.0.0", "2.11.0"],
     "fixed_in": None,
-    "note": (
-        "predict or fit called again and again on NumPy "
-        "inputs; reported on 2.0 and, with predict, on "
-        "2.11 (Python 3.10). #44711: NumPy inputs to fit, evaluate "
-        "and predict become a tf.data dataset per call. Closed."
-    ),
+    "note": "predict or fit called again and again on NumPy inputs; reported on 2.0 and, with predict, on "
+            "2.11 (Python 3.10). #44711: NumPy inputs to fit, evaluate and predict become a tf.data dataset "
+            "per call. Closed.",
 }
 REPETITION = "FITS_PER_REPETITION calls of model.fit on one NumPy batch"
 KIND = "growth"
 SIZE_PARAM = "fits_per_repetition"
 PARAMS = {"fits_per_repetition": 4}
 
-BATCH_SIZE = 256  # rows per call
-FEATURES = 32  # float32 values per row: a 32 KiB batch
+BATCH_SIZE = 256                   # rows per call
+FEATURES = 32                      # float32 values per row: a 32 KiB batch
 HIDDEN_UNITS = 64
 
 
 def setup(fits_per_repetition):
-    model = tf.keras.Sequential(
-        [
-            tf.keras.Input((FEATURES,)),
-            tf.keras.layers.Dense(HIDDEN_UNITS, activation="relu"),
-            tf.keras.layers.Dense(1),
-        ]
-    )
+    model = tf.keras.Sequential([
+        tf.keras.Input((FEATURES,)),
+        tf.keras.layers.Dense(HIDDEN_UNITS, activation="relu"),
+        tf.keras.layers.Dense(1),
+    ])
     model.compile(optimizer="adam", loss="mse")
     rng = np.random.default_rng(0)
     x = rng.random((BATCH_SIZE, FEATURES), np.float32)

@@ -25,7 +25,6 @@ NUM_ELEMENTS, at hundreds of bytes per 8-byte element, not growth per epoch.
 
 Source: tensorflow/tensorflow#60599 (and #32376).
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -40,13 +39,12 @@ BATCH_SIZE = 1024
 
 
 def setup(num_elements):
-    values = np.arange(num_elements)  # int64: 8 bytes each, the report's data at a small scale
+    values = np.arange(num_elements)   # int64: 8 bytes each, the report's data at a small scale
     # Shuffle the whole tensor in one op, anew each epoch (8 bytes per element,
     # not a buffered element each); for records larger than an index, shuffle
     # indices or file names this way and load the records after.
     ds = tf.data.Dataset.from_tensors(values).map(tf.random.shuffle)
-    # cut the shuffled tensor into batches: nothing buffered per element
-    return ds.rebatch(BATCH_SIZE)
+    return ds.rebatch(BATCH_SIZE)  # cut the shuffled tensor into batches: nothing buffered per element
 
 
 def repetition(ds):

@@ -30,7 +30,6 @@ and memray's heap growing by about ROWS_PER_FOLD × ROW_BYTES per repetition.
 
 Source: tensorflow/tensorflow#57690.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -41,15 +40,15 @@ REPORTED = {
     "leaks_on": ["2.10.0"],
     "fixed_in": None,
     "note": "closed as stale; measured here on every release 2.12.1-2.21.0, and gone from the "
-    "2.23 nightly, with generator_per_step's leak (#37653): the generator state no longer "
-    "lives in the process-wide graph",
+            "2.23 nightly, with generator_per_step's leak (#37653): the generator state no longer "
+            "lives in the process-wide graph",
 }
 REPETITION = "one cross-validation fold: load, build the dataset, one epoch"
 KIND = "growth"
 SIZE_PARAM = "rows_per_fold"
 PARAMS = {"rows_per_fold": 1024}
 
-ROW_BYTES = 8 * 1024  # float64: 1,024 values; 8 MiB per fold of 1,024 rows
+ROW_BYTES = 8 * 1024               # float64: 1,024 values; 8 MiB per fold of 1,024 rows
 BATCH_SIZE = 64
 
 
@@ -65,14 +64,12 @@ def build_dataset(state):
         yield from load_fold(state["fold"], state["rows_per_fold"])
 
     return tf.data.Dataset.from_generator(
-        rows, output_signature=tf.TensorSpec([ROW_BYTES // 8], tf.float64)
-    )
+        rows, output_signature=tf.TensorSpec([ROW_BYTES // 8], tf.float64))
 
 
 def setup(rows_per_fold):
     state = {"fold": 0, "rows_per_fold": rows_per_fold}
-    # one dataset for all folds: none built, so none kept, per fold
-    state["ds"] = build_dataset(state)
+    state["ds"] = build_dataset(state)  # one dataset for all folds: none built, so none kept, per fold
     return state
 
 

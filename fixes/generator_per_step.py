@@ -37,7 +37,6 @@ every repetition; bytes grow too slowly to see in a short run.
 
 Source: tensorflow/tensorflow#37653.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -47,19 +46,17 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#37653",
     "leaks_on": ["2.1.0", "2.20.0"],
     "fixed_in": None,
-    "note": (
-        "reported on 2.1.0 (#37653, closed unfixed) and again on 2.20.0 (#123269); #123530 (merged "
-        "July 2026) ties the wrappers to the traced function's graph; no release held it by 2.21.0"
-    ),
+    "note": "reported on 2.1.0 (#37653, closed unfixed) and again on 2.20.0 (#123269); #123530 (merged "
+            "July 2026) ties the wrappers to the traced function's graph; no release held it by 2.21.0",
 }
 REPETITION = "STEPS_PER_REPETITION training steps, one from_generator epoch of one batch each"
 KIND = "growth"
 SIZE_PARAM = "steps_per_repetition"
 PARAMS = {"steps_per_repetition": 4}
 
-NUM_ELEMENTS = 32  # examples per step
-ELEMENT_BYTES = 4 * 1024  # float32: 1,024 values
-BATCH_SIZE = NUM_ELEMENTS  # a step's examples in one batch
+NUM_ELEMENTS = 32                  # examples per step
+ELEMENT_BYTES = 4 * 1024           # float32: 1,024 values
+BATCH_SIZE = NUM_ELEMENTS          # a step's examples in one batch
 
 
 def step_examples(step):
@@ -74,8 +71,7 @@ def setup(steps_per_repetition):
     # reads the current step from the state then.
     state["ds"] = tf.data.Dataset.from_generator(
         lambda: step_examples(state["step"]),
-        output_signature=tf.TensorSpec([ELEMENT_BYTES // 4], tf.float32),
-    )
+        output_signature=tf.TensorSpec([ELEMENT_BYTES // 4], tf.float32))
     return state
 
 

@@ -19,7 +19,6 @@ without one.
 Seed source: dangling references (a device tensor kept across steps, as
 `losses.append(loss)` instead of `float(loss)` in an eager training loop).
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -32,12 +31,12 @@ PARAMS = {"steps": 8, "batch_kib": 1024}
 REQUIRES = "GPU"
 
 DEVICE = "/GPU:0"
-BUFFER_SIZE = 2  # batches waiting on the GPU ahead of the loop
-FEATURES = 256  # float32: 1 KiB per row
+BUFFER_SIZE = 2                    # batches waiting on the GPU ahead of the loop
+FEATURES = 256                     # float32: 1 KiB per row
 
 
 def setup(steps, batch_kib):
-    rows = batch_kib  # 1 KiB per row
+    rows = batch_kib                # 1 KiB per row
     data = np.random.default_rng(0).random((steps * rows, FEATURES), dtype=np.float32)
     ds = tf.data.Dataset.from_tensor_slices(data).batch(rows)
     ds = ds.apply(tf.data.experimental.prefetch_to_device(DEVICE, buffer_size=BUFFER_SIZE))
@@ -46,7 +45,7 @@ def setup(steps, batch_kib):
 
 def repetition(state):
     for batch in state["dataset"]:
-        loss = tf.reduce_mean(tf.square(batch))  # the training step
+        loss = tf.reduce_mean(tf.square(batch))   # the training step
         if tf.math.is_nan(loss):
             raise FloatingPointError("NaN loss")
         # Keep the batch of this step only: a list of GPU tensors keeps every

@@ -15,7 +15,6 @@ threads and RSS growing with every repetition.
 
 Seed source: dangling references.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -27,8 +26,8 @@ SIZE_PARAM = "peeks_per_repetition"
 PARAMS = {"peeks_per_repetition": 4}
 
 NUM_ELEMENTS = 1024
-FEATURES = 1024  # float32: 4 KiB per element
-BATCH_SIZE = 32  # 128 KiB per batch
+FEATURES = 1024                    # float32: 4 KiB per element
+BATCH_SIZE = 32                    # 128 KiB per batch
 
 
 def peek(ds):
@@ -40,7 +39,7 @@ def peek(ds):
 
 def setup(peeks_per_repetition):
     features = np.ones((NUM_ELEMENTS, FEATURES), np.float32)
-    features[0, 0] = np.nan  # one bad record, so the check always fails
+    features[0, 0] = np.nan        # one bad record, so the check always fails
     ds = tf.data.Dataset.from_tensor_slices(features).batch(BATCH_SIZE).prefetch(4)
     problems = []
     return ds, problems, peeks_per_repetition

@@ -17,7 +17,6 @@ baseline rising with buffer_size.
 Seed source: chaining/parallelism. See the tf.data performance guide,
 "Prefetching" (https://www.tensorflow.org/guide/data_performance#prefetching).
 """
-
 import time
 
 import tensorflow as tf
@@ -29,11 +28,11 @@ KIND = "peak"
 SIZE_PARAM = "buffer_size"
 PARAMS = {"buffer_size": 128}
 
-ELEMENT_BYTES = 256 * 1024  # one float32 record of 65,536 values
+ELEMENT_BYTES = 256 * 1024         # one float32 record of 65,536 values
 NUM_ELEMENTS = 1024
 BATCH_SIZE = 8
-STEP_SECONDS = 0.002  # stands in for the model's training step
-FIRST_STEP_SECONDS = 0.2  # the epoch's first step: the buffer fills meanwhile
+STEP_SECONDS = 0.002               # stands in for the model's training step
+FIRST_STEP_SECONDS = 0.2           # the epoch's first step: the buffer fills meanwhile
 
 
 def setup(buffer_size):

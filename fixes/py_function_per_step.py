@@ -35,23 +35,17 @@ to +297 KiB per repetition there: what each rebuilt dataset registers, as in
 
 Source: tensorflow/tensorflow#35084.
 """
-
 import tensorflow as tf
 
-TITLE = (
-    "one dataset for every step, mapped through "
-    "tf.py_function once; a batch per step from one iterator"
-)
+TITLE = "one dataset for every step, mapped through tf.py_function once; a batch per step from one iterator"
 SOURCE = "tensorflow/tensorflow#35084"
-REPETITION = (
-    "STEPS_PER_REPETITION training steps, one batch of RECORDS_PER_STEP parsed records each"
-)
+REPETITION = "STEPS_PER_REPETITION training steps, one batch of RECORDS_PER_STEP parsed records each"
 KIND = "growth"
 SIZE_PARAM = "steps_per_repetition"
 PARAMS = {"steps_per_repetition": 4}
 
 RECORDS_PER_STEP = 16
-RECORD = "1,2,3,4,5,6,7,8"  # one CSV record, as in the thread
+RECORD = "1,2,3,4,5,6,7,8"         # one CSV record, as in the thread
 
 
 def parse_record(record):

@@ -12,7 +12,7 @@ repetition (a plain loop here grew 7.9 MB per epoch of 500 × 16 KiB).
 
 Seed source: stateful functions.
 """
-
+import numpy as np
 import tensorflow as tf
 
 TITLE = "numpy_function map keeping running statistics only"
@@ -22,12 +22,12 @@ KIND = "growth"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 256}
 
-ELEMENT_BYTES = 16 * 1024  # float32: 4,096 values
+ELEMENT_BYTES = 16 * 1024          # float32: 4,096 values
 STATS = {"count": 0, "sum": 0.0}  # bounded state: two numbers, not every element
 
 
 def record(x):
-    STATS["count"] += 1  # running statistics instead of a list of elements
+    STATS["count"] += 1            # running statistics instead of a list of elements
     STATS["sum"] += float(x.sum())
     return x
 

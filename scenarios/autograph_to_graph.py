@@ -22,7 +22,6 @@ and Python objects growing with every repetition; RSS follows more slowly.
 
 Source: tensorflow/tensorflow#29996.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -34,7 +33,7 @@ SIZE_PARAM = "epochs_per_repetition"
 PARAMS = {"epochs_per_repetition": 2}
 
 NUM_ROWS = 1024
-BATCH_SIZE = 32  # 32 steps per epoch
+BATCH_SIZE = 32                    # 32 steps per epoch
 LEARNING_RATE = 0.01
 
 

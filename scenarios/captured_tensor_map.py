@@ -21,7 +21,6 @@ map, not growth per repetition.
 
 Source: tensorflow/tensorflow#62788.
 """
-
 import tensorflow as tf
 
 TITLE = "a large tensor captured by each of several chained maps"
@@ -31,7 +30,7 @@ KIND = "peak"
 SIZE_PARAM = "num_maps"
 PARAMS = {"num_maps": 2}
 
-TABLE_BYTES = 32 * 1024 * 1024  # float32: 8 M values, e.g. an embedding or lookup table
+TABLE_BYTES = 32 * 1024 * 1024     # float32: 8 M values, e.g. an embedding or lookup table
 NUM_ELEMENTS = 64
 
 

@@ -38,7 +38,6 @@ memory too.
 
 Source: tensorflow/tensorflow#37505 (and #61791).
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -50,19 +49,17 @@ SIZE_PARAM = "models_per_repetition"
 PARAMS = {"models_per_repetition": 1}
 
 NUM_EXAMPLES = 512
-FEATURES = 32  # float32 values per example
+FEATURES = 32                      # float32 values per example
 HIDDEN_UNITS = 64
 BATCH_SIZE = 64
 
 
 def build_model():
-    model = tf.keras.Sequential(
-        [
-            tf.keras.Input((FEATURES,)),
-            tf.keras.layers.Dense(HIDDEN_UNITS, activation="relu"),
-            tf.keras.layers.Dense(1),
-        ]
-    )
+    model = tf.keras.Sequential([
+        tf.keras.Input((FEATURES,)),
+        tf.keras.layers.Dense(HIDDEN_UNITS, activation="relu"),
+        tf.keras.layers.Dense(1),
+    ])
     model.compile(optimizer="adam", loss="mse")
     return model
 

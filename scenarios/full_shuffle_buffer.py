@@ -25,7 +25,6 @@ NUM_ELEMENTS, at hundreds of bytes per 8-byte element, not growth per epoch.
 
 Source: tensorflow/tensorflow#60599 (and #32376).
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -40,7 +39,7 @@ BATCH_SIZE = 1024
 
 
 def setup(num_elements):
-    values = np.arange(num_elements)  # int64: 8 bytes each, the report's data at a small scale
+    values = np.arange(num_elements)   # int64: 8 bytes each, the report's data at a small scale
     ds = tf.data.Dataset.from_tensor_slices(values)
     ds = ds.shuffle(num_elements)
     return ds.batch(BATCH_SIZE)

@@ -26,7 +26,6 @@ the peak above baseline rising in proportion to NUM_KEYS (about NUM_KEYS ×
 
 Source: tensorflow/tensorflow#36877.
 """
-
 import tensorflow as tf
 
 TITLE = "group_by_window keyed by a value with many distinct keys"
@@ -37,11 +36,11 @@ SIZE_PARAM = "num_keys"
 PARAMS = {"num_keys": 64}
 
 WINDOW_SIZE = 8
-ELEMENT_BYTES = 32 * 1024  # float32: 8,192 values per example
+ELEMENT_BYTES = 32 * 1024          # float32: 8,192 values per example
 
 
 def make_example(i, num_keys):
-    length = i % num_keys  # each length comes back once every num_keys examples
+    length = i % num_keys          # each length comes back once every num_keys examples
     return length, tf.fill([ELEMENT_BYTES // 4], tf.cast(i, tf.float32))
 
 
@@ -52,11 +51,8 @@ def key_by_length(length, features):
 def setup(num_keys):
     ds = tf.data.Dataset.range(num_keys * WINDOW_SIZE)
     ds = ds.map(lambda i: make_example(i, num_keys))
-    return ds.group_by_window(
-        key_func=key_by_length,
-        window_size=WINDOW_SIZE,
-        reduce_func=lambda key, window: window.batch(WINDOW_SIZE),
-    )
+    return ds.group_by_window(key_func=key_by_length, window_size=WINDOW_SIZE,
+                              reduce_func=lambda key, window: window.batch(WINDOW_SIZE))
 
 
 def repetition(ds):

@@ -30,7 +30,6 @@ measurement should show held memory growing by a few hundred KiB per call.
 
 Source: tensorflow/tensorflow#44711.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -40,31 +39,26 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#44711",
     "leaks_on": ["2.3.0"],
     "fixed_in": None,
-    "note": (
-        "predict in a loop on NumPy inputs, which predict turns into a tf.data dataset per call; "
-        "gc.collect() gave the memory back there. The "
-        "maintainer's advice: call the model directly. "
-        "Closed without a fix."
-    ),
+    "note": "predict in a loop on NumPy inputs, which predict turns into a tf.data dataset per call; "
+            "gc.collect() gave the memory back there. The maintainer's advice: call the model directly. "
+            "Closed without a fix.",
 }
 REPETITION = "PREDICTS_PER_REPETITION calls of model.predict on one NumPy batch"
 KIND = "growth"
 SIZE_PARAM = "predicts_per_repetition"
 PARAMS = {"predicts_per_repetition": 4}
 
-BATCH_SIZE = 256  # rows per call
-FEATURES = 32  # float32 values per row: a 32 KiB batch
+BATCH_SIZE = 256                   # rows per call
+FEATURES = 32                      # float32 values per row: a 32 KiB batch
 HIDDEN_UNITS = 64
 
 
 def setup(predicts_per_repetition):
-    model = tf.keras.Sequential(
-        [
-            tf.keras.Input((FEATURES,)),
-            tf.keras.layers.Dense(HIDDEN_UNITS, activation="relu"),
-            tf.keras.layers.Dense(1),
-        ]
-    )
+    model = tf.keras.Sequential([
+        tf.keras.Input((FEATURES,)),
+        tf.keras.layers.Dense(HIDDEN_UNITS, activation="relu"),
+        tf.keras.layers.Dense(1),
+    ])
     batch = np.random.default_rng(0).random((BATCH_SIZE, FEATURES), np.float32)
     return {"model": model, "batch": batch, "calls": predicts_per_repetition}
 

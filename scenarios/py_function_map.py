@@ -27,7 +27,6 @@ enough calls, RSS) growing with every repetition.
 
 Source: tensorflow/tensorflow#61344 (and #35010).
 """
-
 import tensorflow as tf
 
 TITLE = "map through tf.py_function, one call per element"
@@ -36,18 +35,15 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#61344",
     "leaks_on": ["2.13.0"],
     "fixed_in": "2.15.0",
-    "note": (
-        "the reporter's later measurement: gone somewhere "
-        "between 2.13 and 2.15.0 (2.17 also free of "
-        "it); #35010 reported the same growth on 2.0.0 from py_function's tape cache"
-    ),
+    "note": "the reporter's later measurement: gone somewhere between 2.13 and 2.15.0 (2.17 also free of "
+            "it); #35010 reported the same growth on 2.0.0 from py_function's tape cache",
 }
 REPETITION = "one epoch over the dataset"
 KIND = "growth"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 2000}
 
-ELEMENT_BYTES = 1024  # float32: 256 values
+ELEMENT_BYTES = 1024               # float32: 256 values
 BATCH_SIZE = 50
 
 

@@ -34,7 +34,6 @@ Python objects growing by several per batch, on every release.
 
 Source: tensorflow/tensorflow#51839 (and #35010).
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -45,9 +44,9 @@ KIND = "growth"
 SIZE_PARAM = "num_batches"
 PARAMS = {"num_batches": 8}
 
-ELEMENT_BYTES = 16 * 1024  # float32: 4,096 values
-BATCH_SIZE = 8  # a 128 KiB batch: under the 256 KiB from which TF's CPU
-# allocator serves tensors from a pool that grows in steps
+ELEMENT_BYTES = 16 * 1024          # float32: 4,096 values
+BATCH_SIZE = 8                     # a 128 KiB batch: under the 256 KiB from which TF's CPU
+                                   # allocator serves tensors from a pool that grows in steps
 
 
 def augment(batch):

@@ -31,7 +31,6 @@ repetition.
 
 Source: tensorflow/tensorflow#35152.
 """
-
 import tensorflow as tf
 
 TITLE = "a text dataset rebuilt every epoch, its map calling tf.strings.split"
@@ -40,11 +39,8 @@ REPORTED = {
     "issue": "tensorflow/tensorflow#35152",
     "leaks_on": ["2.1.0rc1"],
     "fixed_in": None,
-    "note": (
-        "re-creating the dataset made it grow fastest; "
-        "labelled Fixed in Nightly (flat on tf-nightly "
-        "in Oct. 2020, about 2.4), no release named"
-    ),
+    "note": "re-creating the dataset made it grow fastest; labelled Fixed in Nightly (flat on tf-nightly "
+            "in Oct. 2020, about 2.4), no release named",
 }
 REPETITION = "one epoch over a text dataset built for it"
 KIND = "growth"
@@ -52,16 +48,13 @@ SIZE_PARAM = "num_lines"
 PARAMS = {"num_lines": 2000}
 
 WORDS_PER_LINE = 20
-VOCABULARY = 997  # distinct words
+VOCABULARY = 997                   # distinct words
 BATCH_SIZE = 64
 
 
 def text_lines(num_lines):
     """Stands in for the lines of a text file."""
-    return [
-        " ".join(f"w{(i * 7 + j) % VOCABULARY}" for j in range(WORDS_PER_LINE))
-        for i in range(num_lines)
-    ]
+    return [" ".join(f"w{(i * 7 + j) % VOCABULARY}" for j in range(WORDS_PER_LINE)) for i in range(num_lines)]
 
 
 def make_dataset(lines):

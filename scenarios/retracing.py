@@ -13,7 +13,6 @@ RSS and Python objects growing with every repetition.
 Seed source: stateful functions. See "Better performance with tf.function",
 "Rules of tracing" (https://www.tensorflow.org/guide/function#rules_of_tracing).
 """
-
 import tensorflow as tf
 
 TITLE = "tf.function called with a new Python float each step"

@@ -15,7 +15,6 @@ iterator per repetition. Measured on TF 2.21 with glibc: RSS settles
 epochs, while the bytes malloc has in use stay flat; `malloc_trim` gives back
 500-540 MiB. The verdict is `fragmentation`, not `leak`: nothing is held.
 """
-
 import numpy as np
 import tensorflow as tf
 
@@ -25,10 +24,8 @@ REPETITION = "one epoch over the shuffled dataset (a new iterator)"
 KIND = "growth"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 1_000_000}
-# ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
-HEAP_REPS = 0
-# the point of this pair: RSS that malloc_trim gives back, not memory held
-EXPECTED = "fragmentation"
+HEAP_REPS = 0  # ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
+EXPECTED = "fragmentation"  # the point of this pair: RSS that malloc_trim gives back, not memory held
 
 
 def setup(num_elements):

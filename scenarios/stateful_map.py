@@ -12,7 +12,7 @@ repetition (a plain loop here grew 7.9 MB per epoch of 500 × 16 KiB).
 
 Seed source: stateful functions.
 """
-
+import numpy as np
 import tensorflow as tf
 
 TITLE = "numpy_function map appending every element to a list"
@@ -22,7 +22,7 @@ KIND = "growth"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 256}
 
-ELEMENT_BYTES = 16 * 1024  # float32: 4,096 values
+ELEMENT_BYTES = 16 * 1024          # float32: 4,096 values
 SEEN = []
 
 

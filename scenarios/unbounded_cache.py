@@ -13,7 +13,6 @@ the cache fills during warm-up.
 Seed source: caching. See the tf.data performance guide, "Caching"
 (https://www.tensorflow.org/guide/data_performance#caching).
 """
-
 import tensorflow as tf
 
 TITLE = "cache() in memory of a dataset larger than the budget"
@@ -23,8 +22,8 @@ KIND = "peak"
 SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 1024}
 
-ELEMENT_BYTES = 64 * 1024  # one float32 feature vector of 16,384 values
-BUDGET_BYTES = 32 * 1024 * 1024  # what this pipeline may keep in memory
+ELEMENT_BYTES = 64 * 1024          # one float32 feature vector of 16,384 values
+BUDGET_BYTES = 32 * 1024 * 1024    # what this pipeline may keep in memory
 
 
 def make_element(i):

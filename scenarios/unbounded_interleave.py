@@ -13,7 +13,6 @@ above baseline rising with num_inputs.
 Seed source: chaining/parallelism. See the tf.data performance guide,
 "Parallelizing data extraction" (https://www.tensorflow.org/guide/data_performance).
 """
-
 import time
 
 import tensorflow as tf
@@ -25,10 +24,10 @@ KIND = "peak"
 SIZE_PARAM = "num_inputs"
 PARAMS = {"num_inputs": 16}
 
-ELEMENT_BYTES = 256 * 1024  # one float32 record of 65,536 values
+ELEMENT_BYTES = 256 * 1024         # one float32 record of 65,536 values
 ELEMENTS_PER_INPUT = 24
-INNER_BUFFER = 16  # each input's own prefetch buffer
-STEP_SECONDS = 0.002  # stands in for the model's training step
+INNER_BUFFER = 16                  # each input's own prefetch buffer
+STEP_SECONDS = 0.002               # stands in for the model's training step
 
 
 def read_input(i):
