@@ -85,6 +85,8 @@ class _OneLineErrors(click.Group):
 
 # The errors of a path that cannot name a file (too long, a loop of links): the caller's input.
 _BAD_NAMES = (errno.ENAMETOOLONG, errno.ELOOP)
+# The longest name of one file or folder (NAME_MAX of ext4, xfs, btrfs, tmpfs), in bytes.
+_NAME_MAX = 255
 
 
 @click.group(cls=_OneLineErrors)
@@ -237,6 +239,11 @@ def writable(option: str, path: Path, create_folder: bool = False) -> None:
         fail(f"{option}: {path} is {kind}, not a regular file")
     folder = path.parent
     if create_folder:
+        if any(
+            len(os.fsencode(part)) > _NAME_MAX for part in path.parts
+        ):  # else the folder is made, then refused
+            shown = str(path) if len(str(path)) <= 80 else f"{str(path)[:80]}..."
+            fail(f"{option}: {shown}: {os.strerror(errno.ENAMETOOLONG)}")
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:

@@ -34,8 +34,19 @@ from leakbench.units import parse_size
 
 
 def default_out(results: Path, pair: str, variant: str, good: str, bad: str) -> Path:
-    """results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json (machine: store.asv_machine)."""
-    return results / "bisect" / store.asv_machine(results) / f"{pair}-{variant}-{good}-{bad}.json"
+    """results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json (machine: _machine)."""
+    return results / "bisect" / _machine(results) / f"{pair}-{variant}-{good}-{bad}.json"
+
+
+def _machine(results: Path) -> str:
+    """store.asv_machine; ends here (one line, exit 2) where it cannot name a folder
+    (ASV_MACHINE a/b, ..)."""
+    machine = store.asv_machine(results)
+    try:
+        store.records_path(results, machine, "none")
+    except store.VersionError as e:
+        fail(f"ASV_MACHINE: {e}")
+    return machine
 
 
 def _size(option: str, text: str) -> int:
@@ -186,6 +197,8 @@ def bisect(
     venv_path = (venv_dir or installer.default_venv()).absolute()
     _check_venv(venv_path)
     where = results_dir(results)
+    # a machine name that is no folder: refused before the network, before anything is made
+    _machine(where)
     # before the network: a --out that cannot be written costs no registry query
     if out is not None:
         md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
