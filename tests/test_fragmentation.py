@@ -207,8 +207,10 @@ def test_shuffle_on_glibc_reads_fragmentation_not_leak(tf_records):
     rec = tf_records[("shuffle_fragmentation", "leaky")]
     m = rec["metrics"]
     assert rec["verdict"] == "fragmentation", (rec["verdict"], rec["signals"], rec["error"])
-    # RSS sits far above the process before setup (it grew: 420-730 MiB here) ...
-    assert m["rss_held_bytes"] >= 128 * MIB
+    # RSS sits above the process before setup, by at least what the rule needs the trim to give
+    # back (420-730 MiB on a quiet machine; 105 MiB in a CI run beside other measurements at
+    # load 7: fewer of tf.data's threads ran at once, so fewer malloc arenas were spread) ...
+    assert m["rss_held_bytes"] >= verdict.TRIM_HELD_MIN
     # ... while held memory does not grow at a sustained rate: it steps by ~1 MiB now and then
     # (one CI run read halves of 60 and 181 KiB/rep), which a 13 KiB bar sends to a confirmation
     # run, whose later half must show it levelled off ...
