@@ -613,3 +613,21 @@ def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(s
     )
     assert "\n" not in rec["error"]
     assert_no_process_left(spawned, before)
+
+
+def test_an_over_cap_run_is_told_in_the_phase_the_child_last_began():
+    """Messages the child wrote after the runner's last read are read before an over-cap is
+    recorded: a cache that passes the cap within a poll of "warm-up" is not blamed on import."""
+    import selectors
+
+    read_fd, write_fd = os.pipe()
+    selector = selectors.DefaultSelector()
+    selector.register(read_fd, selectors.EVENT_READ)
+    try:
+        os.write(write_fd, b'{"phase": "setup"}\n{"phase": "warm-up"}\n{"progress": "warm-up", "re')
+        assert runner._phase_pending(read_fd, selector, b'{"device": {}}\n') == "warm-up"
+        assert runner._phase_pending(read_fd, selector, b"") is None  # nothing more: never waits
+    finally:
+        selector.close()
+        os.close(read_fd)
+        os.close(write_fd)

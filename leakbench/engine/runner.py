@@ -246,6 +246,10 @@ def _watch(
             stopped = child.over_limits(cap_bytes, deadline)
             if stopped == "hang" and (outcome.error is not None or outcome.skipped):
                 break  # its error (or skip) is reported: a stall on its way out does not change it
+            if stopped == "over-cap":
+                # the phase it was in: the child may have begun one after our last read (the
+                # cache it fills in warm-up passed the cap within a poll of "setup" being sent)
+                outcome.phase = _phase_pending(read_fd, selector, buffer) or outcome.phase
             if stopped:
                 outcome.status = stopped
                 break
@@ -326,6 +330,19 @@ def _message(line: bytes) -> dict | None:
     except (ValueError, RecursionError):  # not UTF-8, not JSON, a 4,300-digit int, deep nesting
         return None
     return found if isinstance(found, dict) else None
+
+
+def _phase_pending(read_fd: int, selector, buffer: bytes) -> str | None:
+    """The last phase among the messages already written on the pipe but not yet read (reads at
+    most 1 MiB more, never waits), or None."""
+    pending = buffer
+    while len(pending) <= len(buffer) + (1 << 20) and selector.select(0):
+        chunk = os.read(read_fd, 1 << 16)
+        if not chunk:
+            break
+        pending += chunk
+    phases = [m["phase"] for m in map(_message, pending.split(b"\n")[:-1]) if m and "phase" in m]
+    return phases[-1] if phases and isinstance(phases[-1], str) else None
 
 
 def _take(outcome: Outcome, message: dict, on_message) -> None:
