@@ -212,10 +212,10 @@ def settings_of(
             )
         try:
             flamegraph_dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=flamegraph_dir, prefix=".leakbench-probe-"):
-                pass  # a folder that exists but takes no file would fail only after the measurement
         except OSError as e:
             fail(f"--flamegraph-dir: cannot write in {flamegraph_dir}: {e.strerror or e}")
+        # a folder that exists but takes no file would fail only after the measurement
+        takes_a_file("--flamegraph-dir", flamegraph_dir)
     return Settings(
         warmup=warmup,
         reps=reps,
@@ -252,6 +252,11 @@ def writable(option: str, path: Path, create_folder: bool = False) -> None:
         fail(f"{option}: directory {folder} does not exist")
     if path.exists() and not os.access(path, os.W_OK):
         fail(f"{option}: {path} cannot be written")
+    takes_a_file(option, folder)
+
+
+def takes_a_file(option: str, folder: Path) -> None:
+    """End here (one line, exit 2) unless a file can be made in `folder`; the probe leaves nothing."""
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".leakbench-probe-"):
             pass
