@@ -256,7 +256,8 @@ def writable(option: str, path: Path, create_folder: bool = False) -> None:
 
 
 def takes_a_file(option: str, folder: Path) -> None:
-    """End here (one line, exit 2) unless a file can be made in `folder`; the probe leaves nothing."""
+    """End here (one line, exit 2) unless a file can be made in `folder`; the probe leaves
+    nothing."""
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".leakbench-probe-"):
             pass
