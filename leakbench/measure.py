@@ -5,14 +5,12 @@ at SIZE_PARAM × each of `scales` (default 1 and 4), every size in a fresh
 process, so the record can say how the peak above baseline scales with size.
 Two sizes, not three: with sizes equally spaced on a log scale (1, 2, 4) the
 least-squares exponent (estimate.scaling_exponent) is the slope between the
-end points, and the rise verdict.peak_scales asks for is too, so the middle
-size changed no verdict and cost a third of every peak pair (about 100 s of
-make run's 569 s on TF 2.21). Every size runs the whole protocol: its peak is
-VmHWM through the measured repetitions, and a peak read after warm-up alone
-was weighed and left out: group_by_window_keys' leak then read k 0.41-0.90
-in 14 runs, 3 of them under the 0.5 bar, against 0.63-0.90 in 10 runs
-through the repetitions (TF 2.21, two children at once): glibc's slack in
-VmHWM settles over more epochs.
+end points, and the rise verdict.peak_scales asks for is too, so a middle
+size changes no verdict and only costs time (docs/measurements.md, "Run time").
+Every size runs the whole protocol: its peak is VmHWM through the measured
+repetitions, not after warm-up alone, because glibc's slack in VmHWM settles
+over more epochs and a peak read early put a real leak's k under the bar
+(docs/measurements.md, "Flaky verdicts seen").
 The heap pass (memray) runs only at the first size: it is the costly pass.
 With Settings.flamegraph_dir, its capture is kept until memray has drawn the
 flame graph of the allocations still live at its end (heap.render_flamegraph):
@@ -43,7 +41,8 @@ from leakbench.units import GIB
 
 # The cap where a measurement must not depend on the machine's RAM (Settings.cap_bytes 0: half
 # of it): committed records (scripts/record-version), asv, `leakbench calibrate` and the pytest
-# plugin. The largest peak of a pair is ~110 MiB; the timeout is Settings.timeout_seconds.
+# plugin. Several times the largest peak of a pair (docs/measurements.md, "Committed results");
+# the timeout is Settings.timeout_seconds.
 FIXED_CAP_BYTES = 4 * GIB
 
 

@@ -88,7 +88,7 @@ def run_entry(outcome) -> dict:
         "phase": outcome.phase if outcome.status != "ok" else None,
         "error": outcome.error,
         "wall_seconds": outcome.wall_seconds,
-        # the runner's polls of the whole tree (every 50 ms)
+        # the runner's polls of the whole tree (every supervise.POLL_SECONDS)
         "max_rss_bytes": outcome.max_rss_bytes,
         # the child's own peak over its life (kernel, wait4)
         "peak_rss_bytes": outcome.peak_rss_bytes,
@@ -109,7 +109,7 @@ def run_entry(outcome) -> dict:
         "stages": result.get("stages"),
         # chain.reference_chain: what keeps the top type alive
         "reference_chain": result.get("reference_chain"),
-        # diagnose.type_growth: the types behind python_objects
+        # evidence.type_growth: the types behind python_objects
         "python_type_growth": result.get("python_type_growth"),
         # leakbench check only (leakbench.engine.evidence)
         "diagnostics": result.get("diagnostics"),
@@ -234,9 +234,9 @@ def build(
         found["growth_basis"] = verdict.memory_basis(found).words
     # A run that hung in teardown after its result came is measured whole: the
     # verdict is the measurement's, and the stall is reported beside it
-    # (teardown_stalled). kept_iterators' leaky side read leak in 2 runs and
-    # hang in 3 of 5 with two children at once: how long freeing ~80 live
-    # iterators takes is the machine's load, not the pipeline's memory.
+    # (teardown_stalled). How long freeing live iterators takes is the machine's
+    # load, not the pipeline's memory (kept_iterators: docs/measurements.md,
+    # "Flaky verdicts seen").
     stalled = [r for r, o in zip(runs, outcomes) if stalled_in_teardown(o)]
     word, signals = verdict.decide(["ok" if r in stalled else r["status"] for r in runs], found)
     failed = next(

@@ -190,10 +190,9 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
     A count signal (exact), a peak that scales, or two byte signals (held memory
     and memray's heap) that moved, one of them past twice its bar, are evidence
     enough; anything less is measured again (leakbench.measure). One byte signal
-    alone, however far past its bar, is not: oversized_prefetch's fix, whose prefetch(AUTOTUNE)
-    buffer widens by a batch now and then, read held memory +381 KiB/repetition in both
-    halves in 1 of 6 runs with three TF processes on the 2 cores (TF 2.21; heap
-    +2.0), against 1.7-19.5 in the other five.
+    alone, however far past its bar, is not: a bounded buffer that AUTOTUNE widens now and then
+    can pass it in both halves of one run, and not in the next (oversized_prefetch's fix,
+    docs/measurements.md, "Flaky verdicts seen").
     """
     if not signals or registry.PEAK_SIGNAL in signals or any(s in COUNT_SIGNALS for s in signals):
         return False
@@ -226,9 +225,9 @@ def confirm(
     signals, signals that moved in the later half). A signal is kept if it moved in both; a
     run cut short by the cap confirms the leak (it grew until killed); a run that hung or
     failed before its measurement came gives its status. With no signal kept, the first run
-    reads as if none had moved: fragmentation by its rule, else no-leak (shuffle_fragmentation
-    on TF 2.16.2: held memory rose 1 MiB once, and malloc kept 342 of the 350 MiB held as free
-    bytes).
+    reads as if none had moved: fragmentation by its rule, else no-leak, so that a pair whose
+    RSS is malloc's free bytes still reads fragmentation after a step in held memory is turned
+    away (shuffle_fragmentation: docs/measurements.md, "Flaky verdicts seen").
     """
     again = moved_signals(later) if later else []
     if status == "over-cap":
