@@ -39,10 +39,10 @@ Optional:
                       (leakbench.expectation). Scenarios (leaky) only.
     HEAP_REPS   int   at most this many repetitions in memray's heap pass (0:
                       no heap pass), for a pipeline whose allocations make
-                      memray's pass cost minutes: shuffle_fragmentation makes
-                      ~6 M small allocations per epoch, and 5 tracked epochs
-                      passed a 120 s timeout here. The verdict then rests on
-                      the other signals.
+                      memray's pass cost minutes: memray records every one,
+                      and a shuffle of small tensors makes millions per epoch
+                      (shuffle_fragmentation: docs/measurements.md, "memray").
+                      The verdict then rests on the other signals.
 
 The engine does everything else (warm-up, baseline, sampling, verdict), so a
 scenario reads like a page of the tf.data guide.  `scenarios/X.py` and

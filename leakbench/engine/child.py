@@ -92,8 +92,9 @@ def main(config: dict) -> int:
         _first_tf_data_use()
         seconds["import"] = time.perf_counter() - start
         # What the import made lives as long as the process: freezing it (out of
-        # every later collection) cuts a full gc.collect with TensorFlow loaded
-        # from ~155 ms to ~0, and the engine collects before every sample.
+        # every later collection) makes a full gc.collect with TensorFlow loaded
+        # cheap (docs/measurements.md, "TensorFlow"), and the engine collects
+        # before every sample.
         # Objects made from here on (the pipeline's) are collected as usual.
         gc.freeze()
         gpu, no_gpu = gpu_module.Gpu.find()
@@ -148,7 +149,7 @@ def main(config: dict) -> int:
         trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
 
         heap = None
-        # contract.py
+        # a scenario's HEAP_REPS caps the pass (leakbench.contract)
         heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))
         if heap_reps > 0:
             # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
@@ -248,10 +249,10 @@ def _first_tf_data_use() -> None:
     """Pay TensorFlow's one-off cost of the first tf.data pipeline before any baseline.
 
     The first pipeline a process iterates loads what TensorFlow defers to first
-    use; a second pipeline costs nothing more. On the 2.23 nightly that first
-    use is ~40 MiB of RSS (TF 2.21.0: ~9 MiB; docs/measurements.md), which would
-    otherwise sit in every peak above baseline and, being the same at every
-    size, pull k in peak ∝ size^k down. Only where the scenario imported TensorFlow.
+    use; a second pipeline costs nothing more. That one-off RSS (tens of MiB on
+    the nightly: docs/measurements.md, "TensorFlow") would otherwise sit in every
+    peak above baseline and, being the same at every size, pull k in peak ∝ size^k
+    down. Only where the scenario imported TensorFlow.
     """
     tf = sys.modules.get("tensorflow")
     if tf is None or not hasattr(tf, "data"):

@@ -1,29 +1,27 @@
 """Evidence for `leakbench check`, gathered inside the measured child.
 
-Three cheap readings, each a dict of JSON data (the parent turns them into
-text and hints, leakbench.check.run):
+Two cheap readings made here, each a dict of JSON data (the parent turns them into
+text and hints, leakbench.check.run), beside two made by modules of their own:
 
 - `type_counts()`: Python objects tracked by the collector, by type
   (qualified name). Taken at the baseline, after half the measured
   repetitions (`middle_reps`) and after them all: `type_growth` says which
-  types grew by the verdict's rule (a one-off jump does not count). ~0.1 s
-  with TensorFlow imported.
-- `read_stages(state, elements)`, in every measurement: bytes buffered per
+  types grew by the verdict's rule (a one-off jump does not count). Its cost
+  is a walk of the collector's objects (docs/measurements.md, "What the evidence costs").
+- `read_stages(state)`, in every measurement: bytes buffered per
   tf.data transformation, from `tf.data.experimental.get_model_proto(iterator)`
   (the autotune model's ModelProto: one node per transformation with
   buffered_bytes and buffered_elements). A new iterator over the pipeline's
   dataset is read at READING_ELEMENTS: after a few elements, and after more;
   a stage whose bytes rose between the readings is growing. An in-memory
   cache() shows as a MemoryCacheImpl node whose buffered bytes are the whole
-  cache (TF 2.21). `stages` (run["stages"]) and `attribution_from` (check's
-  diagnostics.attribution) are derived from these readings.
-- `heap_stacks(records)`: the largest allocations still live at the end of
-  the memray heap pass, by Python stack; `stack_frames` and `user_frame`
-  name a stack's frames and the first of them in the user's own code
-  (leakbench.engine.frames, re-exported here).
-- `reference_chain(type_growth, state, candidates)`: what keeps an instance of
-  the type that grew most alive (objgraph), as text (`describe_chain`;
-  leakbench.engine.chain, re-exported here).
+  cache (docs/measurements.md, "TensorFlow"). `stages` (run["stages"]) and
+  `attribution_from` (check's diagnostics.attribution) are derived from these readings.
+- leakbench.engine.frames.heap_stacks: the largest allocations still live at the end of
+  the memray heap pass, by Python stack; `stack_frames` and `user_frame` there
+  name a stack's frames and the first of them in the user's own code.
+- leakbench.engine.chain.reference_chain: what keeps an instance of the type
+  that grew most alive (objgraph), as text (`describe_chain`).
 """
 
 from __future__ import annotations
@@ -153,9 +151,9 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
     the target not a dataset, the API failing, or the dataset ending before one element.
     A finite dataset is read at no more than half its cardinality (its buffers drain at the end), so
     a short one gives fewer readings (unbounded_cache's 32 batches: 4 and 16 elements).
-    Each reading waits SETTLE_SECONDS first: 0.2-0.8 s per child on the pairs (median 0.47 s). No
-    reading starts after STAGES_SECONDS, but the first one waits for the pipeline's first elements:
-    a shuffle buffer fills first (shuffle_fragmentation's shuffle(30000): 3.3-5.1 s, 2026-12-01).
+    Each reading waits SETTLE_SECONDS first. No reading starts after STAGES_SECONDS, but the first
+    one waits for the pipeline's first elements, so a large shuffle buffer fills before it (what
+    the readings cost: docs/measurements.md, "What the evidence costs").
 
     Why a fresh iterator after the measured repetitions, not the repetitions' own iterators or
     readings between samples: the repetitions' iterators are gone when a repetition ends, and a new

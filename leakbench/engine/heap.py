@@ -9,12 +9,10 @@ each repetition ends with a garbage collection and a marker allocation (a
 size nothing else uses, made and freed in `_heap_marker`); the bytes live
 just before each marker are that repetition's heap, exactly. memray's own
 memory snapshots are not used: they come from a background thread, and their
-timestamps do not order them against the main thread's allocations (here, a
-snapshot stamped after a repetition's end still showed the heap before it:
-a step of 0 where 1 MiB was kept; in CI a tie of two points failed a real
-leak's trend test). Reading the capture back costs about 0.5 µs per allocation
-recorded (0.09 s for the TensorFlow designed leak's 188k allocations in 6
-repetitions, 0.30 s for stateful_map's 619k; 2026-12-01); a pipeline with
+timestamps do not order them against the main thread's allocations, so a
+snapshot stamped after a repetition's end can still show the heap before it
+(docs/measurements.md, "memray"). Reading the capture back costs time per
+allocation recorded (docs/measurements.md, "memray"); a pipeline with
 millions of small allocations per repetition can cap or skip the pass
 (HEAP_REPS in leakbench/contract.py).
 
@@ -23,9 +21,9 @@ id) at each marker: the stacks that grew most are the heap's `stack_growth`,
 growth by allocation site, each with the frame of the user's own code it
 comes from (leakbench.engine.frames.user_frame). Its live allocations at the
 end are the heap's retained_bytes and top_stacks: the capture is read once.
-Starting and stopping the tracker is the pass's other fixed cost, 0.25 s with
-TensorFlow loaded (memray rewrites, then restores, the malloc entries of every
-loaded library's relocation tables), whatever the repetitions (docs/measurements.md).
+Starting and stopping the tracker is the pass's other fixed cost, whatever the
+repetitions: memray rewrites, then restores, the malloc entries of every loaded
+library's relocation tables, and TensorFlow loads many (docs/measurements.md, "memray").
 """
 
 from __future__ import annotations
@@ -61,7 +59,7 @@ def heap_pass(
     Returns heap_bytes (shape (reps,), bytes live at each repetition's end,
     after a garbage collection), heap_high_water_mark_bytes and
     retained_bytes (memray's peak and bytes still live when tracking
-    stopped), allocations (count), top_stacks (leakbench.engine.evidence:
+    stopped), allocations (count), top_stacks (leakbench.engine.frames.heap_stacks:
     the largest live at the end) and stack_growth (`growing_stacks`: the
     stacks whose live bytes grew most from the first marker to the last).
     The capture is read once: the replay's live allocations at its end are what
@@ -114,7 +112,8 @@ def growing_stacks(
     first, the engine's own left out), user_frame (the innermost frame of the user's code, or
     None) and bytes (live bytes at each marker, one per heap repetition). Their bytes_per_rep is
     added in the parent (leakbench.analysis.record.stack_slopes): the estimator's scipy is never
-    imported into the measured child (it would add ~80 MiB to every child's baseline RSS).
+    imported into the measured child, whose baseline RSS it would raise (docs/measurements.md,
+    "What the evidence costs").
     """
     if not by_stack:
         return []
@@ -210,8 +209,8 @@ def replay(records, by_stack: bool = False) -> Replay:
     from memray import AllocatorType as A
 
     # Plain ints and locals: this loop sees every allocation (millions for a shuffle of small
-    # tensors), about 0.5 µs each with the record's reading. The bytes per stack are summed
-    # at each marker from the live allocations, not kept up to date on every record.
+    # tensors; its cost per allocation: docs/measurements.md, "memray"). The bytes per stack are
+    # summed at each marker from the live allocations, not kept up to date on every record.
     free, pyfree, mmap, munmap = int(A.FREE), int(A.PYMALLOC_FREE), int(A.MMAP), int(A.MUNMAP)
     low, high = MARKER_BYTES, MARKER_BYTES + 64
     live: dict[int, tuple] = {}  # address -> (size, stack id)

@@ -30,9 +30,9 @@ def sample(process: psutil.Process, gpu=None) -> dict:
     Collecting first means unreachable reference cycles are not counted as kept
     memory. python_objects counts the objects the collector tracks, the frozen
     ones included (`gc.get_objects()` skips them; the child freezes what the
-    import made, see leakbench.engine.child). Costs ~10 ms in a process that imported
-    TensorFlow once its import is frozen, ~180 ms if not (gc.collect walking
-    TensorFlow's ~320k objects: 155 ms, measured on TF 2.21 here).
+    import made, see leakbench.engine.child): a sample with TensorFlow imported costs a
+    full collection, cheap once the import is frozen and many times dearer if not
+    (docs/measurements.md, "TensorFlow").
     gpu: the GPU to read (Gpu.find()); None leaves gpu_current_bytes None.
     """
     gc.collect()
@@ -111,10 +111,9 @@ def held_bytes(rss_anon: int, free: int | None) -> int | None:
     What a process holds, without what its allocator keeps: every live malloc
     chunk (TensorFlow's tensors, buffers and graphs), Python's object arenas
     (mmapped by obmalloc, outside malloc) and thread stacks, but not the freed
-    chunks glibc keeps for reuse. On this machine (TF 2.21, 12 repetitions) the
-    RSS of the fixes wandered by -3.4 to +8.0 MiB/repetition, all of it malloc's
-    free bytes, while this series moved 1.4-14 KiB/repetition and the leaks
-    kept their whole size in it (docs/measurements.md, "Held memory").
+    chunks glibc keeps for reuse. The fixes' RSS wanders by MiB per repetition, all of it
+    malloc's free bytes, while this series stays within a few KiB and a leak keeps its
+    whole size in it (docs/measurements.md, "Held memory").
 
     Limits: fordblks counts free bytes whether or not they are resident. Free
     chunks in pages the kernel never backed, or gave back (malloc_trim
