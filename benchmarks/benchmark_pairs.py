@@ -91,9 +91,8 @@ class Pairs:
                 _store_flamegraphs(Path(drawn), records, RESULTS / "flamegraphs" / f"tf-{pinned}")
         return {(r["pair"], r["variant"]): _numbers(r) for r in records}
 
-    # Every pair (22), two sizes for peak pairs: 13 min 32 s of children on 2 cores with a neighbour
-    # (TF 2.21.0, scripts/record-version, 2026-12-01); room
-    # for a loaded machine and older, slower releases.
+    # Every pair, two sizes for peak pairs, in well under the hour on 2 cores with a neighbour
+    # (docs/measurements.md, "Run time"); room for a loaded machine and older, slower releases.
     setup_cache.timeout = 3600
 
     def setup(self, cache, pair, variant):

@@ -15,13 +15,12 @@ from typing import Any
 
 from leakbench.units import MIB, format_bytes
 
-# The most leakbench reads from one of its files. The biggest committed one is 0.5 MiB (a full
-# suite's records of one TF version, results/records/vm/tf-*.jsonl); the biggest a command writes
-# by design is `leakbench repeat --runs 1000` (its most) over the 34 variants of today, about
-# 46 MiB at 1.4 KiB a run (results/repeatability/ holds 340 runs in 0.46 MiB). 256 MiB leaves over
-# five times that, for more pairs and records appended run after run, and json.loads of it still
-# fits in a few GiB; a file above it is no result of ours (a runaway append, a device behind a
-# link) and is refused before it is read.
+# The most leakbench reads from one of its files, in bytes. The biggest a command writes by design
+# is `leakbench repeat --runs 1000` (its most) over every variant, tens of MiB; the committed files
+# are far smaller (docs/measurements.md, "Committed results"). 256 MiB leaves room for more pairs
+# and records appended run after run, and json.loads of it still fits in a few GiB; a file above
+# it is no result of ours (a runaway append, a device behind a link) and is refused before it is
+# read.
 MAX_BYTES = 256 * MIB
 
 _KINDS = (

@@ -7,10 +7,7 @@ takes its deciding signals and thresholds from it, and the views (run table,
 `check`, compare and matrix, the site, calibration, asv's track_ benchmarks)
 take from it which metrics they show and in which order, their labels, short
 names, units and help texts, and which need glibc's counters. Adding a signal
-is one entry here.
-
-Why each threshold has its value is in docs/verdicts.md (measured on TF
-2.12-2.21 here; docs/measurements.md holds the measurements).
+is one entry here. Why each threshold has its value: docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ from leakbench.units import KIB, MIB
 # The views that show a subset of the registry, by name. A Series or Metric lists the ones that
 # show it in `views`, each with its place there (left to right, or first drawn first), so that a
 # view asks the registry (series_in, metrics_in) instead of listing names of its own.
-# the run table's default columns (its short name heads them), and --wide's
-TABLE = "table"
+TABLE = "table"  # the run table's default columns (its short name heads them)
 WIDE = "wide"  # what `leakbench run --wide` and --markdown add after them
 LESSON = "lesson"  # a site lesson's table per TF version
 MATRIX = "matrix"  # a matrix cell: the evidence it adds for leak against fragmentation
@@ -131,11 +127,12 @@ HEAP_SLOPE_MIN = 64 * KIB  # memray's heap: few repetitions in its pass
 GPU_SLOPE_MIN = 64 * KIB  # the GPU allocator's bytes in use (untested: no GPU here)
 COUNT_SLOPE_MIN = 0.5  # threads, open files: exact counts
 OBJECT_SLOPE_MIN = 8  # Python objects: exact, but a bounded pipeline may keep a few
-# A change in held growth between two builds that `leakbench compare` counts: fixes' creep
-# moves by up to 17 KiB/rep between runs of one build (docs/verdicts.md), so smaller is noise.
+# A change in held growth between two builds that `leakbench compare` counts: a fix's creep
+# moves about this much between runs of one build (docs/measurements.md, "Held memory").
 HELD_COMPARE_FLOOR = 16 * KIB
 PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest and largest size
-# malloc_trim gives back 0-16 MiB in every pair but shuffle_fragmentation
+# malloc_trim's give-back that compare counts and the site calls a swing; every pair but
+# shuffle_fragmentation gives back at most 2x it (docs/measurements.md, "psutil and glibc malloc")
 TRIM_FLOOR = 8 * MIB
 
 

@@ -14,7 +14,7 @@ warm-up and repetitions as the engine, in a fresh, capped, timed process.
   test's end. PYTHONMALLOC=malloc, as pytest-memray recommends for leaks.
 
 The process is watched as the runner watches the engine's child (its tree's
-RSS every runner.POLL_SECONDS, killed past the cap or the timeout) and dies
+RSS every supervise.POLL_SECONDS, killed past the cap or the timeout) and dies
 with its parent (PR_SET_PDEATHSIG). Run as `python -m leakbench.calibrate.peers
 CONFIG_JSON`; it prints one JSON line: {"leak": bool, "detail": str}.
 """
