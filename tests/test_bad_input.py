@@ -1,4 +1,4 @@
-"""Bad input destroys nothing (issue 20): one line on stderr, exit 2, and every file already
+"""Bad input destroys nothing: one line on stderr, exit 2, and every file already
 there byte for byte as it was (mtime included), before anything is measured.
 
 - the site is built beside --out and swapped in whole: a build that fails at any point leaves

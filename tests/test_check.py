@@ -73,7 +73,7 @@ def test_bad_target_is_one_line_and_exit_2_before_running(spec, message):
 def test_leaky_function_is_a_leak_with_its_stack():
     rec = check.check(f"{PY}:leaky", SETTINGS)
     assert rec["verdict"] == "leak" and rec["variant"] == "check"
-    # built whole (issue 21): what the child learned the
+    # the record is built whole: what the child learned the
     # target to be, and the TARGET string as its name
     assert (rec["pair"], rec["repetition"]) == (f"{PY}:leaky", "one call of the function")
     assert {"held", "heap"} <= set(rec["signals"])

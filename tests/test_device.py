@@ -1,4 +1,4 @@
-"""The device dimension (issue 3): the GPU allocator's bytes in use where
+"""The device dimension: the GPU allocator's bytes in use where
 TensorFlow sees a GPU, null with a reason where it does not, and pairs that
 REQUIRES a GPU skipped on a machine without one.
 

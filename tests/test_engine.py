@@ -505,7 +505,7 @@ def test_failed_record_is_json_too():
 
 
 def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
-    """Issue 21: nothing rewrites a record after record.build. build takes what the record calls
+    """Nothing rewrites a record after record.build. build takes what the record calls
     its target (catalog.Target.pair), the repetition the child learned (a check target's) and the
     flame graph (after build's own keys); record.confirmed returns a new record with the verdict
     the confirmation gives, "confirmation" after every key the first record had."""

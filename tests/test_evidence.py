@@ -1,4 +1,4 @@
-"""Where the memory is (issue 14): growth by allocation site blamed on the user's line, memory
+"""Where the memory is: growth by allocation site blamed on the user's line, memory
 per tf.data stage with AUTOTUNE's values, and the reference chain that keeps a leak alive.
 
 Unit tests without TensorFlow for the user-frame walk, the stage table and the chain's text; on
@@ -259,7 +259,7 @@ def test_new_instances_are_the_ones_made_after_the_baseline():
     assert new_instances([], ids) == []
 
 
-# --- the types that grew, by the verdict's rule (issue 19) ---
+# --- the types that grew, by the verdict's rule (a one-off jump does not count) ---
 
 
 def _growth(series: dict, reps: int) -> list[dict]:

@@ -1,4 +1,4 @@
-"""One validation at each border (issue 20): records, and the resume files of `leakbench repeat`
+"""One validation at each border: records, and the resume files of `leakbench repeat`
 and `leakbench calibrate`, are checked against their schema (leakbench.analysis.validate) once,
 where the file is read. A file that fails is one line naming the file, the line of a .jsonl and
 the first problem; the commands that read it (matrix, compare, report-back, site, repeat,

@@ -1,8 +1,8 @@
-"""Issue 20, case by case: each bad input its fuzzer found against an older leakbench gives one
+"""Bad input, case by case: each bad input a fuzzer found against an older leakbench gives one
 line "leakbench: error: ..." on stderr, exit 2 (bad input), no traceback, no file changed (bytes and
 mtime) and no process left.
 
-Most of the cases listed in the issue have a test of their own, beside the code they exercise:
+Most of these cases have a test of their own, beside the code they exercise:
 
 - outputs that are inputs (check --html the target, run --json/--markdown a scenario, run --json F
   --markdown F), FIFOs and links to /dev/full, loops and dangling links as records or outputs,
@@ -19,8 +19,8 @@ Most of the cases listed in the issue have a test of their own, beside the code 
 - a process in a session of its own, an error then a stall: tests/test_runaway.py;
   garbage on the message pipe: tests/test_engine.py.
 
-This file holds the rest, one parametrized test per kind of input: the issue's cases that no test
-ran as the issue gives them (a command, an option, a file), through the real command line. In
+This file holds the rest, one parametrized test per kind of input: the cases that no test
+ran as they were found (a command, an option, a file), through the real command line. In
 process (click's CliRunner), with subprocess.Popen and bisect's virtualenv refusing to be used
 (the package registry answers from test_bisect's saved sample), so a case that got as far as
 starting a process fails; a case that could hang or read without end on a regression
@@ -298,7 +298,7 @@ def test_a_path_too_long_is_refused(here, case):
 
 # --- /dev/full as an output -----------------------------------------------------------------------
 
-DEV_FULL = {  # as the issue gives it: the device itself (tests/test_bad_input.py: a link to it)
+DEV_FULL = {  # the device itself (tests/test_bad_input.py: a link to it)
     "repeat --out": ([*REPEAT, "--out", "/dev/full"], "--out: /dev/full"),
     "calibrate --out": ([*CALIBRATE, "--out", "/dev/full"], "--out: /dev/full"),
     "run --json": (

@@ -1,4 +1,4 @@
-"""The registry drives the views (issue 21): leakbench.metrics names every sample series and metric
+"""The registry drives the views: leakbench.metrics names every sample series and metric
 once, with the views that show it; views and rules ask it instead of listing names of their own.
 
 Read from the source with ast (nothing is imported to scan it), and on small synthetic records:

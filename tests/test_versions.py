@@ -269,7 +269,7 @@ def test_empty_matrix_exits_2(tmp_path):
     assert "holds no leakbench records" in one_error_line(invoke("matrix", "--results", tmp_path))
 
 
-# --- fragmentation, malloc heap and trim (issue 8), the skipped GPU pair -------------
+# --- fragmentation, malloc heap and trim, the skipped GPU pair -------------
 
 
 def test_compare_shows_malloc_heap_growth_and_trim():

@@ -1,4 +1,4 @@
-"""One schema per kind of file leakbench reads, checked once where the file is read (issue 20).
+"""One schema per kind of file leakbench reads, checked once where the file is read.
 
 Kinds: a record (results/records/<machine>/tf-<v>.jsonl, `--json` output; every schema
 leakbench.analysis.schema migrates, so a key newer engines add is optional), a resume file of
