@@ -388,23 +388,28 @@ METRICS = (
 )
 BY_KEY = {m.key: m for m in METRICS}
 BY_SIGNAL = {m.signal: m for m in METRICS if m.signal}
+# The other numbers of record["metrics"] (leakbench.analysis.record computes them), in bytes or
+# None, that no view shows: key -> what it is. The first four are verdict.fragmented's inputs.
+LEVELS = {
+    "rss_growth_bytes": "RSS at the last sample less the baseline's",
+    "malloc_free_growth_bytes": "malloc's free bytes at the last sample less the baseline's",
+    "rss_held_bytes": "RSS just before malloc_trim less the import baseline's",
+    "malloc_free_held_bytes": "malloc's free bytes at the last sample less the import baseline's",
+    "heap_high_water_mark_bytes": "memray's peak over the heap pass",
+    "gpu_peak_bytes": "the GPU allocator's peak over the measured repetitions",
+}
 # The metrics a rule or view names on its own: held memory and RSS, the memory a verdict rests on
 # (leakbench.analysis.verdict.memory_basis); memray's heap; the peak; what malloc_trim gave back
 # (fragmentation); and the signals `leakbench check` reads evidence for (leakbench.check.diagnosis).
-HELD, RSS, HEAP, PEAK, TRIM = (
-    BY_KEY[k]
-    for k in (
-        "held_growth",
-        "rss_growth",
-        "retained_heap",
-        "peak_above_baseline_bytes",
-        "trim_returned_bytes",
-    )
-)
-THREADS, OPEN_FILES, OBJECTS, GPU = (
-    BY_KEY[k]
-    for k in ("threads_growth", "open_files_growth", "python_objects_growth", "gpu_memory_growth")
-)
+HELD = BY_KEY["held_growth"]
+RSS = BY_KEY["rss_growth"]
+HEAP = BY_KEY["retained_heap"]
+PEAK = BY_KEY["peak_above_baseline_bytes"]
+TRIM = BY_KEY["trim_returned_bytes"]
+THREADS = BY_KEY["threads_growth"]
+OPEN_FILES = BY_KEY["open_files_growth"]
+OBJECTS = BY_KEY["python_objects_growth"]
+GPU = BY_KEY["gpu_memory_growth"]
 
 
 def series_in(view: str) -> tuple[Series, ...]:

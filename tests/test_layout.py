@@ -137,6 +137,6 @@ def test_no_module_is_much_over_400_lines():
     # The cap was 320 lines of the old, dense style. ruff format lays out one argument,
     # dict entry or list item per line where a call does not fit: the package grew by a third
     # (10,508 -> 13,835 lines) with nothing added, so 320 became about 430. The registry
-    # (metrics.py, 446 lines) is one table; validate.py was split (json_schemas.py, the schemas).
+    # (metrics.py, 448 lines) is one table; validate.py was split (json_schemas.py, the schemas).
     sizes = {module(p): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert {m: n for m, n in sizes.items() if n > 450} == {}

@@ -19,11 +19,12 @@ from leakbench.reporters import table
 from leakbench.site import colours
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
-# The faces, and the rules that read the registry. metrics.py alone may spell a metric's key.
+# The faces, the rules that read the registry, and the schemas that check a record's metrics.
+# metrics.py alone may spell a metric's key.
 VIEWS = [
     *(PACKAGE / d for d in ("reporters", "site", "calibrate", "history", "cli")),
     PACKAGE / "check" / "diagnosis.py",
-    PACKAGE / "analysis" / "verdict.py",
+    *(PACKAGE / "analysis" / f for f in ("verdict.py", "validate.py", "json_schemas.py")),
 ]
 # The modules whose rules turn on a signal's name (record["signals"]); elsewhere "heap" and "peak"
 # are also a run's heap pass, a child's phase and a scenario's kind.
@@ -75,6 +76,27 @@ def test_the_scan_finds_a_hard_coded_name(tmp_path):
         "'open files'",
         "'rss_bytes'",
     ]
+
+
+def test_every_number_a_record_computes_is_in_the_registry():
+    """record.metrics sets each key of record["metrics"] by name: every one is a METRICS key or
+    one of LEVELS, but for the two that are no number (the schema spells those)."""
+    tree = ast.parse((PACKAGE / "analysis" / "record.py").read_text())
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "metrics")
+    keys = {
+        target.slice.value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "out"
+        and isinstance(target.slice, ast.Constant)
+    }
+    assert len(keys) > 10, "the scan found record.metrics' keys"
+    others = keys - set(metrics.BY_KEY) - set(metrics.LEVELS)
+    assert others == {"malloc_heap_unavailable", "peak_scaling"}
+    assert not set(metrics.LEVELS) & set(metrics.BY_KEY)
 
 
 @pytest.mark.parametrize(

@@ -68,26 +68,13 @@ def schema_of(kind: str) -> dict:
         scaling = _obj(
             {"sizes": _list(NUM), "peaks_bytes": _list(_opt(NUM)), "exponent": _opt(NUM)}
         )
+        # every key of the registry's (leakbench.metrics): a trend for a sample series' metric and
+        # memray's heap (leakbench.analysis.record.metrics), one number for the rest and LEVELS
         metric_fields = {
-            m.key: _opt(trend) if (m.series or m.key == "retained_heap") else _opt(NUM)
+            m.key: _opt(trend) if m.series or m is registry.HEAP else _opt(NUM)
             for m in registry.METRICS
         }
-        metric_fields.update(
-            {
-                k: _opt(NUM)
-                for k in (
-                    "trim_returned_bytes",
-                    "rss_growth_bytes",
-                    "malloc_free_growth_bytes",
-                    "rss_held_bytes",
-                    "malloc_free_held_bytes",
-                    "heap_high_water_mark_bytes",
-                    "peak_above_baseline_bytes",
-                    "gpu_peak_bytes",
-                    "seconds_per_repetition",
-                )
-            }
-        )
+        metric_fields.update(dict.fromkeys(registry.LEVELS, _opt(NUM)))
         metric_fields.update(
             malloc_heap_unavailable=_opt(STR), growth_basis=STR, peak_scaling=_opt(scaling)
         )
@@ -118,7 +105,7 @@ def schema_of(kind: str) -> dict:
                 "high_water_mark_bytes": _opt(NUM),
                 "gpu_peak_bytes": _opt(NUM),
                 "gpu_unavailable": _opt(STR),
-                "peak_above_baseline_bytes": _opt(NUM),
+                registry.PEAK.key: _opt(NUM),  # the metric is the first run's
                 "warmup_peak_above_baseline_bytes": _opt(NUM),
                 "peak_source": STR,
                 "trim": _opt(_map(NUM)),
@@ -300,7 +287,7 @@ def schema_of(kind: str) -> dict:
                 "seconds",
                 "peak_rss_bytes",
                 "tensorflow",
-                "rss_slope",
+                f"{registry.RSS.signal}_slope",
             ),
         )
         peer = _obj(
