@@ -9,6 +9,7 @@ is imported or run.
 """
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
@@ -140,3 +141,20 @@ def test_no_module_is_much_over_400_lines():
     # (metrics.py, 448 lines) is one table; validate.py was split (json_schemas.py, the schemas).
     sizes = {module(p): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert {m: n for m, n in sizes.items() if n > 450} == {}
+
+
+def test_every_pointer_to_the_measurements_names_one_of_its_sections():
+    """Code cites a measured figure by section (docs/measurements.md, "Held memory") instead of
+    copying it: each section a comment or docstring names exists, a wrapped line included."""
+    docs = PACKAGE.parent / "docs" / "measurements.md"
+    sections = {line[3:].strip() for line in docs.read_text().splitlines() if line[:3] == "## "}
+    files = [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "benchmarks").rglob("*.py")]
+    cited = {
+        (module(p) if PACKAGE in p.parents else p.name, name)
+        for p in files
+        for name in re.findall(
+            r'measurements\.md, "([^"]+)"', re.sub(r"\s*\n\s*#?\s*", " ", p.read_text())
+        )
+    }
+    assert len(cited) > 10, "the scan finds the pointers"
+    assert sorted(c for c in cited if c[1] not in sections) == []
