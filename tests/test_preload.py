@@ -81,6 +81,13 @@ def test_without_ldconfig_the_default_directories_are_searched_and_the_reason_sa
     assert preload.missing({"LD_PRELOAD": "libc.so.6"}) is None
     reason = preload.missing({"LD_PRELOAD": ABSENT})
     assert reason is not None and "ldconfig was not found to read the loader's cache" in reason
+    (tmp_path / "ldconfig").write_text("#!/bin/sh\n")  # musl's: prints no cache
+    (tmp_path / "ldconfig").chmod(0o755)
+    assert preload.loader_cache() == {}
+    reason = preload.missing({"LD_PRELOAD": ABSENT})
+    assert reason is not None and reason.endswith(
+        "and ldconfig -p listed no cache to look in; install the package with it"
+    )
 
 
 def test_ld_library_path_is_searched_first(no_loader, tmp_path):

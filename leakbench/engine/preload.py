@@ -72,7 +72,11 @@ def missing(env: dict) -> str | None:
                 "its default directories)"
                 if cache
                 else f"it is in neither LD_LIBRARY_PATH nor {', '.join(default_dirs())}, and "
-                "ldconfig was not found to read the loader's cache"
+                + (
+                    "ldconfig was not found to read the loader's cache"
+                    if ldconfig() is None
+                    else "ldconfig -p listed no cache to look in"
+                )
             )
             return f"LD_PRELOAD names {lib}, which is not installed: {where}; {_how(lib)}"
     return None
@@ -93,13 +97,12 @@ def candidates(soname: str, search: str, cache: dict[str, list[str]]) -> list[st
 def loader_cache() -> dict[str, list[str]]:
     """soname -> paths, from `ldconfig -p` (the loader's cache, every architecture's entries);
     {} where ldconfig is not found, fails, or prints no cache (musl's does nothing)."""
-    path = os.pathsep.join([os.environ.get("PATH", ""), *LDCONFIG_DIRS])
-    ldconfig = shutil.which("ldconfig", path=path)
-    if ldconfig is None:
+    found = ldconfig()
+    if found is None:
         return {}
     try:
         done = subprocess.run(
-            [ldconfig, "-p"],
+            [found, "-p"],
             capture_output=True,
             text=True,
             errors="replace",
@@ -110,6 +113,13 @@ def loader_cache() -> dict[str, list[str]]:
     except (OSError, subprocess.SubprocessError):
         return {}
     return parse_cache(done.stdout) if done.returncode == 0 else {}
+
+
+def ldconfig() -> str | None:
+    """Where ldconfig is: on PATH, else in LDCONFIG_DIRS; None if nowhere."""
+    return shutil.which(
+        "ldconfig", path=os.pathsep.join([os.environ.get("PATH", ""), *LDCONFIG_DIRS])
+    )
 
 
 def parse_cache(text: str) -> dict[str, list[str]]:
