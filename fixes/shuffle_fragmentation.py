@@ -26,9 +26,9 @@ SIZE_PARAM = "num_elements"
 PARAMS = {"num_elements": 1_000_000}
 HEAP_REPS = 0  # ~6 M small allocations per epoch: memray's pass would cost minutes and adds nothing here
 # The fix is the process's allocator, not the pipeline: tcmalloc returns freed
-# memory to its central lists and the system (Debian package
-# libtcmalloc-minimal4). ENV is the contract's environment for the measured process.
-ENV = {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"}
+# memory to its central lists and the system (Debian package libtcmalloc-minimal4).
+# ENV is the contract's environment for the measured process; the loader finds the soname.
+ENV = {"LD_PRELOAD": "libtcmalloc_minimal.so.4"}
 
 
 def setup(num_elements):

@@ -30,7 +30,7 @@ class Target:
     def expected(self) -> expectation.Expectation:
         """What this variant should read, as its contract declares (leakbench.expectation)."""
         s = self.scenario
-        return expectation.for_variant(self.variant, s.reported, s.expects, s.requires)
+        return expectation.for_variant(self.variant, s.reported, s.expects, s.needs)
 
 
 def find_root(start: Path | None = None) -> Path:

@@ -15,8 +15,14 @@ A scenario is a plain Python module, loaded by path, with these names:
 
 Optional:
     ENV         dict  environment variables for the measured process, e.g.
-                      {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}
-                      when the fix is the allocator, not the pipeline.
+                      {"LD_PRELOAD": "libjemalloc.so.2"} when the fix is the
+                      allocator, not the pipeline. A bare soname is searched
+                      for by the dynamic loader (its cache: `ldconfig -p`), so
+                      it names the library on any distribution and machine.
+                      Where the loader would not find a library LD_PRELOAD
+                      names, nothing runs and the record reads `skipped`,
+                      naming the library and its package
+                      (leakbench.engine.preload), as for a missing GPU.
     REQUIRES    str   "GPU": the pair only means something on a GPU. Where
                       TensorFlow sees none, the measured child stops after the
                       import and the record reads `skipped` ("no GPU visible
@@ -90,6 +96,7 @@ from leakbench.contract_rules import (
     _shown_path,
     _size_param,
     _source,
+    preloads,
 )
 
 # re-exported: callers read them here (contract.SOURCES, contract.ISSUE)
@@ -122,6 +129,13 @@ class Scenario:
     @property
     def name(self) -> str:
         return self.path.stem
+
+    @property
+    def needs(self) -> str | None:
+        """What a machine may lack for this file to be measured, in words: REQUIRES ("GPU"), else
+        the libraries ENV's LD_PRELOAD names ("libtcmalloc_minimal.so.4"), else None. Where it
+        lacks it the record reads `skipped`, and that passes (leakbench.expectation)."""
+        return self.requires or " ".join(preloads(self.env.get("LD_PRELOAD", ""))) or None
 
     def with_params(self, overrides: dict[str, str]) -> dict:
         """Defaults updated by `overrides` (name -> text from the command line).

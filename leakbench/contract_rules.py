@@ -96,11 +96,17 @@ def _env(value: dict, meta: dict) -> str | None:
     return _preload(value.get("LD_PRELOAD", ""))
 
 
+def preloads(text: str) -> list[str]:
+    """The libraries an LD_PRELOAD value names: separated by spaces or colons (ld.so(8))."""
+    return text.replace(":", " ").split()
+
+
 def _preload(text: str) -> str | None:
     """LD_PRELOAD's libraries that are there must be ELF shared objects: the dynamic loader ignores
     anything else with a warning, and the run would silently stay on glibc's malloc. A library that
-    is not there is left to the engine, whose record then reads `error` ("not installed")."""
-    for lib in text.replace(":", " ").split():
+    is not there is left to the engine (leakbench.engine.preload), whose record then reads
+    `skipped`, naming it: what the machine lacks, not what the file gets wrong."""
+    for lib in preloads(text):
         if "/" not in lib:  # the loader searches its paths for a bare name; the engine checks it
             continue
         try:

@@ -20,8 +20,9 @@ declares passes:
                          the pipeline holds memory, and fragmentation holds none.
     a designed control   no-leak (calibration: every other verdict is a false alarm).
 
-A scenario that REQUIRES a device (REQUIRES = "GPU") may read `skipped` where
-the device is not there: nothing measured, nothing wrong.
+A scenario that needs what a machine may lack (contract.Scenario.needs: a
+device it REQUIRES, "GPU", or a library its ENV preloads, LD_PRELOAD) may read
+`skipped` where that is not there: nothing measured, nothing wrong.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Expectation:
     verdicts: frozenset
     # an over-cap in LEAK_PHASES, or a stall in teardown after signals moved
     leak_cut_short: bool = False
-    skipped: bool = False  # the scenario REQUIRES a device: `skipped` passes
+    skipped: bool = False  # the scenario needs a device or a library: `skipped` passes
 
     def accepts(self, rec: Mapping[str, Any]) -> bool:
         """True if the record's verdict is one this
@@ -51,8 +52,8 @@ class Expectation:
             return True
         return self.leak_cut_short and leak_cut_short(rec)
 
-    def with_device(self, requires: str) -> Expectation:
-        """The same, for a scenario that REQUIRES a device: `skipped` passes too."""
+    def with_requirement(self) -> Expectation:
+        """The same, for a scenario that needs a device or a library: `skipped` passes too."""
         return Expectation(
             f"{self.label} or skipped", self.verdicts, self.leak_cut_short, skipped=True
         )
@@ -89,14 +90,15 @@ def for_variant(
     requires: str | None = None,
 ) -> Expectation:
     """The expectation of a variant ("leaky", "fixed", or "file"/"check" for a user's own code),
-    from its scenario's REPORTED, EXPECTED and REQUIRES (leakbench.contract)."""
+    from its scenario's REPORTED, EXPECTED and what it needs (requires: contract.Scenario.needs,
+    REQUIRES or the libraries its ENV preloads)."""
     if variant == "leaky":
         found = DECLARABLE[expects] if expects else VERSION_DEPENDENT if reported else LEAK
     elif variant == "fixed":
         found = NO_LEAK
     else:
         found = CHECK
-    return found.with_device(requires) if requires else found
+    return found.with_requirement() if requires else found
 
 
 def for_record(rec: Mapping[str, Any]) -> Expectation:

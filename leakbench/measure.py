@@ -36,7 +36,7 @@ from pathlib import Path
 from leakbench.analysis import record, verdict
 from leakbench.analysis.schema import Record
 from leakbench.catalog import Target
-from leakbench.engine import heap, memlimit, runner
+from leakbench.engine import heap, memlimit, preload, runner
 from leakbench.units import GIB
 
 # The cap where a measurement must not depend on the machine's RAM (Settings.cap_bytes 0: half
@@ -130,26 +130,17 @@ def measure(
     child_options: passed to every child run (runner.run_child); `leakbench check` uses it.
 
     Stops at the first size whose run is not ok (over-cap, hang, error): a
-    larger size would only fail the same way, slower.
+    larger size would only fail the same way, slower. Runs nothing where the
+    dynamic loader would not find a library LD_PRELOAD names: the record reads
+    `skipped`, naming it (leakbench.engine.preload).
     """
     settings = settings.resolved()
     env = {**target.scenario.env, **(env or {})}
-    missing = [
-        lib for lib in env.get("LD_PRELOAD", "").replace(":", " ").split() if not Path(lib).exists()
-    ]
-    if missing:  # the dynamic loader would only warn, and the run would measure the wrong allocator
-        problem = runner.Outcome(
-            "error",
-            "import",
-            params,
-            0.0,
-            error=(
-                f"LD_PRELOAD names {', '.join(missing)}, which is not installed "
-                "(Debian: apt-get install libjemalloc2 libtcmalloc-minimal4)"
-            ),
-        )
+    lacking = preload.missing(env)
+    if lacking:  # the loader would only warn, and the run would measure glibc's malloc instead
+        skip = runner.Outcome("skipped", "import", params, 0.0, skipped=lacking)
         return record.build(
-            target.scenario, target.variant, params, settings.stored(), [problem], pair=target.pair
+            target.scenario, target.variant, params, settings.stored(), [skip], pair=target.pair
         )
     outcomes = []
     flamegraph = None

@@ -95,13 +95,13 @@ def assert_no_leak(target, **settings) -> Record:
     """Measure `target` as `leakbench check` does; raise LeakError unless the record reads what a
     check target should (expectation.CHECK: `no-leak`, or `fragmentation`: RSS that malloc_trim
     gives back, nothing held by the pipeline). `skipped` (a scenario file that REQUIRES a GPU
-    TensorFlow does not see) skips the test.
+    TensorFlow does not see, or preloads a library the machine lacks) skips the test.
 
     settings: cap, timeout, reps, warmup, heap_reps, teardown_timeout (see measure_target).
     Returns the record, for further assertions.
     """
     rec = measure_target(target, **settings)
-    if rec["verdict"] == "skipped":  # a scenario file that REQUIRES a GPU TensorFlow does not see
+    if rec["verdict"] == "skipped":  # a GPU or a preloaded library the machine lacks
         import pytest
 
         pytest.skip(f"leakbench: {rec['skip_reason']}")

@@ -13,11 +13,13 @@ import pytest
 from leakbench import contract
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
+from leakbench.engine import preload
 from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
-JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
-TCMALLOC = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
+# sonames, found as the dynamic loader finds them (leakbench.engine.preload), on any machine
+JEMALLOC = "libjemalloc.so.2"
+TCMALLOC = "libtcmalloc_minimal.so.4"
 MIB = 1 << 20
 SETTINGS = Settings(warmup=1, reps=12, heap_reps=6, cap_bytes=1 << 30, timeout_seconds=60)
 
@@ -57,10 +59,11 @@ def test_designed_leak_reads_leak_not_fragmentation():
 
 
 @pytest.mark.skipif(
-    not JEMALLOC.exists(), reason="libjemalloc2 is not installed (apt-get install libjemalloc2)"
+    bool(preload.missing({"LD_PRELOAD": JEMALLOC})),
+    reason="libjemalloc2 is not installed (apt-get install libjemalloc2)",
 )
 def test_malloc_heap_is_na_under_a_preloaded_allocator():
-    rec = run("python_leak", env={"LD_PRELOAD": str(JEMALLOC)})
+    rec = run("python_leak", env={"LD_PRELOAD": JEMALLOC})
     m = rec["metrics"]
     assert "libjemalloc" in m["malloc_heap_unavailable"]
     assert m["malloc_heap_growth"] is None and m["trim_returned_bytes"] is None
@@ -69,9 +72,11 @@ def test_malloc_heap_is_na_under_a_preloaded_allocator():
     assert m["growth_basis"].startswith("rss (held memory n/a: libjemalloc")
 
 
-def test_missing_preload_is_an_error_not_a_silent_glibc_run():
+def test_missing_preload_is_skipped_not_a_silent_glibc_run():
     rec = run("python_leak", env={"LD_PRELOAD": "/nonexistent/libjemalloc.so.2"})
-    assert rec["verdict"] == "error" and "not installed" in rec["error"]
+    assert rec["verdict"] == "skipped" and rec["error"] is None
+    assert rec["skip_reason"].startswith("LD_PRELOAD names /nonexistent/libjemalloc.so.2, which")
+    assert "apt-get install libjemalloc2" in rec["skip_reason"]
     assert rec["runs"][0]["wall_seconds"] == 0.0  # nothing was started
 
 
@@ -230,7 +235,8 @@ def test_shuffle_on_glibc_reads_fragmentation_not_leak(tf_records):
 
 @pytest.mark.tf
 @pytest.mark.skipif(
-    not TCMALLOC.exists(), reason="libtcmalloc-minimal4 is not installed (scripts/system-packages)"
+    bool(preload.missing({"LD_PRELOAD": TCMALLOC})),
+    reason="libtcmalloc-minimal4 is not installed (scripts/system-packages)",
 )
 def test_shuffle_under_tcmalloc_does_not_grow(tf_records):
     rec = tf_records[("shuffle_fragmentation", "fixed")]

@@ -14,7 +14,10 @@ environment.gpu holds its name, compute capability, driver and count, and
 metrics hold gpu_memory_growth and gpu_peak_bytes), else "CPU" with gpu and
 the GPU metrics null and gpu_unavailable saying why ("no GPU visible to
 TensorFlow"). A scenario that REQUIRES a GPU it cannot see reads `skipped`,
-its reason in skip_reason; its run has status skipped and empty series.
+its reason in skip_reason; its run has status skipped and empty series. So
+does one whose ENV preloads a library the machine lacks (leakbench.measure),
+without starting a child. `requires` is what the scenario needs that a
+machine may lack (contract.Scenario.needs: "GPU", or the preloaded library).
 """
 
 from __future__ import annotations
@@ -259,7 +262,7 @@ def build(
         "source": scenario.source,
         "reported": scenario.reported,
         "expects": scenario.expects,
-        "requires": scenario.requires,
+        "requires": scenario.needs,
         "kind": scenario.kind,
         "repetition": learned or scenario.repetition,
         "size_param": scenario.size_param,

@@ -39,7 +39,9 @@ class Record(TypedDict, total=False):
     source: str
     reported: dict | None  # the contract's REPORTED claim
     expects: str | None  # the contract's EXPECTED ("fragmentation") or None
-    requires: str | None  # the contract's REQUIRES ("GPU") or None
+    # what the variant needs that a machine may lack (contract.Scenario.needs): the contract's
+    # REQUIRES ("GPU"), else the libraries its ENV preloads ("libtcmalloc_minimal.so.4"), or None
+    requires: str | None
     kind: str  # "growth" or "peak"
     repetition: str
     size_param: str

@@ -48,7 +48,10 @@ VERDICTS = {
     "over-cap": "killed past the memory cap",
     "hang": "killed after going its timeout without progress",
     "error": "the scenario raised or its process crashed",
-    "skipped": "not measured: the scenario needs a device this machine lacks (REQUIRES)",
+    "skipped": (
+        "not measured: the scenario needs a device (REQUIRES) or a library (ENV's LD_PRELOAD) "
+        "this machine lacks"
+    ),
 }
 
 TREND_P_MAX = 0.01

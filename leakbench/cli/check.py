@@ -31,9 +31,9 @@ from leakbench.reporters import check as view
 
 def check_exit_code(rec: Record) -> int:
     """0 when the record reads what a check target should (expectation.CHECK: no-leak,
-    fragmentation, or skipped for a scenario file that REQUIRES a GPU TensorFlow does not see); 2
-    error or hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in teardown
-    after the signals moved: freeing what leaked stalled)."""
+    fragmentation, or skipped for a scenario file that needs a GPU or a library the machine
+    lacks); 2 error or hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in
+    teardown after the signals moved: freeing what leaked stalled)."""
     if expectation.CHECK.accepts(rec):
         return 0
     if rec["verdict"] in ("error", "hang") and not expectation.stalled_after_leak(rec):
