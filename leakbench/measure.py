@@ -57,10 +57,11 @@ class Settings:
     reps: int = 12
     heap_reps: int = 6
     cap_bytes: int = 0  # 0: memlimit.default_cap_bytes()
-    # per step: the most a child may go without progress (runner.run_child)
+    # per step: the most a child may go without progress (runner.ChildRun)
     timeout_seconds: float = 300.0
     scales: tuple = (1, 4)  # see the module docstring
-    teardown_timeout_seconds: float = 30.0  # after the result is in: see runner.run_child
+    # after the result is in: see runner.ChildRun
+    teardown_timeout_seconds: float = runner.TEARDOWN_TIMEOUT_SECONDS
     flamegraph_dir: str | None = None  # write memray's flame graph of retained allocations here
 
     def __post_init__(self):
@@ -89,6 +90,22 @@ class Settings:
     def resolved(self) -> Settings:
         cap = self.cap_bytes or memlimit.default_cap_bytes()
         return replace(self, cap_bytes=cap, scales=tuple(self.scales))
+
+    def child_run(
+        self, env: dict | None = None, child_options: dict | None = None
+    ) -> runner.ChildRun:
+        """One child run at these settings (runner.ChildRun; cap_bytes as they are: resolve first),
+        with the heap pass; env and child_options as runner.ChildRun takes them."""
+        return runner.ChildRun(
+            warmup=self.warmup,
+            reps=self.reps,
+            heap_reps=self.heap_reps,
+            cap_bytes=self.cap_bytes,
+            timeout_seconds=self.timeout_seconds,
+            teardown_timeout_seconds=self.teardown_timeout_seconds,
+            env=env,
+            child_options=child_options,
+        )
 
 
 def sizes(target: Target, params: dict, scales) -> list[dict]:
@@ -127,7 +144,7 @@ def measure(
 ) -> Record:
     """Run `target` under `settings` and return its record (see leakbench.analysis.record).
 
-    child_options: passed to every child run (runner.run_child); `leakbench check` uses it.
+    child_options: passed to every child run (runner.ChildRun); `leakbench check` uses it.
 
     Stops at the first size whose run is not ok (over-cap, hang, error): a
     larger size would only fail the same way, slower. Runs nothing where the
@@ -145,22 +162,16 @@ def measure(
     outcomes = []
     flamegraph = None
     drawn = Path(settings.flamegraph_dir) if settings.flamegraph_dir else None
+    child = settings.child_run(env, child_options)
     with tempfile.TemporaryDirectory(prefix="leakbench-capture-") as keep:
         for i, run_params in enumerate(sizes(target, params, settings.scales)):
             capture = Path(keep) / "heap.bin" if drawn and i == 0 and settings.heap_reps else None
             outcome = runner.run_child(
                 target.scenario.path,
                 run_params,
-                warmup=settings.warmup,
-                reps=settings.reps,
-                heap_reps=settings.heap_reps if i == 0 else 0,
-                cap_bytes=settings.cap_bytes,
-                timeout_seconds=settings.timeout_seconds,
-                teardown_timeout_seconds=settings.teardown_timeout_seconds,
-                env=env,
-                on_message=on_message,
-                child_options=child_options,
-                heap_file=capture,
+                # the heap pass at the first size only
+                replace(child, heap_reps=child.heap_reps if i == 0 else 0, heap_file=capture),
+                on_message,
             )
             outcomes.append(outcome)
             if capture and drawn:
@@ -177,37 +188,20 @@ def measure(
         flamegraph=flamegraph,
     )
     if rec["verdict"] == "leak" and verdict.needs_confirmation(rec["metrics"], rec["signals"]):
-        rec = _confirm(rec, target, params, settings, env, on_message, child_options)
+        rec = _confirm(rec, target, params, child, on_message)
     return rec
 
 
 def _confirm(
-    rec: Record,
-    target: Target,
-    params: dict,
-    settings: Settings,
-    env: dict,
-    on_message,
-    child_options: dict | None,
+    rec: Record, target: Target, params: dict, child: runner.ChildRun, on_message
 ) -> Record:
     """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
     longer (verdict.confirmation_reps), and return the record verdict.confirm makes of it
-    from the later half of that run (record.confirmed).
+    from the later half of that run (record.confirmed). child: the first size's run settings.
     """
-    reps = verdict.confirmation_reps(settings.reps)
-    outcome = runner.run_child(
-        target.scenario.path,
-        params,
-        warmup=settings.warmup,
-        reps=reps,
-        heap_reps=settings.heap_reps if "heap" in rec["signals"] else 0,
-        cap_bytes=settings.cap_bytes,
-        timeout_seconds=settings.timeout_seconds,
-        teardown_timeout_seconds=settings.teardown_timeout_seconds,
-        env=env,
-        on_message=on_message,
-        child_options=child_options,
-    )
+    reps = verdict.confirmation_reps(child.reps)
+    again = replace(child, reps=reps, heap_reps=child.heap_reps if "heap" in rec["signals"] else 0)
+    outcome = runner.run_child(target.scenario.path, params, again, on_message)
     return record.confirmed(rec, target.scenario, reps, outcome)
 
 

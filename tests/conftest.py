@@ -68,7 +68,7 @@ from leakbench.check import run as check  # noqa: E402
 from leakbench.history import pin, store  # noqa: E402
 from leakbench.measure import Settings  # noqa: E402
 
-# The timeout is per step (the most a child may go without progress: runner.run_child), not
+# The timeout is per step (the most a child may go without progress: runner.ChildRun), not
 # for the whole child. 240 s: the longest step in results/records/vm/ is an import of 40.5 s
 # (19.6 s at most on TF 2.21.0) and a repetition 4.8 s on average, so a busy CI machine (load
 # 5-11 on 2 cores made whole children 3x slower) stays far inside it, while a real deadlock

@@ -554,8 +554,8 @@ def test_killing_the_runner_kills_the_child(tmp_path):
     so a leaky scenario never goes on without its cap and timeout."""
     script = (
         "import sys; from leakbench.engine import runner;"
-        f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, warmup=1, "
-        "reps=5, heap_reps=0, cap_bytes=1 << 30, timeout_seconds=120)"
+        f"runner.run_child({str(DATA / 'python_hang.py')!r}, {{'seconds': 3600}}, runner.ChildRun("
+        "warmup=1, reps=5, heap_reps=0, cap_bytes=1 << 30, timeout_seconds=120))"
     )
     runner_proc = subprocess.Popen([sys.executable, "-c", script])
     children = []
@@ -590,11 +590,7 @@ def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
     outcome = runner.run_child(
         DATA / "python_leak.py",
         {},
-        warmup=0,
-        reps=5,
-        heap_reps=0,
-        cap_bytes=CAP,
-        timeout_seconds=TIMEOUT,
+        runner.ChildRun(warmup=0, reps=5, heap_reps=0, cap_bytes=CAP, timeout_seconds=TIMEOUT),
     )
     assert (outcome.status, outcome.phase) == (
         "error",

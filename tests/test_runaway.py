@@ -149,7 +149,7 @@ def run(path: Path, mark: str, **overrides) -> runner.Outcome:
         env={MARK: mark},
     )
     options.update(overrides)
-    return runner.run_child(path, {"seconds": 0.2}, **options)
+    return runner.run_child(path, {"seconds": 0.2}, runner.ChildRun(**options))
 
 
 @pytest.mark.timeout(60)

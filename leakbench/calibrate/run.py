@@ -37,15 +37,15 @@ import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from leakbench import jsonfile
-from leakbench.analysis import record, validate, verdict
+from leakbench.analysis import verdict
 from leakbench.analysis.schema import Record, first_run
 from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.history import pin
+from leakbench.history import pin, rounds
 from leakbench.jsonfile import write_atomic
 from leakbench.measure import Settings, measure
 
@@ -68,6 +68,9 @@ class CalibrateError(ValueError):
 class Case:
     holder: str  # key of HOLDERS
     bytes_per_rep: int  # true bytes kept per repetition (0: the control)
+
+
+Cell = tuple[Case, str | None]  # a case measured by the engine (None) or by a peer (its name)
 
 
 def observe(rec: Record, case: Case, run: int) -> dict:
@@ -119,11 +122,6 @@ def default_out(results: Path, machine: str) -> Path:
     return Path(results) / "calibration" / f"{machine}-tf-{tensorflow_version() or 'none'}.json"
 
 
-def plan(holders: list[str], sizes: list[int], runs: int) -> list[tuple[int, Case]]:
-    """(run, case) in measuring order: round-robin over cases, run by run (runs from 1)."""
-    return [(run, Case(h, s)) for run in range(1, runs + 1) for h in holders for s in sizes]
-
-
 def calibrate(
     holders: list[str],
     sizes: list[int],
@@ -136,15 +134,16 @@ def calibrate(
     peer_names: tuple = (),
     peer_runs: int = 0,
 ) -> dict:
-    """Measure every (run, case) of plan() not yet in
-    `out`, writing `out` after each; return the result.
+    """Measure every run (1 … runs) of every case not yet in `out`, round-robin
+    (leakbench.history.rounds), writing `out` after each; return the result.
 
-    holders: keys of HOLDERS; sizes: bytes kept per repetition (0: the control). settings: the
-    engine's (defaults except cap and timeout, for calibration at default settings). resume: keep
-    the observations already in `out`; False measures anew and replaces it. machine: default
-    platform.node(). peer_names: peers (peers.PEERS) to run on the same case after the engine, in
-    runs 1 … peer_runs; their results go to result["peers"]. on_run(i, total, case, run, seen)
-    after each run (seen: an observation, or a peer's result with "peer").
+    holders: keys of HOLDERS; sizes: bytes kept per repetition (0: the control); the cases are
+    every holder at every size, in that order. settings: the engine's (defaults except cap and
+    timeout, for calibration at default settings). resume: keep the observations already in
+    `out`; False measures anew and replaces it. machine: default platform.node(). peer_names:
+    peers (peers.PEERS) to run on the same case after the engine, in runs 1 … peer_runs; their
+    results go to result["peers"]. on_run(i, total, case, run, seen) after each run (seen: an
+    observation, or a peer's result with "peer").
 
     Raises CalibrateError before measuring anything if `out` cannot be resumed (see the module
     docstring); `out` is then left as it was.
@@ -155,42 +154,28 @@ def calibrate(
         "tensorflow": tensorflow_version(),
         "settings": settings.stored(),
     }
-    result = (
-        jsonfile.resumable(out, made, FORMAT, "a calibration result", CalibrateError)
-        if resume
-        else None
+    result = rounds.open_result(
+        out, made, FORMAT, "calibrate", "a calibration result", CalibrateError, resume
     )
-    # its types, once
-    result = validate.check_resumed(
-        result, "calibrate", out, "a calibration result", FORMAT, CalibrateError
-    )
-    if result is None:
-        result = {
-            "format": FORMAT,
-            **made,
-            "environment": record.environment(None),
-            "observations": [],
-        }
     result.setdefault("peers", [])
-    done = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
-    peers_done = {(p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]}
-    todo = [
-        (run, case, None)
-        for run, case in plan(holders, sizes, runs)
-        if (case.holder, case.bytes_per_rep, run) not in done
-    ]
-    todo += [
-        (run, case, peer)
-        for run, case in plan(holders, sizes, peer_runs)
-        for peer in peer_names
-        if (peer, case.holder, case.bytes_per_rep, run) not in peers_done
-    ]
-    todo.sort(key=lambda item: item[0])  # stable: run by run, the engine before its peers
-    for i, (run, case, peer) in enumerate(todo, 1):
+    done: set[tuple] = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
+    done |= {(p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]}
+    cases = [Case(h, s) for h in holders for s in sizes]
+    # a cell: (case, None) for the engine, (case, peer) for a peer; each run, the engine first
+    cells: list[tuple[Cell, int]] = [((case, None), runs) for case in cases]
+    cells += [((case, peer), peer_runs) for case in cases for peer in peer_names]
+
+    def key(run: int, cell: Cell) -> tuple:
+        case, peer = cell
+        engine = (case.holder, case.bytes_per_rep, run)  # as observations and peers keep them
+        return (peer, *engine) if peer else engine
+
+    def run_one(run: int, cell: Cell) -> Record | dict:
+        case, peer = cell
         scenario = read_metadata(HOLDERS[case.holder])
         params = {**scenario.params, scenario.size_param: case.bytes_per_rep}
         if peer:
-            seen = peers.run_peer(
+            return peers.run_peer(
                 peer,
                 scenario.path,
                 params,
@@ -199,21 +184,35 @@ def calibrate(
                 cap_bytes=settings.cap_bytes,
                 timeout_seconds=settings.timeout_seconds,
             )
-            seen.update(holder=case.holder, bytes_per_rep=case.bytes_per_rep, run=run)
-            result["peers"].append(seen)
-        else:
-            rec = measure(Target(scenario, "file"), params, settings)
-            seen = observe(rec, case, run)
-            result["observations"].append(seen)
-            if seen["tensorflow"]:
-                result["environment"]["tensorflow"] = seen["tensorflow"]
-        _finish(result, settings)
-        write_atomic(out, result)
+        return measure(Target(scenario, "file"), params, settings)
+
+    def keep(run: int, cell: Cell, found: Any) -> dict:
+        case, peer = cell
+        if peer:
+            found.update(holder=case.holder, bytes_per_rep=case.bytes_per_rep, run=run)
+            result["peers"].append(found)
+            return found
+        seen = observe(found, case, run)
+        result["observations"].append(seen)
+        if seen["tensorflow"]:
+            result["environment"]["tensorflow"] = seen["tensorflow"]
+        return seen
+
+    def told(i: int, total: int, run: int, cell: Cell, seen: dict) -> None:
         if on_run:
-            on_run(i, len(todo), case, run, seen)
-    _finish(result, settings)
-    write_atomic(out, result)
-    return result
+            on_run(i, total, cell[0], run, seen)
+
+    return rounds.measure_rounds(
+        out,
+        result,
+        cells,
+        key=key,
+        done=done,
+        run_one=run_one,
+        keep=keep,
+        finish=lambda result: _finish(result, settings),
+        on_run=told,
+    )
 
 
 def add_context(
@@ -239,10 +238,11 @@ def add_context(
     return result
 
 
-def _finish(result: dict, settings: Settings, suite_records: Path | None = None) -> None:
+def _finish(result: dict, settings: Settings, suite_records: Path | None = None) -> dict:
     result["summary"] = stats.summarize(result["observations"])
     result["peer_summary"] = stats.summarize_peers(result.get("peers", []))
     result["cost"] = stats.cost(result["observations"], settings)
     if suite_records is not None:
         result["suite_cost"] = committed.suite_cost(suite_records)
     result["targets"] = stats.targets(result["summary"], result["cost"], result.get("suite_cost"))
+    return result

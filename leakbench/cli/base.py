@@ -9,6 +9,7 @@ run, nothing already recorded touched).
 from __future__ import annotations
 
 import errno
+import functools
 import importlib.util
 import math
 import os
@@ -94,8 +95,18 @@ def main() -> None:
     """Reproducible, measured memory leaks in tf.data pipelines."""
 
 
-def measurement_options(command):
-    """The options `run`, `check` and `repeat` share: repetitions, memory cap, timeouts."""
+SCALES_OPTION = click.option(
+    "--scales",
+    default="1,4",
+    show_default=True,
+    help="Multiples of the size parameter for peak scenarios, increasing.",
+)
+
+
+def measurement_options(scales: bool = False):
+    """The options `run`, `check` and `repeat` share: repetitions, memory cap, timeouts, the
+    flame graph's folder, and with scales --scales. The command gets them as one `settings`
+    (settings_of, before its own body runs: a bad value ends there, one line, exit 2)."""
     options = [
         click.option(
             "--reps",
@@ -146,18 +157,26 @@ def measurement_options(command):
             help="Also write memray's flame graph of the allocations the heap pass "
             "retained (memray flamegraph --leaks) to DIR/<pair>-<variant>.html.",
         ),
+        *([SCALES_OPTION] if scales else []),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+
+    def decorate(command):
+        @functools.wraps(command)
+        def measured(**given):
+            # --scales first: scales_of's refusal comes before settings_of's, as it always has
+            more = {"scales": scales_of(given.pop("scales"))} if scales else {}
+            shared = [given.pop(o) for o in _SHARED]
+            return command(settings=settings_of(*shared, **more), **given)
+
+        for option in reversed(options):
+            measured = option(measured)
+        return measured
+
+    return decorate
 
 
-SCALES_OPTION = click.option(
-    "--scales",
-    default="1,4",
-    show_default=True,
-    help="Multiples of the size parameter for peak scenarios, increasing.",
-)
+# measurement_options' parameters, in settings_of's order
+_SHARED = ("reps", "warmup", "heap_reps", "cap", "timeout", "teardown_timeout", "flamegraph_dir")
 
 
 def scales_of(text: str) -> tuple:
@@ -326,10 +345,12 @@ def progress(status, label: str, reps: int):
     return show
 
 
-def flamegraph_note(rec: Record, folder: Path | None) -> str:
+def flamegraph_note(rec: Record, folder: str | None) -> str:
+    """Where the record's flame graph is (folder: Settings.flamegraph_dir), or why there is none;
+    "" when none was asked for."""
     found = rec.get("flamegraph") or {}
-    if "file" in found:
-        return f"flame graph {folder / found['file']}"
+    if "file" in found and folder is not None:
+        return f"flame graph {Path(folder) / found['file']}"
     return f"no flame graph: {found['error']}" if "error" in found else ""
 
 

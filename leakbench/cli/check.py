@@ -22,7 +22,6 @@ from leakbench.cli.base import (
     out,
     progress,
     say,
-    settings_of,
     writable,
 )
 from leakbench.contract import ContractError
@@ -57,7 +56,7 @@ def _target_file(spec: str) -> Path | None:
 
 @main.command("check")
 @click.argument("target")
-@measurement_options
+@measurement_options()
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables."
 )
@@ -68,18 +67,7 @@ def _target_file(spec: str) -> Path | None:
     default=None,
     help="Also write a self-contained report page (charts, stages, stacks, chain) to this file.",
 )
-def check_command(
-    target,
-    reps,
-    warmup,
-    heap_reps,
-    cap,
-    timeout,
-    teardown_timeout,
-    flamegraph_dir,
-    as_json,
-    html_path,
-) -> None:
+def check_command(target, settings, as_json, html_path) -> None:
     """Check a pipeline of your own for leaks, and say where the memory is.
 
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
@@ -90,7 +78,6 @@ def check_command(
     """
     from leakbench.check import run as checking
 
-    settings = settings_of(reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir)
     if html_path is not None:
         writable("--html", html_path)
     try:
@@ -100,7 +87,7 @@ def check_command(
     if html_path is not None:
         apart([("--html", html_path)], [("the check target's file", _target_file(target))])
     with err.status("starting") as status:
-        rec = checking.check(target, settings, on_message=progress(status, target, reps))
+        rec = checking.check(target, settings, on_message=progress(status, target, settings.reps))
     if as_json:
         click.echo(json.dumps(rec))
     else:
@@ -115,12 +102,16 @@ def check_command(
             fail(f"--html: cannot write {html_path}: {e.strerror or e}")
         say(f"leakbench: report written to {html_path}")
     if rec.get("flamegraph"):
-        say(f"leakbench: {flamegraph_note(rec, flamegraph_dir)}")
+        say(f"leakbench: {flamegraph_note(rec, settings.flamegraph_dir)}")
     if rec["verdict"] == "skipped":
         say(f"leakbench: skipped: {rec['skip_reason']}")
     if rec["verdict"] in ("error", "hang"):
         where = f" in {rec['phase']}" if rec.get("phase") else ""
         reason = (rec.get("error") or "").strip()
-        why = one_line(reason) if reason else f"no progress within {timeout:g} s (--timeout)"
+        why = (
+            one_line(reason)
+            if reason
+            else f"no progress within {settings.timeout_seconds:g} s (--timeout)"
+        )
         say(f"leakbench: {rec['verdict']}{where}: {why}")
     sys.exit(check_exit_code(rec))

@@ -9,7 +9,6 @@ import click
 
 from leakbench import jsonfile
 from leakbench.cli.base import (
-    SCALES_OPTION,
     apart,
     fail,
     machine_of,
@@ -17,8 +16,6 @@ from leakbench.cli.base import (
     measurement_options,
     results_dir,
     say,
-    scales_of,
-    settings_of,
     sizes_fit,
     targets_of,
     writable,
@@ -44,8 +41,7 @@ from leakbench.cli.base import (
 @click.option(
     "--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True
 )
-@measurement_options
-@SCALES_OPTION
+@measurement_options(scales=True)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -79,14 +75,7 @@ def repeat_command(
     runs,
     jobs,
     variant,
-    reps,
-    warmup,
-    heap_reps,
-    cap,
-    timeout,
-    teardown_timeout,
-    flamegraph_dir,
-    scales,
+    settings,
     out,
     machine,
     resume,
@@ -98,16 +87,6 @@ def repeat_command(
     from leakbench.repeat import run as repeat
     from leakbench.reporters import repeatability as repeat_report
 
-    settings = settings_of(
-        reps,
-        warmup,
-        heap_reps,
-        cap,
-        timeout,
-        teardown_timeout,
-        flamegraph_dir,
-        scales=scales_of(scales),
-    )
     targets = targets_of(names, variant)
     sizes_fit([(t, t.scenario.params) for t in targets], settings.scales)
     results = results_dir(None)

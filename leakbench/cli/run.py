@@ -17,7 +17,6 @@ from leakbench import catalog, expectation, jsonfile
 from leakbench.analysis.schema import Record
 from leakbench.calibrate import committed
 from leakbench.cli.base import (
-    SCALES_OPTION,
     apart,
     err,
     fail,
@@ -29,8 +28,6 @@ from leakbench.cli.base import (
     progress,
     results_dir,
     say,
-    scales_of,
-    settings_of,
     sizes_fit,
     targets_of,
     writable,
@@ -66,11 +63,10 @@ def _overrides(params) -> dict:
 @click.option(
     "--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True
 )
-@measurement_options
+@measurement_options(scales=True)
 @click.option(
     "--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter."
 )
-@SCALES_OPTION
 @click.option(
     "--json",
     "json_path",
@@ -88,36 +84,11 @@ def _overrides(params) -> dict:
 @click.option(
     "--wide", is_flag=True, help="Print every metric, not only the columns the verdict rests on."
 )
-def run(
-    names,
-    variant,
-    reps,
-    warmup,
-    heap_reps,
-    cap,
-    timeout,
-    teardown_timeout,
-    flamegraph_dir,
-    params,
-    scales,
-    json_path,
-    markdown_path,
-    wide,
-) -> None:
+def run(names, variant, settings, params, json_path, markdown_path, wide) -> None:
     """Measure scenario pairs (all by default), each run in a capped, timed subprocess.
 
     NAMES are pair names from `leakbench list` or paths to scenario files.
     """
-    settings = settings_of(
-        reps,
-        warmup,
-        heap_reps,
-        cap,
-        timeout,
-        teardown_timeout,
-        flamegraph_dir,
-        scales=scales_of(scales),
-    )
     overrides = _overrides(params)
     targets = targets_of(names, variant)
     try:
@@ -148,11 +119,13 @@ def run(
     with err.status("starting") as status:
         for i, (target, run_params) in enumerate(plans, 1):
             label = f"[{i}/{len(plans)}] {target.scenario.name} ({target.variant})"
-            rec = measure(target, run_params, settings, on_message=progress(status, label, reps))
+            rec = measure(
+                target, run_params, settings, on_message=progress(status, label, settings.reps)
+            )
             records.append(rec)
             if json_path:
                 _append(json_path, rec)
-            note = flamegraph_note(rec, flamegraph_dir)
+            note = flamegraph_note(rec, settings.flamegraph_dir)
             say(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s{'; ' + note if note else ''}")
     out.print(table.table(records, wide=wide))
     tf = next(

@@ -41,6 +41,8 @@ from leakbench.engine import supervise
 STDERR_TAIL_LINES = 12
 MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
 _LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
+# after the child's last word, the seconds it has to exit (ChildRun.teardown_timeout_seconds)
+TEARDOWN_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass
@@ -65,23 +67,13 @@ class Outcome:
     skipped: str | None = None
 
 
-def run_child(
-    path: Path,
-    params: dict,
-    *,
-    warmup: int,
-    reps: int,
-    heap_reps: int,
-    cap_bytes: int,
-    timeout_seconds: float,
-    teardown_timeout_seconds: float = 30.0,
-    env: dict | None = None,
-    on_message: Callable[[dict], None] | None = None,
-    child_options: dict | None = None,
-    heap_file: Path | None = None,
-) -> Outcome:
-    """Measure scenario file `path` with `params` in a fresh, capped, timed process.
+@dataclass(frozen=True)
+class ChildRun:
+    """One child run's settings: its protocol's repetition counts, its limits (bytes, seconds),
+    and what else the child is given.
 
+    warmup, reps: repetitions before the measured ones, and measured. heap_reps: repetitions of
+        the heap pass (memray; 0: none).
     cap_bytes: RSS of the child's process tree (bytes) past which it is killed.
     timeout_seconds: the longest the child may go without a sign of progress (a phase
         begun, a repetition done, an evidence reading begun): per step, not for the
@@ -92,10 +84,32 @@ def run_child(
         tf.data iterators has stalled for minutes on TF 2.21 (docs/measurements.md, "TensorFlow");
         the measurement is already in hand, so it need not wait that long.
     env: extra environment variables for the child (e.g. LD_PRELOAD).
-    on_message: called with every message the child sends (progress).
     child_options: more keys for the child's config (leakbench check: "target", "diagnose").
     heap_file: where the heap pass writes its memray capture, kept for the
         caller; by default it goes into this run's temporary folder and is deleted.
+    """
+
+    warmup: int
+    reps: int
+    heap_reps: int
+    cap_bytes: int
+    timeout_seconds: float
+    teardown_timeout_seconds: float = TEARDOWN_TIMEOUT_SECONDS
+    env: dict | None = None
+    child_options: dict | None = None
+    heap_file: Path | None = None
+
+
+def run_child(
+    path: Path,
+    params: dict,
+    run: ChildRun,
+    on_message: Callable[[dict], None] | None = None,
+) -> Outcome:
+    """Measure scenario file `path` with `params` in a fresh, capped, timed process, under `run`'s
+    settings (ChildRun: repetitions, cap in bytes, timeouts in seconds).
+
+    on_message: called with every message the child sends (progress).
     Never raises for anything the child does; returns an Outcome (status error,
     phase import, when the child cannot even be started).
     """
@@ -103,63 +117,32 @@ def run_child(
     # each closed once (a number closed twice may be another thread's file)
     open_fds = {read_fd, write_fd}
     try:
-        return _run(
-            open_fds,
-            read_fd,
-            write_fd,
-            path,
-            params,
-            warmup,
-            reps,
-            heap_reps,
-            cap_bytes,
-            timeout_seconds,
-            teardown_timeout_seconds,
-            env,
-            on_message,
-            child_options,
-            heap_file,
-        )
+        return _run(open_fds, read_fd, write_fd, path, params, run, on_message)
     finally:
         for fd in open_fds:  # on every path, a failed start included
             os.close(fd)
 
 
-def _run(
-    open_fds,
-    read_fd,
-    write_fd,
-    path,
-    params,
-    warmup,
-    reps,
-    heap_reps,
-    cap_bytes,
-    timeout_seconds,
-    teardown_timeout_seconds,
-    env,
-    on_message,
-    child_options,
-    heap_file,
-) -> Outcome:
+def _run(open_fds, read_fd, write_fd, path, params, run: ChildRun, on_message) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="leakbench-") as tmp:
+        heap_file = Path(run.heap_file).resolve() if run.heap_file else Path(tmp) / "heap.bin"
         config = {
             "path": str(Path(path).resolve()),
             "params": params,
-            "warmup": warmup,
-            "reps": reps,
-            "heap_reps": heap_reps,
-            "heap_file": str(Path(heap_file).resolve() if heap_file else Path(tmp) / "heap.bin"),
+            "warmup": run.warmup,
+            "reps": run.reps,
+            "heap_reps": run.heap_reps,
+            "heap_file": str(heap_file),
             "fd": write_fd,
             "parent": os.getpid(),
-            **(child_options or {}),
+            **(run.child_options or {}),
         }
         log_path = Path(tmp) / "child.log"
         try:
             with open(log_path, "wb") as log:
                 child = supervise.Supervised(
                     supervise.python("leakbench.engine.child", json.dumps(config)),
-                    env=supervise.child_env(env),
+                    env=supervise.child_env(run.env),
                     stdout=log,
                     stderr=log,
                     pass_fds=(write_fd,),
@@ -171,16 +154,7 @@ def _run(
         # ours; the child has its copy. Closing it lets EOF arrive when the child exits
         os.close(write_fd)
         open_fds.discard(write_fd)
-        outcome = _watch(
-            child,
-            read_fd,
-            params,
-            cap_bytes,
-            timeout_seconds,
-            teardown_timeout_seconds,
-            on_message,
-            {"warm-up": warmup, "repetitions": reps},
-        )
+        outcome = _watch(child, read_fd, params, run, on_message)
         if outcome.status == "error" and outcome.error is None:  # a crash: the log says why
             outcome.error = (
                 f"child exited with code {child.returncode} "
@@ -189,16 +163,10 @@ def _run(
     return outcome
 
 
-def _watch(
-    child: supervise.Supervised,
-    read_fd,
-    params,
-    cap_bytes,
-    timeout_seconds,
-    teardown_timeout_seconds,
-    on_message,
-    counts: dict,
-) -> Outcome:
+def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_message) -> Outcome:
+    cap_bytes, timeout_seconds = run.cap_bytes, run.timeout_seconds
+    teardown_timeout_seconds = run.teardown_timeout_seconds
+    counts = {"warm-up": run.warmup, "repetitions": run.reps}
     outcome = Outcome(status="ok", phase=None, params=params, wall_seconds=0.0)
     # The deadline moves with every message (a sign of progress) until the child's last
     # word (result, error, skipped) is in; from then on the teardown limit alone applies.

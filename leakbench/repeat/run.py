@@ -34,25 +34,21 @@ Rendering is leakbench.reporters.repeatability's.
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import psutil
 
-from leakbench import expectation, jsonfile
-from leakbench.analysis import record, validate, verdict
+from leakbench import expectation
+from leakbench.analysis import verdict
 from leakbench.analysis.schema import Record
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.engine import memlimit
-from leakbench.history import pin
-from leakbench.jsonfile import write_atomic
+from leakbench.history import pin, rounds
 from leakbench.measure import Settings, measure
 from leakbench.repeat import hog
 
@@ -194,11 +190,6 @@ def summarize(observations: list[dict]) -> dict:
     }
 
 
-def plan(targets: list[Target], runs: int) -> list[tuple[int, Target]]:
-    """(run, target) in measuring order: round-robin over targets, run by run (runs from 1)."""
-    return [(run, t) for run in range(1, runs + 1) for t in targets]
-
-
 def repeat(
     targets: list[Target],
     runs: int,
@@ -210,8 +201,9 @@ def repeat(
     on_run: Callable[[int, int, dict], None] | None = None,
     cpu_hog: int = 0,
 ) -> dict:
-    """Measure every (run, target) of plan() not yet in `out`, `jobs` children at a time,
-    writing `out` after each run; return the result (see the module docstring).
+    """Measure every run (1 … runs) of every target not yet in `out`, round-robin
+    (leakbench.history.rounds), `jobs` children at a time, writing `out` after each run; return
+    the result (see the module docstring).
 
     settings: the engine's (cap_bytes 0: the default cap, divided by jobs). resume: keep the
     runs already in `out`; False starts anew and replaces it. on_run(i, total, observation)
@@ -226,53 +218,44 @@ def repeat(
         "tensorflow": pin.installed_tf_version(),
         "settings": settings.stored(),
     }
-    result = (
-        jsonfile.resumable(out, made, FORMAT, "a repeatability result", RepeatError)
-        if resume
-        else None
+    result = rounds.open_result(
+        out,
+        made,
+        FORMAT,
+        "repeat",
+        "a repeatability result",
+        RepeatError,
+        resume,
+        started=_now(),
+        elapsed_seconds=0.0,
     )
-    # its types, once
-    result = validate.check_resumed(
-        result, "repeat", out, "a repeatability result", FORMAT, RepeatError
-    )
-    if result is None:
-        result = {
-            "format": FORMAT,
-            **made,
-            "environment": record.environment(None),
-            "started": _now(),
-            "elapsed_seconds": 0.0,
-            "observations": [],
-        }
     if not settings.cap_bytes:  # once, before any child runs, and shared by the children at once
         settings = replace(settings, cap_bytes=memlimit.default_cap_bytes() // jobs)
-    done = {(o["pair"], o["variant"], o["run"]) for o in result["observations"]}
-    todo = [
-        (run, t) for run, t in plan(targets, runs) if (t.scenario.name, t.variant, run) not in done
-    ]
     result["runs_requested"] = max(result.get("runs_requested", 0), runs)
     start, before = time.monotonic(), result["elapsed_seconds"]
-    with hog.cpu_hog(cpu_hog), ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {
-            pool.submit(measure, t, dict(t.scenario.params), settings): (run, t) for run, t in todo
-        }
-        try:
-            for i, future in enumerate(as_completed(futures), 1):
-                run, target = futures[future]
-                seen = observe(future.result(), target.expected, run)
-                result["observations"].append(seen)
-                write_atomic(out, _finish(result, before + time.monotonic() - start))
-                if on_run:
-                    on_run(i, len(todo), seen)
-        except BaseException:
-            # Ctrl-C reaches this thread only: stop the children, record nothing more
-            pool.shutdown(wait=False, cancel_futures=True)
-            while not all(f.done() for f in futures):
-                _stop_children()
-                wait(futures, timeout=0.2)
-            raise
-    write_atomic(out, _finish(result, before + time.monotonic() - start))
-    return result
+
+    def keep(run: int, target: Target, rec: Record) -> dict:
+        seen = observe(rec, target.expected, run)
+        result["observations"].append(seen)
+        return seen
+
+    def told(i: int, total: int, run: int, target: Target, seen: dict) -> None:
+        if on_run:
+            on_run(i, total, seen)
+
+    with hog.cpu_hog(cpu_hog):
+        return rounds.measure_rounds(
+            out,
+            result,
+            [(t, runs) for t in targets],
+            key=lambda run, t: (t.scenario.name, t.variant, run),
+            done={(o["pair"], o["variant"], o["run"]) for o in result["observations"]},
+            run_one=lambda run, t: measure(t, dict(t.scenario.params), settings),
+            keep=keep,
+            finish=lambda result: _finish(result, before + time.monotonic() - start),
+            jobs=jobs,
+            on_run=told,
+        )
 
 
 def _finish(result: dict, elapsed: float) -> dict:
@@ -287,17 +270,6 @@ def _finish(result: dict, elapsed: float) -> dict:
         updated=_now(), elapsed_seconds=elapsed, summary=summarize(result["observations"])
     )
     return result
-
-
-def _stop_children() -> None:
-    """Kill the sessions of this process's measured children (leakbench.engine.runner starts each in
-    its own session); their measure() calls then return at once."""
-    for child in psutil.Process().children():
-        try:
-            if "leakbench.engine.child" in child.cmdline():
-                os.killpg(child.pid, signal.SIGKILL)
-        except (psutil.Error, ProcessLookupError, PermissionError):
-            pass
 
 
 def _now() -> str:

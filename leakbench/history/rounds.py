@@ -1,0 +1,139 @@
+"""Cells measured round-robin into a result file that resumes: the loop `leakbench repeat`
+(leakbench.repeat.run) and `leakbench calibrate` (leakbench.calibrate.run) share.
+
+A cell is what a caller measures again and again (repeat: a pair's variant; calibrate: a designed
+case, or a peer on it); an observation is what the caller keeps of one run of one cell, keyed by
+the cell and the run number (from 1). Runs go round-robin (run 1 of every cell, then run 2, ...)
+so that a spell of load on the machine spreads over all cells instead of one.
+
+The result is a JSON object (jsonfile.resumable's rule: its "format", what it was made with,
+its "observations"). It is replaced atomically after every observation, so an interrupted call
+keeps what it measured, and a later call with the same settings (resume) measures only the
+observations whose key is not in it yet. A file made otherwise, corrupt, or not the caller's kind
+of result is never overwritten: the caller's error, one line, before anything is measured.
+
+What a cell is, how one run of it is measured, what is kept of it and where, how it is keyed,
+and what is computed from the observations before each write are the caller's, as arguments;
+the order, the skipping, the children at once and the saving are here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Hashable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psutil
+
+from leakbench import jsonfile
+from leakbench.analysis import record, validate
+
+Cell = TypeVar("Cell")
+
+
+def open_result(
+    out: Path,
+    made: dict,
+    fmt: int,
+    kind: str,
+    what: str,
+    error: type[Exception],
+    resume: bool = True,
+    **fresh: Any,
+) -> dict:
+    """The result to add observations to: the one in `out` when resume and it can be resumed
+    (jsonfile.resumable: made the same way; validate.check_resumed: the schema of `kind`, "repeat"
+    or "calibrate"), else a new one: format, `made`, the environment, `fresh`, no observations.
+
+    what: the result's name in messages ("a repeatability result"). Raises `error` with one line,
+    and leaves `out` as it is, when `out` is there to resume but cannot be.
+    """
+    found = jsonfile.resumable(out, made, fmt, what, error) if resume else None
+    found = validate.check_resumed(found, kind, out, what, fmt, error)  # its types, once
+    if found is not None:
+        return found
+    return {
+        "format": fmt,
+        **made,
+        "environment": record.environment(None),
+        **fresh,
+        "observations": [],
+    }
+
+
+def plan(cells: Iterable[tuple[Cell, int]]) -> list[tuple[int, Cell]]:
+    """(run, cell) in measuring order: run 1 of every cell, then run 2, ...
+
+    cells: (cell, how many runs it gets), in the order every run goes through them; a cell with
+    fewer runs than another drops out of the later rounds."""
+    cells = list(cells)
+    most = max((runs for _, runs in cells), default=0)
+    return [(run, cell) for run in range(1, most + 1) for cell, runs in cells if run <= runs]
+
+
+def measure_rounds(
+    out: Path,
+    result: dict,
+    cells: Iterable[tuple[Cell, int]],
+    *,
+    key: Callable[[int, Cell], Hashable],
+    done: set,
+    run_one: Callable[[int, Cell], Any],
+    keep: Callable[[int, Cell, Any], dict],
+    finish: Callable[[dict], dict],
+    jobs: int = 1,
+    on_run: Callable[[int, int, int, Cell, dict], None] | None = None,
+) -> dict:
+    """Measure every (run, cell) of plan(cells) whose key(run, cell) is not in `done`, writing
+    `out` after each; return `result`.
+
+    run_one(run, cell): one run of the cell (a record, say); with jobs > 1 it runs in a worker
+    thread, `jobs` at once, else in this one. keep(run, cell, what run_one returned): adds the
+    observation to `result` and returns it (in this thread, one at a time). finish(result): the
+    result as written (its summary computed), after every observation and once at the end.
+    on_run(i, total, run, cell, observation) after each write.
+
+    Ctrl-C (any exception) with jobs > 1 kills the children the engine started
+    (leakbench.engine.runner), cancels the runs not begun, and records nothing more; with one
+    job it reaches the runner in this thread, which kills its child.
+    """
+    todo = [(run, cell) for run, cell in plan(cells) if key(run, cell) not in done]
+
+    def kept(i: int, run: int, cell: Cell, measured: Any) -> None:
+        seen = keep(run, cell, measured)
+        jsonfile.write_atomic(out, finish(result))
+        if on_run:
+            on_run(i, len(todo), run, cell, seen)
+
+    if jobs == 1:
+        for i, (run, cell) in enumerate(todo, 1):
+            kept(i, run, cell, run_one(run, cell))
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(run_one, run, cell): (run, cell) for run, cell in todo}
+            try:
+                for i, future in enumerate(as_completed(futures), 1):
+                    kept(i, *futures[future], future.result())
+            except BaseException:
+                # Ctrl-C reaches this thread only: stop the children, record nothing more
+                pool.shutdown(wait=False, cancel_futures=True)
+                while not all(f.done() for f in futures):
+                    _stop_children()
+                    wait(futures, timeout=0.2)
+                raise
+    jsonfile.write_atomic(out, finish(result))
+    return result
+
+
+def _stop_children() -> None:
+    """Kill the sessions of this process's measured children (leakbench.engine.runner starts each in
+    its own session); their runs then return at once."""
+    for child in psutil.Process().children():
+        try:
+            if "leakbench.engine.child" in child.cmdline():
+                os.killpg(child.pid, signal.SIGKILL)
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            pass
