@@ -174,11 +174,6 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     # 1.25 GiB left
     fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
     cap = 1 << 30  # 0.8 × 1.25 GiB
-
-    import importlib.util
-
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow is not installed")
     (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
     params = {"num_elements": 10 * target.scenario.params["num_elements"]}
     before = {p.pid for p in psutil.Process().children(recursive=True)}
