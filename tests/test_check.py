@@ -7,7 +7,6 @@ Every measurement passes an explicit cap and timeout (project rule).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -32,12 +31,6 @@ TF = DATA / "check_tf.py"
 ROOT = catalog.find_root()
 GIB = 1 << 30
 SETTINGS = Settings(warmup=1, reps=6, heap_reps=5, cap_bytes=1 * GIB, timeout_seconds=60)
-_NO_TF = importlib.util.find_spec("tensorflow") is None
-
-
-def on_tf(test):
-    """Mark a test as needing TensorFlow (like tests/test_pairs.py), and skip it without."""
-    return pytest.mark.tf(pytest.mark.skipif(_NO_TF, reason="TensorFlow is not installed")(test))
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -322,7 +315,7 @@ SCENARIO_FILES = [
 # the factories in check_tf.py, each measured once per test run
 
 
-@on_tf
+@pytest.mark.tf
 @pytest.mark.parametrize("name, variant", SCENARIO_FILES)
 def test_check_gives_the_run_verdict_on_every_scenario_and_fix(tf_records, name, variant):
     rec = tf_records[(name, variant)]
@@ -332,7 +325,7 @@ def test_check_gives_the_run_verdict_on_every_scenario_and_fix(tf_records, name,
     assert rec["variant"] == "check" and rec["diagnosis"]["attribution"]
 
 
-@on_tf
+@pytest.mark.tf
 @pytest.mark.parametrize(
     "name, stage",
     [
@@ -347,7 +340,7 @@ def test_attribution_names_the_stage_of_the_peak_pairs(tf_records, name, stage):
     assert att["holder"]["subtree_bytes"] >= 16 << 20
 
 
-@on_tf
+@pytest.mark.tf
 def test_attribution_names_shuffle(tf_records):
     rec = tf_records[("shuffle_buffer", "factory")]
     assert rec["diagnosis"]["target_kind"] == "dataset"
@@ -355,7 +348,7 @@ def test_attribution_names_shuffle(tf_records):
     assert rec["diagnosis"]["attribution"]["holder"]["subtree_bytes"] >= 16 << 20
 
 
-@on_tf
+@pytest.mark.tf
 def test_leaking_dataset_factory_and_its_stack(tf_records):
     rec = tf_records[("stateful_map", "factory")]
     assert rec["verdict"] == "leak", report.check_summary(rec)
@@ -363,7 +356,7 @@ def test_leaking_dataset_factory_and_its_stack(tf_records):
     assert any(f.startswith("_keep (") for f in frames), frames
 
 
-@on_tf
+@pytest.mark.tf
 def test_leaking_dataset_factory_grows_at_the_line_that_keeps_the_elements(tf_records):
     rec = tf_records[("stateful_map", "factory")]
     line = next(
@@ -383,7 +376,7 @@ def test_leaking_dataset_factory_grows_at_the_line_that_keeps_the_elements(tf_re
     )
 
 
-@on_tf
+@pytest.mark.tf
 def test_repetition_function_on_tf_is_no_leak_and_has_no_pipeline(tf_records):
     rec = tf_records[("bounded_steps", "factory")]
     assert rec["verdict"] == "no-leak", report.check_summary(rec)
@@ -391,7 +384,7 @@ def test_repetition_function_on_tf_is_no_leak_and_has_no_pipeline(tf_records):
     assert "not a dataset" in rec["diagnosis"]["attribution"]["na"]
 
 
-@on_tf
+@pytest.mark.tf
 def test_check_and_run_agree_on_a_real_run(tf_records):
     """One real comparison: `run`'s measurement of a pair against check's record, on both verdicts
     (dataset_per_step: leak and no-leak on every release measured, at about 9 s a side)."""

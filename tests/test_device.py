@@ -11,7 +11,6 @@ Every run passes an explicit cap and timeout.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -184,9 +183,6 @@ def test_requires_is_checked_by_the_contract(tmp_path):
 
 @pytest.mark.tf
 @pytest.mark.timeout(240)
-@pytest.mark.skipif(
-    importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed"
-)
 def test_gpu_pair_is_skipped_without_a_gpu():
     targets = catalog.targets(catalog.find_root(), ["kept_device_batches"], "both")
     assert [t.scenario.requires for t in targets] == ["GPU", "GPU"]

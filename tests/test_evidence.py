@@ -7,7 +7,6 @@ TensorFlow, every pipeline runs through the engine (capped, timed child), never 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sysconfig
 from pathlib import Path
@@ -31,11 +30,6 @@ from leakbench.pytest_plugin import LeakError, assert_no_leak
 ROOT = catalog.find_root()
 DATA = Path(__file__).parent / "data"
 TF_FILE = DATA / "check_tf.py"
-_NO_TF = importlib.util.find_spec("tensorflow") is None
-
-
-def on_tf(test):
-    return pytest.mark.tf(pytest.mark.skipif(_NO_TF, reason="TensorFlow is not installed")(test))
 
 
 def _line(path: Path, text: str) -> int:
@@ -196,7 +190,7 @@ def scenario_records(tf_records):
     }
 
 
-@on_tf
+@pytest.mark.tf
 def test_stateful_map_growing_stack_names_the_scenario_line(scenario_records):
     rec = scenario_records["stateful_map"]
     top = rec["runs"][0]["heap"]["stack_growth"][0]
@@ -208,7 +202,7 @@ def test_stateful_map_growing_stack_names_the_scenario_line(scenario_records):
     ]
 
 
-@on_tf
+@pytest.mark.tf
 def test_unbounded_cache_growing_stage_is_the_cache(scenario_records):
     stages = scenario_records["unbounded_cache"]["runs"][0]["stages"]
     # 32 batches: read at 4 and 16 (half the cardinality, before the buffers drain)
@@ -220,7 +214,7 @@ def test_unbounded_cache_growing_stage_is_the_cache(scenario_records):
     assert all(isinstance(v, (int, float)) for s in prefetch_like for v in s["autotune"].values())
 
 
-@on_tf
+@pytest.mark.tf
 def test_kept_iterators_chain_runs_to_the_kept_exception(scenario_records):
     rec = scenario_records["kept_iterators"]
     chain = rec["runs"][0]["reference_chain"]
@@ -228,7 +222,7 @@ def test_kept_iterators_chain_runs_to_the_kept_exception(scenario_records):
     assert chain["seconds"] < REFERENCE_SECONDS + 1
 
 
-@on_tf
+@pytest.mark.tf
 def test_inline_lambda_leak_is_blamed_on_the_users_line_through_the_pytest_helper():
     line = _line(TF_FILE, "LAMBDA_KEPT.append(a.copy())")
     with pytest.raises(LeakError) as caught:

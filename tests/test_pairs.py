@@ -17,8 +17,6 @@ from leakbench.analysis import record, verdict
 from leakbench.contract import read_metadata
 from leakbench.measure import Settings, measure
 
-pytestmark = [pytest.mark.tf]
-
 MIB = 1 << 20
 ROOT = catalog.find_root()
 
@@ -70,6 +68,7 @@ GROWTH = [
 ]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name, signal, retained", GROWTH, ids=[g[0] for g in GROWTH])
 def test_growth_pair(run, name, signal, retained):
     leaky = run(name, "leaky")
@@ -110,6 +109,7 @@ PEAK = [
 ]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name, bytes_per_unit", PEAK, ids=[p[0] for p in PEAK])
 def test_peak_pair(run, name, bytes_per_unit):
     leaky = run(name, "leaky")
@@ -144,6 +144,7 @@ REPORTED_ON_DEFAULT_TF = [
 ]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize(
     "name, on_default_tf", REPORTED_ON_DEFAULT_TF, ids=[r[0] for r in REPORTED_ON_DEFAULT_TF]
 )
@@ -160,6 +161,7 @@ def test_version_dependent_pair(run, name, on_default_tf):
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 
 
+@pytest.mark.tf
 def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fake_cgroup):
     """Safety with a real TensorFlow pipeline: unbounded_cache at 10× its default
     size caches 640 MiB, filled by TensorFlow's own threads. The cap is the
@@ -174,11 +176,6 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     # 1.25 GiB left
     fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
     cap = 1 << 30  # 0.8 × 1.25 GiB
-
-    import importlib.util
-
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow is not installed")
     (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
     params = {"num_elements": 10 * target.scenario.params["num_elements"]}
     before = {p.pid for p in psutil.Process().children(recursive=True)}
