@@ -101,7 +101,6 @@ from leakbench.contract_rules import (
 
 # re-exported: callers read them here (contract.SOURCES, contract.ISSUE)
 from leakbench.contract_rules import ISSUE as ISSUE
-from leakbench.contract_rules import MIN_SERIES as MIN_SERIES
 from leakbench.contract_rules import SOURCES as SOURCES
 
 

@@ -24,7 +24,8 @@ FUNCTIONS = ("setup", "repetition")
 ISSUE = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+#[1-9][0-9]*")
 # A scenario is a page of code (the biggest committed is 4 KB); a file past this is no scenario.
 MAX_BYTES = 1 << 20
-# The fewest heap-pass repetitions a trend can rest on (leakbench.cli.base.MIN_SERIES).
+# The fewest repetitions a trend can rest on, measured or in the heap pass: Mann–Kendall's
+# smallest one-sided p for n points is 1/n!, below TREND_P_MAX (0.01) only from n = 5.
 MIN_SERIES = 5
 
 

@@ -29,10 +29,8 @@ import json
 import math
 from typing import Any
 
-# the schemas, and the names they use, re-exported: callers read them here
+# re-exported: the tests read the calibration's signals here
 from leakbench.analysis.json_schemas import CALIBRATION_SIGNALS as CALIBRATION_SIGNALS
-from leakbench.analysis.json_schemas import KINDS_OF_FILE as KINDS_OF_FILE
-from leakbench.analysis.json_schemas import VARIANTS as VARIANTS
 from leakbench.analysis.json_schemas import schema_of
 
 _SHORT = 40  # characters of a bad value shown in a message
@@ -40,7 +38,7 @@ _SHORT = 40  # characters of a bad value shown in a message
 
 def problem(kind: str, found: Any) -> str | None:
     """The first problem of `found` (parsed JSON) as a
-    file of `kind` (KINDS_OF_FILE), one line, or None."""
+    file of `kind` (json_schemas.KINDS_OF_FILE), one line, or None."""
     return values_problem(found) or _shape_problem(kind, found)
 
 

@@ -25,16 +25,13 @@ from leakbench import catalog, contract, jsonfile
 from leakbench.analysis.schema import Record
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
+from leakbench.contract_rules import MIN_SERIES
 from leakbench.measure import Settings
 from leakbench.units import parse_size
 
 # Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
-
-# Mann–Kendall's smallest one-sided p for n points is 1/n!, below TREND_P_MAX
-# (0.01) only from n = 5: with fewer repetitions no growth could ever be a leak.
-MIN_SERIES = 5
 
 
 def say(message: str) -> None:
