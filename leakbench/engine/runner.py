@@ -30,16 +30,20 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import signal
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from leakbench.engine import supervise
 
 STDERR_TAIL_LINES = 12
 MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
+CHILD_MODULE = "leakbench.engine.child"  # the measured child: python -m CHILD_MODULE CONFIG
 _LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
 # after the child's last word, the seconds it has to exit (ChildRun.teardown_timeout_seconds)
 TEARDOWN_TIMEOUT_SECONDS = 30.0
@@ -141,7 +145,7 @@ def _run(open_fds, read_fd, write_fd, path, params, run: ChildRun, on_message) -
         try:
             with open(log_path, "wb") as log:
                 child = supervise.Supervised(
-                    supervise.python("leakbench.engine.child", json.dumps(config)),
+                    supervise.python(CHILD_MODULE, json.dumps(config)),
                     env=supervise.child_env(run.env),
                     stdout=log,
                     stderr=log,
@@ -338,3 +342,15 @@ def _take(outcome: Outcome, message: dict, on_message) -> None:
 def _tail(path: Path) -> str:
     lines = path.read_text(errors="replace").strip().splitlines()
     return "\n".join(lines[-STDERR_TAIL_LINES:])
+
+
+def stop_children() -> None:
+    """Kill the session of every measured child this process started (run_child starts each in
+    its own session), so that their run_child calls return at once: for a Ctrl-C in a thread
+    other than theirs (leakbench.history.rounds)."""
+    for child in psutil.Process().children():
+        try:
+            if CHILD_MODULE in child.cmdline():
+                os.killpg(child.pid, signal.SIGKILL)
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            pass

@@ -19,17 +19,14 @@ the order, the skipping, the children at once and the saving are here.
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psutil
-
 from leakbench import jsonfile
 from leakbench.analysis import record, validate
+from leakbench.engine import runner
 
 Cell = TypeVar("Cell")
 
@@ -121,19 +118,8 @@ def measure_rounds(
                 # Ctrl-C reaches this thread only: stop the children, record nothing more
                 pool.shutdown(wait=False, cancel_futures=True)
                 while not all(f.done() for f in futures):
-                    _stop_children()
+                    runner.stop_children()
                     wait(futures, timeout=0.2)
                 raise
     jsonfile.write_atomic(out, finish(result))
     return result
-
-
-def _stop_children() -> None:
-    """Kill the sessions of this process's measured children (leakbench.engine.runner starts each in
-    its own session); their runs then return at once."""
-    for child in psutil.Process().children():
-        try:
-            if "leakbench.engine.child" in child.cmdline():
-                os.killpg(child.pid, signal.SIGKILL)
-        except (psutil.Error, ProcessLookupError, PermissionError):
-            pass
