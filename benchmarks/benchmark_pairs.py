@@ -22,8 +22,9 @@ uncapped leaky pipeline and one TensorFlow import per benchmark.
 LEAKBENCH_PAIRS=name,name restricts the pairs (a trial run: no records or flame graphs written).
 
 A pair that REQUIRES a GPU TensorFlow does not see (always, with the
-matrix's tensorflow-cpu) is measured as `skipped`: its track_ numbers are NaN
-and `setup` raises NotImplementedError, which asv shows as a skipped benchmark.
+matrix's tensorflow-cpu), or a fix whose preloaded library the machine lacks,
+is measured as `skipped`: its track_ numbers are NaN and `setup` raises
+NotImplementedError, which asv shows as a skipped benchmark.
 """
 
 import math

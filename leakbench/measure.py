@@ -149,7 +149,10 @@ def measure(
     Stops at the first size whose run is not ok (over-cap, hang, error): a
     larger size would only fail the same way, slower. Runs nothing where the
     dynamic loader would not find a library LD_PRELOAD names: the record reads
-    `skipped`, naming it (leakbench.engine.preload).
+    `skipped`, naming it (leakbench.engine.preload). The record's `requires` is the
+    scenario's own (REQUIRES, or its ENV's LD_PRELOAD), not `env`'s: a library only `env`
+    preloads reads `skipped` where it is missing, but a leaky or fixed variant's expectation
+    does not allow for that.
     """
     settings = settings.resolved()
     env = {**target.scenario.env, **(env or {})}

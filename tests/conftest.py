@@ -14,18 +14,26 @@ from leakbench.engine import memlimit
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-def need_chromium(path: Path = CHROMIUM) -> None:
-    """Skip the calling test without chromium at `path`, saying how to get it; under CI=true
-    (.ci/run, GitHub Actions) fail instead: CI must run the browser tests, not skip them."""
-    if path.exists():
+def need_system_package(missing: str | None) -> None:
+    """Skip the calling test when `missing` (what the machine lacks, and how to get it) is set;
+    under CI=true (.ci/run, GitHub Actions) fail instead: make's setup installs the Debian
+    packages the tests use (scripts/system-packages), so in CI a missing one is a broken set-up,
+    and its tests must not pass by skipping."""
+    if missing is None:
         return
-    why = (
-        f"no {path} (Debian: apt-get install chromium; make test's setup, scripts/system-packages, "
-        "installs it when run as root)"
-    )
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{why}; CI=true: the browser tests must run", pytrace=False)
-    pytest.skip(why)
+        pytest.fail(f"{missing}; CI=true: these tests must run", pytrace=False)
+    pytest.skip(missing)
+
+
+def need_chromium(path: Path = CHROMIUM) -> None:
+    """need_system_package for the browser tests: chromium at `path`."""
+    need_system_package(
+        None
+        if path.exists()
+        else f"no {path} (Debian: apt-get install chromium; make test's setup, "
+        "scripts/system-packages, installs it when run as root)"
+    )
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ Last, the allocator pair on TensorFlow (scenarios/shuffle_fragmentation.py).
 from pathlib import Path
 
 import pytest
+from conftest import need_system_package
 
 from leakbench import contract
 from leakbench.analysis import verdict
@@ -58,11 +59,8 @@ def test_designed_leak_reads_leak_not_fragmentation():
     assert m["trim_returned_bytes"] < 0.5 * m["rss_growth_bytes"]
 
 
-@pytest.mark.skipif(
-    bool(preload.missing({"LD_PRELOAD": JEMALLOC})),
-    reason="libjemalloc2 is not installed (apt-get install libjemalloc2)",
-)
 def test_malloc_heap_is_na_under_a_preloaded_allocator():
+    need_system_package(preload.missing({"LD_PRELOAD": JEMALLOC}))
     rec = run("python_leak", env={"LD_PRELOAD": JEMALLOC})
     m = rec["metrics"]
     assert "libjemalloc" in m["malloc_heap_unavailable"]
@@ -234,14 +232,25 @@ def test_shuffle_on_glibc_reads_fragmentation_not_leak(tf_records):
 
 
 @pytest.mark.tf
-@pytest.mark.skipif(
-    bool(preload.missing({"LD_PRELOAD": TCMALLOC})),
-    reason="libtcmalloc-minimal4 is not installed (scripts/system-packages)",
-)
 def test_shuffle_under_tcmalloc_does_not_grow(tf_records):
+    need_system_package(preload.missing({"LD_PRELOAD": TCMALLOC}))
     rec = tf_records[("shuffle_fragmentation", "fixed")]
     assert rec["verdict"] == "no-leak", (rec["verdict"], rec["signals"], rec["error"])
     assert rec["metrics"]["rss_growth"]["slope"] < verdict.RSS_SLOPE_MIN
     assert rec["metrics"]["malloc_heap_unavailable"]  # tcmalloc: glibc's counts say nothing
     # ... so RSS decides, and the record says so
     assert rec["metrics"]["growth_basis"].startswith("rss")
+
+
+def test_a_missing_allocator_fails_its_tests_under_ci_and_skips_elsewhere(monkeypatch):
+    """make's setup installs the allocators (scripts/system-packages): in CI their absence is a
+    broken set-up, so their tests fail rather than pass by skipping, as the browser tests do."""
+    missing = preload.missing({"LD_PRELOAD": "libleakbench_absent.so.1"})
+    assert missing is not None
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="libleakbench_absent.so.1.*CI=true"):
+        need_system_package(missing)
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="libleakbench_absent.so.1"):
+        need_system_package(missing)
+    need_system_package(preload.missing({"LD_PRELOAD": "libc.so.6"}))  # there: the test goes on

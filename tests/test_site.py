@@ -1466,7 +1466,7 @@ def test_no_repeatability_no_page_and_no_links(built, repeat_results, results, c
 def test_the_browser_tests_skip_without_chromium_but_fail_under_ci(tmp_path, monkeypatch):
     missing = tmp_path / "chromium"
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="CI=true: the browser tests must run"):
+    with pytest.raises(pytest.fail.Exception, match="CI=true: these tests must run"):
         need_chromium(missing)
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="apt-get install chromium"):

@@ -1,4 +1,5 @@
-"""Calibration: how well the engine sees designed leaks of known size. The run loop.
+"""Calibration: how well the engine sees designed leaks of known size: what one run measures
+(its loop over runs is leakbench.history.rounds).
 
 Designed cases (leakbench/calibrate/designs/): `python_held.py` keeps a bytearray
 of `bytes_per_rep` bytes per repetition, `tensorflow_held.py` keeps the tensor a

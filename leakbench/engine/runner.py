@@ -67,7 +67,8 @@ class Outcome:
     # the child's "device" message (leakbench.engine.child._device)
     device: dict | None = None
     versions: dict | None = None  # ... and the versions it sent with it
-    # why the child measured nothing (REQUIRES a GPU, none visible)
+    # why nothing was measured: REQUIRES a GPU and the child sees none, or (set by
+    # leakbench.measure, with no child started) a library LD_PRELOAD names is missing
     skipped: str | None = None
 
 
