@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import pure_python_checkout
+from conftest import pure_python_checkout, refused, state
 from packaging.tags import Tag
 
 from leakbench import cli, jsonfile
@@ -71,46 +71,6 @@ def leakbench(*args) -> subprocess.CompletedProcess:
 
 def invoke(*args):
     return CliRunner().invoke(cli.main, [str(a) for a in args])
-
-
-def refused(done, *fragments: str) -> str:
-    """Exit 2, one line 'leakbench: error: ...' on stderr
-    holding every fragment, no traceback, no stdout."""
-    code = done.returncode if isinstance(done, subprocess.CompletedProcess) else done.exit_code
-    assert code == 2, (code, done.stdout, done.stderr)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), done.stderr
-    assert "Traceback" not in done.stdout + done.stderr and done.stdout == "", done.stdout
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
-
-
-def state(*paths: Path) -> dict:
-    """What is at each path (folders walked, links not followed): type and mode, mtime in ns, and
-    the bytes of regular files (the size of big ones), a link's target. A FIFO is only stat'ed.
-    A folder's mtime is left out: it moves when `writable` probes it with a file it then removes;
-    what the folder holds is compared entry by entry."""
-    found = {}
-    for top in map(Path, paths):
-        names = [top]
-        if top.is_dir() and not top.is_symlink():
-            names += sorted(Path(d) / n for d, dirs, files in os.walk(top) for n in dirs + files)
-        for path in names:
-            if not os.path.lexists(path):
-                found[str(path)] = None
-                continue
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode):  # a sparse file of MAX_BYTES by its size alone
-                held = path.read_bytes() if st.st_size < 16 << 20 else st.st_size
-            else:
-                held = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-            found[str(path)] = (
-                st.st_mode,
-                None if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns,
-                held,
-            )
-    return found
 
 
 def special(path: Path, kind: str) -> Path:

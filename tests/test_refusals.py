@@ -35,14 +35,13 @@ import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import pure_python_checkout
+from conftest import pure_python_checkout, refused, state
 from packaging.tags import Tag
 
 from leakbench import cli
@@ -140,40 +139,6 @@ def leakbench(*args) -> subprocess.CompletedProcess:
         left = False
     assert not left, f"a process of `leakbench {' '.join(map(str, args))[:80]}` is left"
     return subprocess.CompletedProcess(child.args, child.returncode, out, err)
-
-
-def refused(done, *fragments: str) -> str:
-    """Exit 2, one line 'leakbench: error: ...' on stderr holding every fragment, no traceback,
-    nothing on stdout, no exception but SystemExit (in process: nothing started)."""
-    if isinstance(done, subprocess.CompletedProcess):
-        code = done.returncode
-    else:
-        assert done.exception is None or isinstance(done.exception, SystemExit), repr(
-            done.exception
-        )
-        code = done.exit_code
-    assert code == 2, (code, done.stdout, done.stderr)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), done.stderr
-    assert "Traceback" not in done.stdout + done.stderr and done.stdout == "", done.stdout
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
-
-
-def state(top: Path) -> dict:
-    """Everything under `top` (links not followed): type and mode, mtime in ns and the bytes of a
-    regular file, a link's target. A folder by what it holds, not its mtime (the writability probe
-    makes and removes a file in it); a FIFO or a device is only stat'ed."""
-    found = {}
-    for path in sorted(Path(d) / n for d, dirs, files in os.walk(top) for n in dirs + files):
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode):
-            held = path.read_bytes()
-        else:
-            held = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
-        found[str(path)] = (st.st_mode, None if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns, held)
-    return found
 
 
 # --- numbers and names on the command line --------------------------------------------------------
