@@ -392,3 +392,19 @@ def test_cpu_hog_keeps_every_core_busy_during_the_runs_and_ends_with_them(tmp_pa
     assert repeat.default_out(tmp_path, "m", 1, 2).name.endswith("-hog2.json")
     with pytest.raises(repeat.RepeatError):  # another condition: never mixed into the same file
         repeat.repeat(targets()[:1], 1, SETTINGS, out, machine="m", cpu_hog=0)
+
+
+@pytest.mark.timeout(120)
+def test_cpu_hog_ends_by_itself_when_its_run_is_killed():
+    """A run killed with SIGTERM runs no `finally`: its busy processes must not outlive it."""
+    code = "import time; from leakbench.repeat import hog\nwith hog.cpu_hog(2) as pids:\n"
+    code += "    print(*pids, flush=True); time.sleep(600)\n"
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in run.stdout.readline().split()]
+    assert len(pids) == 2 and all(psutil.pid_exists(p) for p in pids)
+    run.terminate()
+    run.wait(timeout=30)
+    _, alive = psutil.wait_procs([psutil.Process(p) for p in pids if psutil.pid_exists(p)], 30)
+    for p in alive:  # the test's own safety net; the assertion says they stayed
+        p.kill()
+    assert not alive, [p.pid for p in alive]

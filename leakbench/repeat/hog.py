@@ -1,7 +1,8 @@
 """A CPU hog: one busy process per core beside a repeatability run, so that the
 table can show verdicts on a machine whose cores are all busy (`leakbench repeat
 --cpu-hog`). Each busy process spins in pure Python, in its own session, and is
-killed when the run ends, however it ends.
+killed when the run ends; if the run is killed before it can do that (SIGTERM, SIGKILL), each
+ends by itself within a moment, once its parent is gone.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-SPIN = "while True: pass"
+# Spins while the process that started it lives (argv[1]: its pid): a killed parent runs no
+# `finally`, and the loop would otherwise keep a core busy for good. Checked every ~10^6 steps.
+SPIN = (
+    "import os, sys\nwhile os.getppid() == int(sys.argv[1]):\n    for _ in range(1_000_000): pass"
+)
 
 
 @contextlib.contextmanager
@@ -21,7 +26,7 @@ def cpu_hog(processes: int) -> Iterator[list[int]]:
     """Run `processes` busy loops (0: none) for the duration of the block; yields their pids."""
     started = [
         subprocess.Popen(
-            [sys.executable, "-c", SPIN],
+            [sys.executable, "-c", SPIN, str(os.getpid())],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
