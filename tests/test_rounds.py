@@ -48,7 +48,7 @@ def test_measures_only_what_is_missing_and_writes_after_each(tmp_path, jobs):
         result,
         [("a", 2), ("b", 2)],
         key=lambda run, cell: (cell, run),
-        done={(o["cell"], o["run"]) for o in result["observations"]},
+        done=lambda result: {(o["cell"], o["run"]) for o in result["observations"]},
         run_one=lambda run, cell: f"{cell}{run}",
         keep=keep,
         finish=finish,
@@ -70,7 +70,7 @@ def test_a_file_made_otherwise_is_refused_and_kept(tmp_path):
         rounds.open_result(out, {"machine": "m"}, 1, "repeat", "a test result", Refused),
         [],
         key=lambda run, cell: (cell, run),
-        done=set(),
+        done=lambda result: set(),
         run_one=lambda run, cell: None,
         keep=lambda run, cell, measured: {},
         finish=lambda result: result,
@@ -83,3 +83,27 @@ def test_a_file_made_otherwise_is_refused_and_kept(tmp_path):
         out, {"machine": "n"}, 1, "repeat", "a test result", Refused, resume=False, started="now"
     )
     assert list(fresh) == ["format", "machine", "environment", "started", "observations"]
+
+
+def test_a_kept_run_that_does_not_read_as_done_is_an_error(tmp_path):
+    """key and done spelling one run two ways: a resume would measure it again. Caught at the
+    first observation, not on a resume."""
+    out = tmp_path / "r.json"
+    result = rounds.open_result(out, {"machine": "m"}, 1, "repeat", "a test result", Refused)
+
+    def keep(run: int, cell: str, measured: str) -> dict:
+        seen = {"cell": cell, "run": run}
+        result["observations"].append(seen)
+        return seen
+
+    with pytest.raises(RuntimeError, match="does not read as done"):
+        rounds.measure_rounds(
+            out,
+            result,
+            [("a", 1)],
+            key=lambda run, cell: (cell, run),
+            done=lambda result: {(o["run"], o["cell"]) for o in result["observations"]},
+            run_one=lambda run, cell: "measured",
+            keep=keep,
+            finish=lambda result: result,
+        )

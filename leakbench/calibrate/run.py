@@ -159,8 +159,13 @@ def calibrate(
         out, made, FORMAT, "calibrate", "a calibration result", CalibrateError, resume
     )
     result.setdefault("peers", [])
-    done: set[tuple] = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
-    done |= {(p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]}
+
+    def done(result: dict) -> set[tuple]:
+        engine = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
+        return engine | {
+            (p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]
+        }
+
     cases = [Case(h, s) for h in holders for s in sizes]
     # a cell: (case, None) for the engine, (case, peer) for a peer; each run, the engine first
     cells: list[tuple[Cell, int]] = [((case, None), runs) for case in cases]

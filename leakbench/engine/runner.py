@@ -345,13 +345,26 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:])
 
 
+def measured_children(pid: int | None = None) -> list[psutil.Process]:
+    """The measured children (python -m CHILD_MODULE) of process `pid`, this one by default: not
+    any other command it runs (record.environment's platform.processor() runs `uname -p`). A
+    child that ends as it is looked at is left out."""
+    found = []
+    for child in psutil.Process(pid).children():
+        try:
+            if CHILD_MODULE in child.cmdline():
+                found.append(child)
+        except psutil.Error:
+            pass
+    return found
+
+
 def stop_children() -> None:
     """Kill the session of every measured child this process started (run_child starts each in
     its own session), so that their run_child calls return at once: for a Ctrl-C in a thread
     other than theirs (leakbench.history.rounds)."""
-    for child in psutil.Process().children():
+    for child in measured_children():
         try:
-            if CHILD_MODULE in child.cmdline():
-                os.killpg(child.pid, signal.SIGKILL)
-        except (psutil.Error, ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass

@@ -77,15 +77,15 @@ def measure_rounds(
     cells: Iterable[tuple[Cell, int]],
     *,
     key: Callable[[int, Cell], Hashable],
-    done: set,
+    done: Callable[[dict], set],
     run_one: Callable[[int, Cell], Any],
     keep: Callable[[int, Cell, Any], dict],
     finish: Callable[[dict], dict],
     jobs: int = 1,
     on_run: Callable[[int, int, int, Cell, dict], None] | None = None,
 ) -> dict:
-    """Measure every (run, cell) of plan(cells) whose key(run, cell) is not in `done`, writing
-    `out` after each; return `result`.
+    """Measure every (run, cell) of plan(cells) whose key(run, cell) is not in done(result), the
+    keys of the observations `result` already holds, writing `out` after each; return `result`.
 
     run_one(run, cell): one run of the cell (a record, say); with jobs > 1 it runs in a worker
     thread, `jobs` at once, else in this one. keep(run, cell, what run_one returned): adds the
@@ -93,14 +93,20 @@ def measure_rounds(
     result as written (its summary computed), after every observation and once at the end.
     on_run(i, total, run, cell, observation) after each write.
 
+    Raises RuntimeError if an observation just kept is not in done(result) under its key: key
+    and done spell the key each their own way, and a resume would measure that run again.
+
     Ctrl-C (any exception) with jobs > 1 kills the children the engine started
     (leakbench.engine.runner), cancels the runs not begun, and records nothing more; with one
     job it reaches the runner in this thread, which kills its child.
     """
-    todo = [(run, cell) for run, cell in plan(cells) if key(run, cell) not in done]
+    finished = done(result)
+    todo = [(run, cell) for run, cell in plan(cells) if key(run, cell) not in finished]
 
     def kept(i: int, run: int, cell: Cell, measured: Any) -> None:
         seen = keep(run, cell, measured)
+        if (this := key(run, cell)) not in done(result):
+            raise RuntimeError(f"run {this!r} was kept but does not read as done")
         jsonfile.write_atomic(out, finish(result))
         if on_run:
             on_run(i, len(todo), run, cell, seen)

@@ -249,7 +249,9 @@ def repeat(
             result,
             [(t, runs) for t in targets],
             key=lambda run, t: (t.scenario.name, t.variant, run),
-            done={(o["pair"], o["variant"], o["run"]) for o in result["observations"]},
+            done=lambda result: {
+                (o["pair"], o["variant"], o["run"]) for o in result["observations"]
+            },
             run_one=lambda run, t: measure(t, dict(t.scenario.params), settings),
             keep=keep,
             finish=lambda result: _finish(result, before + time.monotonic() - start),
