@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from leakbench.engine import memlimit
@@ -65,48 +69,13 @@ def fake_cgroup(tmp_path, monkeypatch):
     return write
 
 
-# --- one measurement of every TensorFlow variant per test run ---
-# test_pairs, test_check and test_fragmentation assert on these records; none
-# re-measures a pair. The product's own settings (those of `make run`), with an
-# explicit cap and timeout (project rule), two children at a time.
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
-
-from leakbench import catalog  # noqa: E402
-from leakbench.check import run as check  # noqa: E402
-from leakbench.history import pin, store  # noqa: E402
-from leakbench.measure import Settings  # noqa: E402
-
-# The timeout is per step (the most a child may go without progress: runner.ChildRun), not
-# for the whole child. 240 s: the longest step in results/records/vm/ is an import of 40.5 s
-# (19.6 s at most on TF 2.21.0) and a repetition 4.8 s on average, so a busy CI machine (load
-# 5-11 on 2 cores made whole children 3x slower) stays far inside it, while a real deadlock
-# still reads `hang` within 4 min of its last progress, well inside pytest's 1800 s per test.
-TF_SETTINGS = Settings(cap_bytes=3 << 30, timeout_seconds=240)
-TF_CHECK_FILE = Path(__file__).parent / "data" / "check_tf.py"
-TF_FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")
+# --- one measurement of every TensorFlow variant per test run (tests/tf_session.py) ---
+# test_pairs, test_check and test_fragmentation assert on these records; none re-measures a pair.
 RECORDS_COPY = Path(__file__).parent.parent / ".pytest_cache" / "leakbench-tf-records.jsonl"
-
-
-_TF_POOL: ThreadPoolExecutor | None = None
-_TF_FUTURES: dict = {}
-
-
-def _tf_jobs() -> dict:
-    """{(pair, variant): scenario or fix file, (name, "factory"): check target}, the costliest
-    first: two children at a time, a long pair started last would run alone at the end."""
-    root = catalog.find_root()
-    jobs = {
-        (name, variant): str(root / catalog.VARIANT_DIRS[variant] / f"{name}.py")
-        for name in catalog.pair_names(root)
-        for variant in ("leaky", "fixed")
-    }
-    jobs.update({(name, "factory"): f"{TF_CHECK_FILE}:{name}" for name in TF_FACTORIES})
-    cost = {}  # seconds each took in the committed records of this TensorFlow (any machine); else 0
-    for path in sorted(root.glob(f"results/records/*/tf-{pin.installed_tf_version()}.jsonl")):
-        cost.update({(r["pair"], r["variant"]): r["seconds"] for r in store.read_records(path)})
-    return dict(sorted(jobs.items(), key=lambda job: -cost.get(job[0], 0.0)))
+# In the environment of the measuring process, which its children inherit (supervise.child_env).
+SESSION_MARK = "LEAKBENCH_TESTS_TF_SESSION"
+SESSION_LOG = RECORDS_COPY.with_suffix(".log")  # the measuring process's stderr
+_TF_SESSION: subprocess.Popen | None = None
 
 
 # --- the one skip for TensorFlow: the `tf` marker (pyproject.toml) ---
@@ -115,9 +84,14 @@ NO_TF_REASON = "TensorFlow is not installed (the tf marker; pip install -e '.[tf
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without TensorFlow, skip every test marked `tf`: the suite's only skip on TensorFlow (no
-    test imports-or-skips it, or has a skipif of its own). `-m "not tf"` deselects the same."""
+    """With TensorFlow, the tests that need tf_records go last, in their order: every other test
+    runs while the session's children measure (pytest_collection_finish), where they used to wait
+    at the first such test and leave a core idle for the tests after it (docs/measurements.md,
+    "Run time"). Without TensorFlow, skip every test marked `tf`: the suite's only skip on
+    TensorFlow (no test imports-or-skips it, or has a skipif of its own). `-m "not tf"` deselects
+    the same."""
     if HAS_TF:
+        items.sort(key=lambda item: "tf_records" in getattr(item, "fixturenames", ()))
         return
     for item in items:
         if item.get_closest_marker("tf") is not None:
@@ -126,44 +100,70 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     """Start measuring every TensorFlow variant as soon as a selected test will need the records:
-    the children run beside the tests that need none (the machine is busy, as verdicts must
-    allow), and the first test that needs them waits for what is left. Without TensorFlow,
-    nothing starts (the tests that need the records are skipped: they are marked `tf`)."""
-    global _TF_POOL
+    tests/tf_session.py, in a process of its own, beside the tests that need none (the machine is
+    busy, as verdicts must allow); the first test that needs them waits for what is left. Without
+    TensorFlow, nothing starts (the tests that need the records are skipped: they are marked
+    `tf`)."""
+    global _TF_SESSION
     if session.config.option.collectonly or not HAS_TF:
         return
     if not any("tf_records" in getattr(item, "fixturenames", ()) for item in session.items):
         return
-    _TF_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tf-records")
-    _TF_FUTURES.update(
-        {key: _TF_POOL.submit(check.check, spec, TF_SETTINGS) for key, spec in _tf_jobs().items()}
-    )
+    RECORDS_COPY.parent.mkdir(exist_ok=True)
+    with SESSION_LOG.open("w") as log:
+        _TF_SESSION = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("tf_session.py"))]
+            + [str(RECORDS_COPY), str(os.getpid())],
+            env={**os.environ, SESSION_MARK: "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def own_processes() -> set[int]:
+    """The pids of this process's descendants that a test started: every one but the measuring
+    process of tests/tf_session.py and its children (SESSION_MARK in their environment), which
+    start and end as they will while the tests run. A process that ended as it was looked at
+    left nothing; an unreaped one (a zombie) counts where this process is its parent."""
+    found = set()
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.environ().get(SESSION_MARK) != "1":
+                found.add(proc.pid)
+        except psutil.ZombieProcess:
+            if proc.ppid() == os.getpid():
+                found.add(proc.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return found
 
 
 def pytest_sessionfinish(session):
-    # an interrupted session: start no more children, wait for those running
-    if _TF_POOL is not None:
-        _TF_POOL.shutdown(wait=True, cancel_futures=True)
+    # an interrupted session: the measuring process and its children end with it (SIGKILL)
+    if _TF_SESSION is not None and _TF_SESSION.poll() is None:
+        _TF_SESSION.kill()
+        _TF_SESSION.wait()
 
 
 @pytest.fixture(scope="session")
 def tf_records():
     """{(pair, variant): record} for every scenario and fix file, measured once by
     `leakbench check` (the engine plus its evidence), and {(name, "factory"): record}
-    for the targets in tests/data/check_tf.py, started at collection (pytest_collection_finish).
-    A copy goes to .pytest_cache for reading."""
-    if not _TF_FUTURES:  # without TensorFlow, only a test not marked `tf` gets here
+    for the targets in tests/data/check_tf.py: tests/tf_session.py, started at collection
+    (pytest_collection_finish), writes them to RECORDS_COPY (.pytest_cache) for reading."""
+    if _TF_SESSION is None:  # without TensorFlow, only a test not marked `tf` gets here
         pytest.fail(
             "tf_records: nothing was measured (no TensorFlow, or the test does not name the "
             "fixture); a test that needs the records is marked @pytest.mark.tf and names it",
             pytrace=False,
         )
-    records = {key: future.result() for key, future in _TF_FUTURES.items()}
-    RECORDS_COPY.parent.mkdir(exist_ok=True)
-    RECORDS_COPY.write_text(
-        "".join(json.dumps({"key": list(k), **r}) + "\n" for k, r in records.items())
-    )
-    return records
+    code = _TF_SESSION.wait()  # each child has its timeout; pytest's per-test timeout is the net
+    if code != 0:
+        tail = SESSION_LOG.read_text()[-3000:]
+        pytest.fail(f"tests/tf_session.py exited {code}:\n{tail}", pytrace=False)
+    lines = RECORDS_COPY.read_text().splitlines()
+    return {tuple(r.pop("key")): r for r in map(json.loads, lines)}
 
 
 def pure_python_checkout(where: Path) -> Path:

@@ -97,11 +97,26 @@ SPECIAL = {
 # --- the site -----------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory) -> Path:
+    """The site of `here`'s inputs (the same checkout and records, the same environment), built
+    once for the module: its pages hold no path of the folder they were built in."""
+    where = tmp_path_factory.mktemp("built-once")
+    root = pure_python_checkout(where)
+    shutil.copytree(DATA / "site_results", where / "results")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LEAKBENCH_ROOT", str(root))
+        mp.setenv("ASV_MACHINE", "vm")
+        mp.chdir(where)
+        return site.build(where / "results", where / "site", root=root, asv=False).out
+
+
 @pytest.fixture
-def old_site(here) -> Path:
-    """A site built from the fixture results, with a file of the user's own (CNAME) in it."""
+def old_site(here, built_once) -> Path:
+    """A site built from the fixture results (a copy of built_once: what a build in `here` writes),
+    with a file of the user's own (CNAME) in it."""
     out = here / "site"
-    site.build(here / "results", out, root=here / "root", asv=False)
+    shutil.copytree(built_once, out, symlinks=True)
     (out / "CNAME").write_text("leaks.example.org\n")
     return out
 

@@ -1,5 +1,5 @@
 """The command line: bad input (exit 2, one line on stderr), runs of a
-pure-Python pair through the installed entry point, JSON lines, exit codes.
+pure-Python pair (through the installed entry point, and in process), JSON lines, exit codes.
 
 LEAKBENCH_ROOT points at a temporary checkout whose scenarios/ and fixes/ hold
 copies of tests/data/ files, so no TensorFlow scenario is ever selected.
@@ -226,7 +226,7 @@ def test_list(root):
     assert result.stderr == ""
 
 
-# --- real runs through the installed entry point ------------------------------------
+# --- real runs: through the installed entry point, and in process ----------------------
 
 
 def leakbench(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -234,6 +234,18 @@ def leakbench(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedPro
     return subprocess.run(
         [str(LEAKBENCH), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
+
+
+def in_process(args: list[str], root: Path, cwd: Path, monkeypatch) -> subprocess.CompletedProcess:
+    """`leakbench ARGS` as `leakbench` above runs it, but in this process (CliRunner; the measured
+    children are started all the same): the entry point itself is run by
+    test_run_pair_prints_table_writes_and_appends_json. An exception out of the command, the
+    traceback a real process would print, fails here."""
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
+    monkeypatch.chdir(cwd)
+    done = CliRunner().invoke(cli.main, args)
+    assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)
+    return subprocess.CompletedProcess(args, done.exit_code, done.stdout, done.stderr)
 
 
 def test_entry_point_is_installed():
@@ -273,9 +285,11 @@ def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_fixed_variant_that_leaks_exits_one(tmp_path):
+def test_fixed_variant_that_leaks_exits_one(tmp_path, monkeypatch):
     root = make_root(tmp_path, leaky="python_leak", fixed="python_leak")
-    result = leakbench(["run", "pyleak", *FAST, "--json", "out.jsonl"], root, tmp_path)
+    result = in_process(
+        ["run", "pyleak", *FAST, "--json", "out.jsonl"], root, tmp_path, monkeypatch
+    )
     assert result.returncode == 1, result.stderr
     verdicts = [
         json.loads(line)["verdict"] for line in (tmp_path / "out.jsonl").read_text().splitlines()
@@ -285,18 +299,18 @@ def test_fixed_variant_that_leaks_exits_one(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_swapped_pair_exits_one(tmp_path):
+def test_swapped_pair_exits_one(tmp_path, monkeypatch):
     root = make_root(tmp_path, leaky="python_bounded", fixed="python_leak")
-    result = leakbench(["run", *FAST, "--variant", "both"], root, tmp_path)
+    result = in_process(["run", *FAST, "--variant", "both"], root, tmp_path, monkeypatch)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
 
 
 @pytest.mark.timeout(120)
-def test_over_cap_leaky_variant_is_as_expected(tmp_path):
+def test_over_cap_leaky_variant_is_as_expected(tmp_path, monkeypatch):
     """A leak cut short by the cap is still the leak: exit 0 for the leaky variant alone."""
     root = make_root(tmp_path, leaky="python_over_cap", fixed="python_bounded")
-    result = leakbench(
+    result = in_process(
         [
             "run",
             "pyleak",
@@ -315,15 +329,16 @@ def test_over_cap_leaky_variant_is_as_expected(tmp_path):
         ],
         root,
         tmp_path,
+        monkeypatch,
     )
     assert result.returncode == 0, result.stderr
     assert "over-cap" in result.stdout
 
 
 @pytest.mark.timeout(120)
-def test_error_in_scenario_exits_one_with_its_message(tmp_path):
+def test_error_in_scenario_exits_one_with_its_message(tmp_path, monkeypatch):
     root = make_root(tmp_path, leaky="python_raises", fixed="python_bounded")
-    result = leakbench(["run", "pyleak", "--variant", "leaky", *FAST], root, tmp_path)
+    result = in_process(["run", "pyleak", "--variant", "leaky", *FAST], root, tmp_path, monkeypatch)
     assert result.returncode == 1
     assert (
         "pyleak (leaky): error in warm-up: RuntimeError: scenario exploded with code 42"

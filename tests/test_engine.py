@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import own_processes
 
 from leakbench import contract, expectation
 from leakbench.analysis import record, verdict
@@ -88,12 +89,8 @@ def assert_no_process_left(spawned: list, before: set[int]) -> None:
     assert spawned, "the runner started no child"
     for proc in spawned:
         assert not proc.is_running(), f"child {proc.pid} still exists (running or unreaped)"
-    after = {p.pid for p in psutil.Process().children(recursive=True)}
+    after = own_processes()
     assert after <= before, f"processes left behind: {after - before}"
-
-
-def own_children() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
 # --- growth scenarios ------------------------------------------------------
@@ -101,7 +98,7 @@ def own_children() -> set[int]:
 
 @pytest.mark.timeout(60)
 def test_python_leak_is_a_leak(spawned):
-    before = own_children()
+    before = own_processes()
     phases = []
     rec = run("python_leak", on_message=lambda m: "phase" in m and phases.append(m["phase"]))
     assert rec["verdict"] == "leak", rec["metrics"]
@@ -152,7 +149,7 @@ def test_count_leaks_are_leaks(name, signal, metric):
 
 @pytest.mark.timeout(90)
 def test_over_cap_is_killed_near_the_cap(spawned):
-    before = own_children()
+    before = own_processes()
     cap = 300 * MIB
     rec = run("python_over_cap", cap_bytes=cap, reps=50, heap_reps=0)
     assert rec["verdict"] == "over-cap"
@@ -169,7 +166,7 @@ def test_over_cap_is_killed_near_the_cap(spawned):
 
 @pytest.mark.timeout(60)
 def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
-    before = own_children()
+    before = own_processes()
     timeout = 10.0
     start = time.monotonic()
     rec = run("python_hang", timeout_seconds=timeout, heap_reps=0)
@@ -190,7 +187,7 @@ def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
 def test_hang_in_teardown_keeps_the_measurement(spawned):
     """A stalled teardown is cut at the teardown timeout, not the whole timeout;
     the measurement was in, so the verdict is its leak and the stall is reported beside it."""
-    before = own_children()
+    before = own_processes()
     start = time.monotonic()
     rec = run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
     assert (rec["verdict"], rec["phase"]) == ("leak", None)
@@ -229,7 +226,7 @@ def timed_messages():
 def test_steady_slow_progress_outlasts_the_timeout_and_ends_ok(spawned):
     """Warm-up, measured and heap repetitions of STEP s each: every phase, and the
     run, lasts longer than the timeout, yet each step is well inside it."""
-    before = own_children()
+    before = own_processes()
     on_message, seen = timed_messages()
     rec = run(
         "python_hang",
@@ -262,7 +259,7 @@ def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_pro
     """Steady progress for longer than the timeout, then a repetition that never ends
     (the 7th call: measured repetition 5 after 2 warm-up ones): killed about
     timeout_seconds after the last sign of progress, `hang` in repetitions."""
-    before = own_children()
+    before = own_processes()
     on_message, seen = timed_messages()
     rec = run(
         "python_slow_then_stuck",
@@ -292,7 +289,7 @@ def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_pro
 @pytest.mark.timeout(60)
 def test_hang_in_setup_kills_the_whole_tree(spawned, tmp_path):
     """Setup starts a grandchild (`sleep`) and then hangs: the kill must reach both."""
-    before = own_children()
+    before = own_processes()
     pidfile = tmp_path / "grandchild.pid"
     rec = run(
         "python_hang_setup",
@@ -322,7 +319,7 @@ def test_process_left_by_a_finished_child_does_not_make_a_hang(spawned, tmp_path
     """The forked leftover holds the message pipe open after the child exits:
     the run is complete (results and teardown were sent) and must say so, not
     wait for the timeout and report `hang`; the leftover is killed."""
-    before = own_children()
+    before = own_processes()
     pidfile = tmp_path / "forked.pid"
     timeout = 20.0
     rec = run(
@@ -349,7 +346,7 @@ def test_process_left_by_a_finished_child_does_not_make_a_hang(spawned, tmp_path
 
 @pytest.mark.timeout(60)
 def test_exception_in_repetition_is_an_error_with_its_text(spawned):
-    before = own_children()
+    before = own_processes()
     rec = run("python_raises")
     assert rec["verdict"] == "error"
     assert rec["phase"] == "warm-up"
@@ -602,7 +599,7 @@ def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("kind", range(4))
 def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(spawned, kind):
-    before = own_children()
+    before = own_processes()
     rec = run("python_garbler", {"kind": kind}, timeout_seconds=60, warmup=1, heap_reps=0)
     assert rec["verdict"] == "error" and "is not a message of leakbench's child" in rec["error"], (
         rec["error"]

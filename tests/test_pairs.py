@@ -11,6 +11,7 @@ defect, never a margin to widen.
 import re
 
 import pytest
+from conftest import own_processes
 
 from leakbench import catalog, expectation
 from leakbench.analysis import record, verdict
@@ -171,14 +172,12 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     in the phase that filled the cache, and the child's kernel-measured peak
     (wait4) stays within a poll's worth of allocation of the cap: 5-35 MiB over
     it in 3 runs here, 128 MiB allowed."""
-    import psutil
-
     # 1.25 GiB left
     fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
     cap = 1 << 30  # 0.8 × 1.25 GiB
     (target,) = catalog.targets(ROOT, ["unbounded_cache"], "leaky")
     params = {"num_elements": 10 * target.scenario.params["num_elements"]}
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = own_processes()
     # the ×4 size is never tried: measure stops at the first size that ends over the cap
     rec = measure(
         target, params, Settings(warmup=3, reps=12, heap_reps=0, cap_bytes=0, timeout_seconds=120)
@@ -193,6 +192,4 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     # pages: each figure on its own against the cap
     assert cap < only["max_rss_bytes"] < cap + 128 * MIB
     assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + 128 * MIB
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before, (
-        "a process outlived the run"
-    )
+    assert own_processes() <= before, "a process outlived the run"

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import refused, state
 
 from leakbench import cli
 from leakbench.analysis import schema, validate
@@ -38,26 +38,6 @@ def invoke(*args):
     return CliRunner().invoke(cli.main, [str(a) for a in args])
 
 
-def refused(done, *fragments: str) -> str:
-    """Exit 2, one line 'leakbench: error: ...' on stderr holding every fragment, no traceback."""
-    assert done.exit_code == 2, (done.exit_code, done.stdout, done.stderr, done.exception)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
-
-
-def state(top: Path) -> dict:
-    """Every file under `top`: its bytes and mtime (ns)."""
-    return {
-        str(p): (p.read_bytes(), p.stat().st_mtime_ns)
-        for p in sorted(top.rglob("*"))
-        if stat.S_ISREG(p.lstat().st_mode)
-    }
-
-
 @pytest.fixture(scope="module")
 def committed_line() -> dict:
     """Line 2 of the committed tf-2.21.0 records, parsed."""
@@ -66,11 +46,22 @@ def committed_line() -> dict:
     )
 
 
+# The committed records `here` copies: the file the tests spoil (tf-2.21.0), the one compare reads
+# beside it, and the newest (a nightly), so the spoiled file is neither the first a command reads
+# nor the last; not all eleven, which every command of every case would parse whole.
+HERE_RECORDS = ("tf-2.20.0.jsonl", "tf-2.21.0.jsonl", "tf-2.23.0.dev20261026.jsonl")
+
+
 @pytest.fixture
 def here(tmp_path, monkeypatch) -> Path:
-    """cwd: results/ with a copy of the committed records (machine vm); the repository as
-    LEAKBENCH_ROOT (report-back's pairs)."""
-    shutil.copytree(REPO / "results" / "records", tmp_path / "results" / "records")
+    """cwd: results/ with a copy of three of the committed records files (HERE_RECORDS, machine
+    vm); the repository as LEAKBENCH_ROOT (report-back's pairs)."""
+    machine = tmp_path / "results" / "records" / "vm"
+    machine.mkdir(parents=True)
+    for name in HERE_RECORDS:
+        shutil.copy2(REPO / "results" / "records" / "vm" / name, machine / name)
+    # read in this order: the spoiled file in the middle
+    assert list(store.available(tmp_path / "results")) == ["2.20.0", "2.21.0", "2.23.0.dev20261026"]
     monkeypatch.setenv("LEAKBENCH_ROOT", str(REPO))
     monkeypatch.setenv("ASV_MACHINE", "vm")
     monkeypatch.chdir(tmp_path)

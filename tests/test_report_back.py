@@ -132,9 +132,15 @@ def test_a_pair_without_reported_shows_its_title_and_first_paragraph(checkout):
     )
 
 
+@pytest.fixture(scope="module")
+def committed_matrix() -> dict:
+    """matrix.matrix of the committed results, read once for the module: its tests only read it."""
+    return matrix.matrix(RESULTS)
+
+
 @pytest.mark.parametrize("pair", REPORT_PAIRS)
-def test_numbers_in_a_block_are_the_matrix_numbers(checkout, pair):
-    rows = {r["variant"]: r["cells"] for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == pair}
+def test_numbers_in_a_block_are_the_matrix_numbers(checkout, committed_matrix, pair):
+    rows = {r["variant"]: r["cells"] for r in committed_matrix["rows"] if r["pair"] == pair}
     shown = table(block_of(pair))
     columns = {builds.label(v): v for v in rows["leaky"]}
     assert set(shown) == set(columns)

@@ -8,21 +8,18 @@ an error is still a failure. No TensorFlow needed.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
-from leakbench import catalog, contract, expectation
+from leakbench import catalog, cli, contract, expectation
 from leakbench.history import matrix, store
 from leakbench.reporters import history as history_md
 
 DATA = Path(__file__).parent / "data"
-LEAKBENCH = Path(sys.executable).with_name("leakbench")
 FAST = ["--cap", "1GiB", "--timeout", "60", "--warmup", "1", "--reps", "6", "--heap-reps", "0"]
 CLAIM = {
     "issue": "tensorflow/tensorflow#61344",
@@ -134,25 +131,24 @@ def test_matrix_accepts_either_verdict_of_a_version_dependent_scenario(tmp_path)
 # --- leakbench run: the exit code, and the claim in the record ---------------------
 
 
-def run(root: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LEAKBENCH_ROOT": str(root)}
-    return subprocess.run(
-        [str(LEAKBENCH), "run", "pair", *FAST, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run(root: Path, cwd: Path, monkeypatch, *args: str) -> Result:
+    """`leakbench run pair FAST ARGS` from cwd with root as LEAKBENCH_ROOT, in process (CliRunner;
+    the measured children are started as from the command; test_cli runs the installed entry
+    point). An exception out of the command, a traceback from a real one, fails here."""
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
+    monkeypatch.chdir(cwd)
+    done = CliRunner().invoke(cli.main, ["run", "pair", *FAST, *args])
+    assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)
+    return done
 
 
 @pytest.mark.timeout(120)
-def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path):
+def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path, monkeypatch):
     root = tmp_path / "root"
     reported_copy(root / "scenarios", "python_bounded", "pair")
     reported_copy(root / "fixes", "python_bounded", "pair")
-    result = run(root, tmp_path, "--json", "out.jsonl")
-    assert result.returncode == 0, result.stderr
+    result = run(root, tmp_path, monkeypatch, "--json", "out.jsonl")
+    assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [(r["variant"], r["verdict"], r["reported"]) for r in records] == [
         ("leaky", "no-leak", CLAIM),
@@ -161,10 +157,10 @@ def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path
 
 
 @pytest.mark.timeout(120)
-def test_run_still_fails_a_leaking_fix_of_a_version_dependent_pair(tmp_path):
+def test_run_still_fails_a_leaking_fix_of_a_version_dependent_pair(tmp_path, monkeypatch):
     root = tmp_path / "root"
     reported_copy(root / "scenarios", "python_bounded", "pair")
     (root / "fixes").mkdir(parents=True)
     shutil.copy(DATA / "python_leak.py", root / "fixes" / "pair.py")
-    result = run(root, tmp_path, "--variant", "fixed")
-    assert result.returncode == 1, result.stderr
+    result = run(root, tmp_path, monkeypatch, "--variant", "fixed")
+    assert result.exit_code == 1, result.stderr

@@ -215,6 +215,24 @@ def built(results, checkout, tmp_path_factory) -> site.Built:
     return site.build(results, tmp_path_factory.mktemp("site") / "out", root=checkout, asv=False)
 
 
+@pytest.fixture(scope="module")
+def no_pairs(tmp_path_factory) -> Path:
+    """A checkout whose scenarios/ and fixes/ are empty: a build of the fixture results there reads
+    them and writes an index and no lesson (every pair is skipped), all the writing an unwritable
+    --out is about, without the charts of three lessons (most of a build's CPU)."""
+    root = tmp_path_factory.mktemp("no-pairs")
+    for folder in ("scenarios", "fixes"):
+        (root / folder).mkdir()
+    return root
+
+
+def copy_site(built: site.Built, out: Path) -> Path:
+    """`out` as a build of built's inputs into it would leave it (a build writes nothing outside
+    its folder): the starting point of a rebuild, without building again."""
+    shutil.copytree(built.out, out, symlinks=True)
+    return out
+
+
 def pages(out: Path) -> list[Path]:
     return sorted(p for p in out.rglob("*.html") if "asv" not in p.relative_to(out).parts)
 
@@ -411,10 +429,10 @@ def unwritable_outs(tmp_path) -> list[Path]:
     return found
 
 
-def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
+def test_an_unwritable_out_is_a_site_error(results, no_pairs, tmp_path):
     for out in unwritable_outs(tmp_path):
         with pytest.raises(site.SiteError) as raised:
-            site.build(results, out, root=checkout, asv=False)
+            site.build(results, out, root=no_pairs, asv=False)
         message = str(raised.value)
         assert (
             message.startswith(f"--out {out}: cannot write the site there") and "\n" not in message
@@ -423,21 +441,21 @@ def test_an_unwritable_out_is_a_site_error(results, checkout, tmp_path):
     # traceback, and the old site stays (not as root, who may write anywhere)
     if os.geteuid() != 0:
         out = tmp_path / "locked" / "old"
-        site.build(results, out, root=checkout, asv=False)
+        site.build(results, out, root=no_pairs, asv=False)
         before = (out / "index.html").read_bytes()
         out.parent.chmod(0o500)
         try:
             with pytest.raises(
                 site.SiteError, match=r"cannot write the site there \(.*locked\): Permission denied"
             ):
-                site.build(results, out, root=checkout, asv=False)
+                site.build(results, out, root=no_pairs, asv=False)
         finally:
             out.parent.chmod(0o700)
         assert (out / "index.html").read_bytes() == before
 
 
-def test_cli_unwritable_out(results, checkout, tmp_path, monkeypatch):
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(checkout))
+def test_cli_unwritable_out(results, no_pairs, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(no_pairs))
     for out in unwritable_outs(tmp_path):
         done = CliRunner().invoke(
             cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"]
@@ -452,11 +470,10 @@ def test_cli_unwritable_out(results, checkout, tmp_path, monkeypatch):
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-def test_a_rebuild_drops_what_is_gone(results, checkout, tmp_path):
+def test_a_rebuild_drops_what_is_gone(built, results, checkout, tmp_path):
     """A pair removed from scenarios/ loses its lesson (its
     old records stay in results/); stray pages go too."""
-    out = tmp_path / "out"
-    site.build(results, out, root=checkout, asv=False)
+    out = copy_site(built, tmp_path / "out")  # the build of results in checkout
     assert (out / "lessons" / "xss_pair.html").is_file()
     (out / "lessons" / "renamed_long_ago.html").write_text("stale")
     (out / "flamegraphs" / "tf-2.15.1").mkdir(parents=True)
@@ -1447,7 +1464,7 @@ def test_repeatability_is_linked(repeat_site):
                 )
 
 
-def test_no_repeatability_no_page_and_no_links(built, repeat_results, results, checkout, tmp_path):
+def test_no_repeatability_no_page_and_no_links(built, repeat_site, results, checkout, tmp_path):
     assert not (built.out / "repeatability.html").exists()
     for page in pages(built.out):
         text = page.read_text()
@@ -1455,8 +1472,7 @@ def test_no_repeatability_no_page_and_no_links(built, repeat_results, results, c
             page.name
         )
     # a rebuild without the files drops the page an earlier build wrote
-    out = tmp_path / "out"
-    site.build(repeat_results, out, root=checkout, asv=False)
+    out = copy_site(repeat_site, tmp_path / "out")  # the build of repeat_results in checkout
     assert (out / "repeatability.html").is_file()
     site.build(results, out, root=checkout, asv=False)
     assert not (out / "repeatability.html").exists()

@@ -11,12 +11,12 @@ import pytest
 TESTS = Path(__file__).parent
 
 
-def item(*markers: str) -> SimpleNamespace:
-    """A collected test with these markers: what the hooks read of it."""
+def item(*markers: str, fixtures: tuple[str, ...] = ("tf_records",)) -> SimpleNamespace:
+    """A collected test with these markers and fixtures: what the hooks read of it."""
     added: list = []
     return SimpleNamespace(
         added=added,
-        fixturenames=["tf_records"],
+        fixturenames=list(fixtures),
         get_closest_marker=lambda name: name if name in markers or name in added else None,
         add_marker=lambda mark: added.append(mark),
     )
@@ -31,23 +31,29 @@ def test_without_tensorflow_only_the_tests_marked_tf_are_skipped(monkeypatch):
     assert plain.added == []
 
 
-def test_with_tensorflow_nothing_is_skipped(monkeypatch):
+def test_with_tensorflow_nothing_is_skipped_and_the_tests_that_wait_for_records_go_last(
+    monkeypatch,
+):
     monkeypatch.setattr(conftest, "HAS_TF", True)
-    tf = item("tf")
-    conftest.pytest_collection_modifyitems(None, [tf])
-    assert tf.added == []
+    first, second = item("tf"), item("tf")
+    own_children, plain = item("tf", fixtures=("tmp_path",)), item(fixtures=())
+    items = [first, own_children, second, plain]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert all(test.added == [] for test in items)
+    assert items == [own_children, plain, first, second]
 
 
 def test_without_tensorflow_no_measurement_starts_at_collection(monkeypatch):
     """The session's TensorFlow children (tf_records) start only where TensorFlow is: none would
     fail, or keep a test waiting, without it."""
     monkeypatch.setattr(conftest, "HAS_TF", False)
-    monkeypatch.setattr(conftest, "_TF_POOL", None)
-    monkeypatch.setattr(conftest, "_TF_FUTURES", {})
-    monkeypatch.setattr(conftest, "_tf_jobs", lambda: pytest.fail("jobs were listed"))
+    monkeypatch.setattr(conftest, "_TF_SESSION", None)
+    monkeypatch.setattr(
+        conftest.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started")
+    )
     config = SimpleNamespace(option=SimpleNamespace(collectonly=False))
     conftest.pytest_collection_finish(SimpleNamespace(config=config, items=[item("tf")]))
-    assert conftest._TF_POOL is None and conftest._TF_FUTURES == {}
+    assert conftest._TF_SESSION is None
 
 
 def test_no_test_skips_on_tensorflow_by_itself():
