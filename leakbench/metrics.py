@@ -132,7 +132,8 @@ OBJECT_SLOPE_MIN = 8  # Python objects: exact, but a bounded pipeline may keep a
 HELD_COMPARE_FLOOR = 16 * KIB
 PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest and largest size
 # malloc_trim's give-back that compare counts and the site calls a swing; every pair but
-# shuffle_fragmentation gives back at most 2x it (docs/measurements.md, "psutil and glibc malloc")
+# shuffle_fragmentation gives back at most 21 MiB, 2.6x it
+# (docs/measurements.md, "psutil and glibc malloc")
 TRIM_FLOOR = 8 * MIB
 
 

@@ -47,7 +47,7 @@ from leakbench.cli.base import (
     type=click.Path(path_type=Path),
     default=None,
     help="Result JSON (the table goes beside it, .md). "
-    "Default: results/repeatability/<machine>-tf-<version>[-jobs<N>].json.",
+    "Default: results/repeatability/<machine>-tf-<version>[-jobs<N>][-hog<N>].json.",
 )
 @click.option(
     "--machine",
