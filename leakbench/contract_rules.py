@@ -111,7 +111,7 @@ def _preload(text: str) -> str | None:
         if "/" not in lib:  # the loader searches its paths for a bare name; the engine checks it
             continue
         try:
-            mode = os.stat(lib).st_mode
+            head = elf_header(lib)
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as e:
@@ -119,19 +119,13 @@ def _preload(text: str) -> str | None:
                 f"LD_PRELOAD names {_shown(lib)}, which cannot be read "
                 f"({getattr(e, 'strerror', None) or e})"
             )
-        if not stat.S_ISREG(mode):
+        if head is None:
             return f"LD_PRELOAD names {_shown(lib)}, which is not a regular file (a shared library)"
-        try:
-            fd = os.open(lib, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as f:
-                head = f.read(18)
-        except OSError as e:
-            return f"LD_PRELOAD names {_shown(lib)}, which cannot be read ({e.strerror or e})"
         orders: dict[int, Literal["little", "big"]] = {1: "little", 2: "big"}
         order = orders.get(head[5] if len(head) > 5 else 0)
         if (
             len(head) < 18
-            or head[:4] != b"\x7fELF"
+            or head[:4] != ELF_MAGIC
             or order is None
             or int.from_bytes(head[16:18], order) != 3
         ):
@@ -140,6 +134,21 @@ def _preload(text: str) -> str | None:
                 "would ignore it and the run would stay on glibc's malloc"
             )
     return None
+
+
+ELF_MAGIC = b"\x7fELF"
+
+
+def elf_header(path: str) -> bytes | None:
+    """Up to the first 20 bytes of the regular file `path`: its ELF identification, e_type and
+    e_machine, if it is ELF (elf(5)). None if `path` is not a regular file, which is then never
+    opened (opening a FIFO would block). Raises OSError where it cannot be read, ValueError for a
+    NUL in the name. For LD_PRELOAD's check here and the engine's (leakbench.engine.preload)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(20)
 
 
 def _heap_reps(value: int, meta: dict) -> str | None:

@@ -23,12 +23,11 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import sysconfig
 
-from leakbench.contract_rules import preloads
+from leakbench.contract_rules import ELF_MAGIC, elf_header, preloads
 
 # where ldconfig lives when PATH (a user's, without the sbin directories) does not name it
 LDCONFIG_DIRS = ("/sbin", "/usr/sbin")
@@ -154,14 +153,10 @@ def _elf_kind(path: str) -> tuple[int, int, bytes] | None:
     """(class, byte order, e_machine bytes) from a regular file's ELF header; None if it is not
     a regular file (a FIFO is never opened), cannot be read, or is not ELF."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as f:
-            head = f.read(20)
+        head = elf_header(path)
     except (OSError, ValueError):  # ValueError: a NUL in the name
         return None
-    if len(head) < 20 or head[:4] != b"\x7fELF":
+    if head is None or len(head) < 20 or head[:4] != ELF_MAGIC:
         return None
     return head[4], head[5], head[18:20]
 
