@@ -5,9 +5,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -71,11 +73,19 @@ def fake_cgroup(tmp_path, monkeypatch):
 
 # --- one measurement of every TensorFlow variant per test run (tests/tf_session.py) ---
 # test_pairs, test_check and test_fragmentation assert on these records; none re-measures a pair.
-RECORDS_COPY = Path(__file__).parent.parent / ".pytest_cache" / "leakbench-tf-records.jsonl"
+# Each session writes its own files (SESSION_DIR/records.jsonl, .log: the records as they end,
+# and the measuring process's stdout and stderr), so that two sessions in one checkout never
+# write into each other's; they are left for reading once the session ends, until the next.
+SESSION_DIR = Path(__file__).parent.parent / ".pytest_cache" / "leakbench-tf-session"
 # In the environment of the measuring process, which its children inherit (supervise.child_env).
 SESSION_MARK = "LEAKBENCH_TESTS_TF_SESSION"
-SESSION_LOG = RECORDS_COPY.with_suffix(".log")  # the measuring process's stderr
 _TF_SESSION: subprocess.Popen | None = None
+_SESSION_FILES: Path | None = None  # this session's folder under SESSION_DIR
+
+
+def needs_records(item) -> bool:
+    """True if the test `item` uses the tf_records fixture (directly or through another)."""
+    return "tf_records" in getattr(item, "fixturenames", ())
 
 
 # --- the one skip for TensorFlow: the `tf` marker (pyproject.toml) ---
@@ -91,7 +101,7 @@ def pytest_collection_modifyitems(config, items):
     TensorFlow (no test imports-or-skips it, or has a skipif of its own). `-m "not tf"` deselects
     the same."""
     if HAS_TF:
-        items.sort(key=lambda item: "tf_records" in getattr(item, "fixturenames", ()))
+        items.sort(key=needs_records)
         return
     for item in items:
         if item.get_closest_marker("tf") is not None:
@@ -104,16 +114,20 @@ def pytest_collection_finish(session):
     busy, as verdicts must allow); the first test that needs them waits for what is left. Without
     TensorFlow, nothing starts (the tests that need the records are skipped: they are marked
     `tf`)."""
-    global _TF_SESSION
+    global _TF_SESSION, _SESSION_FILES
     if session.config.option.collectonly or not HAS_TF:
         return
-    if not any("tf_records" in getattr(item, "fixturenames", ()) for item in session.items):
+    if not any(needs_records(item) for item in session.items):
         return
-    RECORDS_COPY.parent.mkdir(exist_ok=True)
-    with SESSION_LOG.open("w") as log:
+    SESSION_DIR.mkdir(parents=True, exist_ok=True)
+    for old in SESSION_DIR.glob("pid*-*"):  # the folders of sessions that have ended
+        if not psutil.pid_exists(int(old.name[3:].split("-")[0])):
+            shutil.rmtree(old, ignore_errors=True)
+    _SESSION_FILES = Path(tempfile.mkdtemp(prefix=f"pid{os.getpid()}-", dir=SESSION_DIR))
+    with (_SESSION_FILES / "records.log").open("w") as log:
         _TF_SESSION = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("tf_session.py"))]
-            + [str(RECORDS_COPY), str(os.getpid())],
+            + [str(_SESSION_FILES / "records.jsonl"), str(os.getpid())],
             env={**os.environ, SESSION_MARK: "1"},
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -124,17 +138,23 @@ def pytest_collection_finish(session):
 def own_processes() -> set[int]:
     """The pids of this process's descendants that a test started: every one but the measuring
     process of tests/tf_session.py and its children (SESSION_MARK in their environment), which
-    start and end as they will while the tests run. A process that ended as it was looked at
-    left nothing; an unreaped one (a zombie) counts where this process is its parent."""
+    start and end as they will while the tests run; the measuring process by its pid too, since
+    once it has exited and until tf_records reaps it, it is a zombie whose environment cannot be
+    read. A process that ended as it was looked at left nothing; any other unreaped one counts
+    where this process is its parent."""
+    session = _TF_SESSION.pid if _TF_SESSION is not None else None
     found = set()
     for proc in psutil.Process().children(recursive=True):
+        if proc.pid == session:
+            continue
         try:
-            if proc.environ().get(SESSION_MARK) != "1":
-                found.add(proc.pid)
-        except psutil.ZombieProcess:
-            if proc.ppid() == os.getpid():
-                found.add(proc.pid)
-        except psutil.NoSuchProcess:
+            try:
+                if proc.environ().get(SESSION_MARK) != "1":
+                    found.add(proc.pid)
+            except psutil.ZombieProcess:
+                if proc.ppid() == os.getpid():
+                    found.add(proc.pid)
+        except psutil.NoSuchProcess:  # from environ(), or from ppid() once the zombie was reaped
             pass
     return found
 
@@ -151,18 +171,19 @@ def tf_records():
     """{(pair, variant): record} for every scenario and fix file, measured once by
     `leakbench check` (the engine plus its evidence), and {(name, "factory"): record}
     for the targets in tests/data/check_tf.py: tests/tf_session.py, started at collection
-    (pytest_collection_finish), writes them to RECORDS_COPY (.pytest_cache) for reading."""
+    (pytest_collection_finish), writes them to this session's folder under SESSION_DIR."""
     if _TF_SESSION is None:  # without TensorFlow, only a test not marked `tf` gets here
         pytest.fail(
             "tf_records: nothing was measured (no TensorFlow, or the test does not name the "
             "fixture); a test that needs the records is marked @pytest.mark.tf and names it",
             pytrace=False,
         )
+    assert _SESSION_FILES is not None  # set with _TF_SESSION
     code = _TF_SESSION.wait()  # each child has its timeout; pytest's per-test timeout is the net
     if code != 0:
-        tail = SESSION_LOG.read_text()[-3000:]
+        tail = (_SESSION_FILES / "records.log").read_text()[-3000:]
         pytest.fail(f"tests/tf_session.py exited {code}:\n{tail}", pytrace=False)
-    lines = RECORDS_COPY.read_text().splitlines()
+    lines = (_SESSION_FILES / "records.jsonl").read_text().splitlines()
     return {tuple(r.pop("key")): r for r in map(json.loads, lines)}
 
 

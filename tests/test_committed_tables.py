@@ -12,18 +12,27 @@ from click.testing import CliRunner
 from leakbench import cli
 
 ROOT = Path(__file__).parent.parent
-GENERATED = re.compile(r"^leakbench (.+?) > (results/\S+)", re.MULTILINE)
-COMMANDS = GENERATED.findall((ROOT / "docs" / "asv.md").read_text())
+# `leakbench ARGS > results/PATH`, and the exit code its comment names ("# exits 1: ..."), else 0
+GENERATED = re.compile(r"^leakbench (.+?) > (results/\S+)(?:\s+# exits (\d))?", re.MULTILINE)
+COMMANDS = [
+    (args, path, int(code or 0))
+    for args, path, code in GENERATED.findall((ROOT / "docs" / "asv.md").read_text())
+]
 
 
 def test_docs_name_the_generated_tables():
     assert len(COMMANDS) >= 3, COMMANDS
 
 
-@pytest.mark.parametrize(("args", "path"), COMMANDS, ids=[path for _, path in COMMANDS])
-def test_a_committed_table_is_what_its_command_prints(args, path, monkeypatch):
+def test_docs_say_which_tables_record_a_changed_verdict():
+    # compare exits 1 when a verdict changed between the two columns (docs/asv.md): both do
+    assert [code for args, _, code in COMMANDS if args.startswith("compare")] == [1, 1]
+
+
+@pytest.mark.parametrize(("args", "path", "code"), COMMANDS, ids=[c[1] for c in COMMANDS])
+def test_a_committed_table_is_what_its_command_prints(args, path, code, monkeypatch):
     monkeypatch.chdir(ROOT)
     done = CliRunner().invoke(cli.main, shlex.split(args))
     assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
-    assert done.exit_code in (0, 1), done.output  # compare exits 1 when verdicts changed
+    assert done.exit_code == code, done.output
     assert done.stdout == (ROOT / path).read_text(), f"regenerate: leakbench {args} > {path}"

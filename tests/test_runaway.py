@@ -237,6 +237,19 @@ def test_the_supervisor_alone_ends_an_orphan_made_as_the_child_exits(mark):
     assert left_running(m) == []
 
 
+@pytest.mark.parametrize(("reaper", "expected"), [(True, 1), (False, 0)])
+def test_a_child_is_a_subreaper_unless_it_supervises_its_own(reaper, expected):
+    """die_with_parent makes a measured child a subreaper; not a process that is itself a
+    supervisor (tests/tf_session.py), which would be left the zombies of others' orphans."""
+    code = (
+        "import ctypes, os, sys; from leakbench.engine import supervise; "
+        f"supervise.die_with_parent(os.getppid(), reaper={reaper}); v = ctypes.c_int(); "
+        "ctypes.CDLL(None).prctl(37, ctypes.byref(v)); print(v.value)"  # PR_GET_CHILD_SUBREAPER
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == str(expected), done.stderr
+
+
 def test_a_reused_pid_is_never_signalled():
     """A process remembered from a poll whose pid now belongs to another process (another
     start time) is not signalled by the kill."""

@@ -4,17 +4,20 @@ marked, so that a test counting its own processes (conftest.own_processes) never
 import os
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import conftest
+import psutil
 
 
 def test_the_measurements_start_in_a_marked_process_of_their_own(monkeypatch, tmp_path):
     started = []
     monkeypatch.setattr(conftest, "HAS_TF", True)
     monkeypatch.setattr(conftest, "_TF_SESSION", None)
-    monkeypatch.setattr(conftest, "RECORDS_COPY", tmp_path / "records.jsonl")
-    monkeypatch.setattr(conftest, "SESSION_LOG", tmp_path / "records.log")
+    monkeypatch.setattr(conftest, "_SESSION_FILES", None)
+    monkeypatch.setattr(conftest, "SESSION_DIR", tmp_path)
+    (tmp_path / "pid999999999-ended").mkdir()  # a session that has ended: its folder goes
     monkeypatch.setattr(
         conftest.subprocess, "Popen", lambda args, **kw: started.append((args, kw)) or "started"
     )
@@ -22,10 +25,10 @@ def test_the_measurements_start_in_a_marked_process_of_their_own(monkeypatch, tm
     items = [SimpleNamespace(fixturenames=["tf_records"])]
     conftest.pytest_collection_finish(SimpleNamespace(config=config, items=items))
     ((args, kw),) = started
-    assert args[1].endswith("tf_session.py") and args[2:] == [
-        str(tmp_path / "records.jsonl"),
-        str(os.getpid()),
-    ]
+    (folder,) = tmp_path.iterdir()
+    assert folder.name.startswith(f"pid{os.getpid()}-") and folder == conftest._SESSION_FILES
+    assert args[1].endswith("tf_session.py")
+    assert args[2:] == [str(folder / "records.jsonl"), str(os.getpid())]
     assert kw["env"][conftest.SESSION_MARK] == "1"
     assert conftest._TF_SESSION == "started"
 
@@ -41,4 +44,30 @@ def test_own_processes_leave_the_marked_tree_out():
         for proc in (mine, theirs):
             proc.kill()
             proc.wait()
-    assert not {mine.pid, theirs.pid} & conftest.own_processes()
+
+
+def test_own_processes_leave_the_measuring_process_out_once_it_has_ended(monkeypatch):
+    """Ended and not yet reaped (tf_records waits for it last), the measuring process is a zombie
+    whose marked environment cannot be read: it is known by its pid. Another zombie of ours
+    counts: a test left it behind."""
+    quick = [sys.executable, "-c", "pass"]
+    session = subprocess.Popen(quick, env={**os.environ, conftest.SESSION_MARK: "1"})
+    left = subprocess.Popen(quick)
+    monkeypatch.setattr(conftest, "_TF_SESSION", session)
+    try:
+        for proc in (session, left):
+            until_zombie(proc.pid)
+        found = conftest.own_processes()
+        assert session.pid not in found and left.pid in found
+    finally:
+        session.wait()
+        left.wait()
+
+
+def until_zombie(pid: int, timeout: float = 120.0) -> None:
+    """Wait until process `pid` has exited, unreaped (a safety net, not a stopwatch: the
+    process only starts Python and exits)."""
+    deadline = time.monotonic() + timeout
+    while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, f"process {pid} still running after {timeout} s"
+        time.sleep(0.05)

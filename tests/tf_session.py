@@ -6,10 +6,11 @@ threads of pytest's: a test that counts its process's children or open files, or
 subprocess.Popen (test_engine, test_fuzz), must not see these children, and they must not
 see its patches, now that every other test runs beside them.
 
-The product's own settings (those of `make run`), with an explicit cap and timeout (project
-rule), two children at a time, the costliest first. OUT: JSON lines, one per record as it
+The product's own settings (those of `make run`, its timeout included), with a cap of its
+own, two children at a time, the costliest first. OUT: JSON lines, one per record as it
 ends, {"key": [pair, variant] or [target, "factory"], **record}. The process dies with PARENT
-(leakbench.engine.supervise.die_with_parent), and its children with it.
+(leakbench.engine.supervise.die_with_parent), and its children with it; it is no subreaper
+(it supervises its children as the product does).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from leakbench.engine import supervise
 from leakbench.history import pin, store
 from leakbench.measure import Settings
 
-# The timeout is per step (the most a child may go without progress: runner.ChildRun), not
-# for the whole child: docs/protocol.md, "Settings", gives the longest steps in the committed
-# records and why a busy machine stays inside it, while a real deadlock still reads `hang`
-# within 4 min of its last progress, well inside pytest's 1800 s per test.
-TF_SETTINGS = Settings(cap_bytes=3 << 30, timeout_seconds=240)
+# The product's timeout (Settings.timeout_seconds, 300 s) is per step (the most a child may go
+# without progress: runner.ChildRun), not for the whole child: docs/protocol.md, "Settings",
+# gives the longest steps in the committed records and why a busy machine stays inside it,
+# while a real deadlock still reads `hang` within 5 min of its last progress, well inside
+# pytest's 1800 s per test. The cap is explicit: two children at a time on any machine.
+TF_SETTINGS = Settings(cap_bytes=3 << 30)
 TF_CHECK_FILE = Path(__file__).parent / "data" / "check_tf.py"
 TF_FACTORIES = ("shuffle_buffer", "stateful_map", "bounded_steps")
 
@@ -51,7 +53,7 @@ def tf_jobs() -> dict:
 
 
 def main(out: Path, parent: int) -> None:
-    supervise.die_with_parent(parent)
+    supervise.die_with_parent(parent, reaper=False)
     with out.open("w") as f, ThreadPoolExecutor(max_workers=2) as pool:
         jobs = tf_jobs()
         futures = {pool.submit(check.check, spec, TF_SETTINGS): key for key, spec in jobs.items()}

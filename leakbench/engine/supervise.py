@@ -65,19 +65,21 @@ def child_env(extra: dict | None = None) -> dict:
     return env
 
 
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int, *, reaper: bool = True) -> None:
     """In the child: have the kernel SIGKILL this process when its supervisor dies (Linux
     prctl PR_SET_PDEATHSIG); exit at once if the supervisor `parent` is already gone.
 
-    Also make this process a child subreaper (PR_SET_CHILD_SUBREAPER, Linux 3.4): a
+    reaper: also make this process a child subreaper (PR_SET_CHILD_SUBREAPER, Linux 3.4): a
     process orphaned below it (a double fork, a parent that exited) is reparented to it
-    instead of init, so it stays in the tree the supervisor polls, caps and kills.
+    instead of init, so it stays in the tree the supervisor polls, caps and kills. False for
+    a process that is itself a supervisor (tests/tf_session.py), for the reason the module
+    docstring gives for supervising processes.
     """
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        # a failure (an old kernel) leaves the remembered pids and the token
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        if reaper:  # a failure (an old kernel) leaves the remembered pids and the token
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
     except (OSError, AttributeError):
         return  # not Linux: the supervisor's kill in its `finally` is all there is
     if os.getppid() != parent:  # the supervisor died before the prctl took effect
