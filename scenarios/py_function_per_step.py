@@ -13,7 +13,7 @@ each step builds a dataset from a generator of CSV strings, maps it through a
 `py_function` that parses them and a `tf.strings.split`, and iterates it;
 memory grows step after step, and the reporter expected each step's dataset
 to be freed. A TF engineer found the `py_function` kept by the process-wide
-default graph and moved it to the traced function's graph (commit 3b74a63),
+default graph and moved it to the traced function's graph (TF commit 3b74a63),
 and named two more holders not yet solved then: py_function's tape cache and
 AutoGraph's wrapper. Another user saw the same on TF 1.14. Closed as stalled.
 
