@@ -13,9 +13,10 @@ each step builds a dataset from a generator of CSV strings, maps it through a
 `py_function` that parses them and a `tf.strings.split`, and iterates it;
 memory grows step after step, and the reporter expected each step's dataset
 to be freed. A TF engineer found the `py_function` kept by the process-wide
-default graph and moved it to the traced function's graph (commit 3b74a63),
-and named two more holders not yet solved then: py_function's tape cache and
-AutoGraph's wrapper. Another user saw the same on TF 1.14. Closed as stalled.
+default graph and moved it to the traced function's graph (TensorFlow
+commit 3b74a63), and named two more holders not yet solved then:
+py_function's tape cache and AutoGraph's wrapper. Another user saw the same
+on TF 1.14. Closed as stalled.
 
 A plain loop here (3 warm-ups, 12 repetitions of 10 steps, each a new
 dataset of 32 strings through a `py_function`, Python 3.11) left 9 Python
