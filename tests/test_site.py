@@ -940,10 +940,13 @@ def test_without_npm_asv_keeps_its_cdns(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def real_site(tmp_path_factory) -> site.Built:
     """The site of the committed results, with asv's pages when asv is installed."""
-    has_asv = (Path(os.sys.executable).with_name("asv")).exists() or shutil.which("asv")
     return site.build(
-        REPO / "results", tmp_path_factory.mktemp("real") / "site", root=REPO, asv=bool(has_asv)
+        REPO / "results", tmp_path_factory.mktemp("real") / "site", root=REPO, asv=has_asv()
     )
+
+
+def has_asv() -> bool:
+    return Path(os.sys.executable).with_name("asv").exists() or shutil.which("asv") is not None
 
 
 def test_committed_results(real_site):
@@ -1004,8 +1007,9 @@ def test_committed_results(real_site):
 def test_asv_pages_load_nothing_from_cdns(real_site):
     """asv's index.html points at the copies in vendor/, and they are the libraries asv names:
     byte for byte (asv's subresource-integrity hashes) where npm has the same file."""
-    if not real_site.asv:
+    if not has_asv():
         pytest.skip("asv is not installed (pip install -e '.[test]' brings it)")
+    assert real_site.asv, f"asv is installed but its pages were not built: {real_site.notes}"
     if not real_site.asv_offline:
         why = [n for n in real_site.notes if "CDN" in n]
         if any("npm is not installed" in n for n in why):
