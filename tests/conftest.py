@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -133,6 +134,17 @@ def pytest_collection_finish(session):
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+
+
+def wait_for(condition, seconds: float, what: str):
+    """condition()'s first true value, polled every 50 ms; AssertionError naming `what` if none
+    comes within `seconds` (a safety net sized with room, not a stopwatch)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"no {what} within {seconds} s")
 
 
 def own_processes() -> set[int]:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import wait_for
 
 DATA = Path(__file__).parent / "data"
 LEAKBENCH = Path(sys.executable).with_name("leakbench")
@@ -53,16 +54,6 @@ def start(args: list[str], root: Path, cwd: Path) -> subprocess.Popen:
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-
-
-def wait_for(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"no {what} within {seconds} s")
 
 
 def measured_child(cli: subprocess.Popen, name: str) -> psutil.Process | None:

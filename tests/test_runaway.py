@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import wait_for
 
 from leakbench import contract
 from leakbench.catalog import Target
@@ -109,15 +110,6 @@ def left_running(mark: str, seconds: float = 5.0) -> list[psutil.Process]:
     while (found := marked(mark)) and time.monotonic() < deadline:
         time.sleep(0.05)
     return found
-
-
-def wait_for(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if found := condition():
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"no {what} within {seconds} s")
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ marked, so that a test counting its own processes (conftest.own_processes) never
 import os
 import subprocess
 import sys
-import time
 from types import SimpleNamespace
 
 import conftest
 import psutil
+from conftest import wait_for
 
 
 def test_the_measurements_start_in_a_marked_process_of_their_own(monkeypatch, tmp_path):
@@ -55,19 +55,11 @@ def test_own_processes_leave_the_measuring_process_out_once_it_has_ended(monkeyp
     left = subprocess.Popen(quick)
     monkeypatch.setattr(conftest, "_TF_SESSION", session)
     try:
-        for proc in (session, left):
-            until_zombie(proc.pid)
+        for proc in (session, left):  # it only starts Python and exits
+            zombie = psutil.Process(proc.pid)
+            wait_for(lambda z=zombie: z.status() == psutil.STATUS_ZOMBIE, 120, "exit")
         found = conftest.own_processes()
         assert session.pid not in found and left.pid in found
     finally:
         session.wait()
         left.wait()
-
-
-def until_zombie(pid: int, timeout: float = 120.0) -> None:
-    """Wait until process `pid` has exited, unreaped (a safety net, not a stopwatch: the
-    process only starts Python and exits)."""
-    deadline = time.monotonic() + timeout
-    while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline, f"process {pid} still running after {timeout} s"
-        time.sleep(0.05)
