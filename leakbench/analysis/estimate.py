@@ -22,6 +22,8 @@ from scipy import stats
 
 from leakbench.units import MIB
 
+STEP_RISES = 3  # the rises top_rises_share counts: verdict.steady says why 3
+
 
 @dataclass(frozen=True)
 class Trend:
@@ -33,6 +35,11 @@ class Trend:
     A leak keeps growing, so both halves rise; a single step or a plateau
     rises in one half only (Theil–Sen alone is fooled by a step near the
     middle: more than half of all pairs of points straddle it).
+    median_rise: the median of the rises from one repetition to the next (units of the series);
+    a leak of r per repetition has about r, a series that grows in a few steps has about 0.
+    top_rises_share: the share of the net rise (last value − first) that the STEP_RISES largest
+    of those rises carry; 1.0 where the series did not rise. Steps put most of the growth in a
+    few rises, a leak spreads it over all of them (verdict.steady reads both).
     """
 
     slope: float
@@ -41,6 +48,8 @@ class Trend:
     p_increasing: float
     first_half: float
     second_half: float
+    median_rise: float
+    top_rises_share: float
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,6 +69,9 @@ def trend(values) -> Trend | None:
         p = 1.0  # a constant series has no trend; kendalltau would return nan
     else:
         p = float(stats.kendalltau(x, y, alternative="greater").pvalue)
+    rises = np.diff(y)
+    net = y[-1] - y[0]
+    top = np.sort(rises)[-STEP_RISES:].sum()
     return Trend(
         float(slope),
         float(low),
@@ -67,6 +79,8 @@ def trend(values) -> Trend | None:
         p if math.isfinite(p) else 1.0,
         float(first),
         float(second),
+        float(np.median(rises)),
+        float(top / net) if net > 0 else 1.0,
     )
 
 

@@ -263,6 +263,7 @@ def schema_of(kind: str) -> dict:
             "max_rss_bytes": _opt(NUM),
             "tensorflow": _opt(STR),
             "heap_source": _opt(STR),
+            "confirmation_held_trend": _opt(trend),  # older results lack it
         }
         for name in CALIBRATION_SIGNALS:  # older results lack a signal added since (held): optional
             fields.update(

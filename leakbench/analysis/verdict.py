@@ -60,6 +60,11 @@ TRIM_SHARE_MIN = 0.5
 TRIM_HELD_MIN = 32 * MIB
 # free bytes above the process before setup (docs/verdicts.md, "Fragmentation")
 FREE_HELD_MIN = 96 * MIB
+# A leak spreads its growth over the repetitions; a creep in a few steps (a block malloc mapped
+# whole and touched deeper later, a buffer AUTOTUNE widens) puts it in a few rises. `steady`
+# reads both numbers (docs/verdicts.md, "Steady growth").
+STEADY_RISE_SHARE = 0.5
+STEP_SHARE_MAX = 0.9
 CONFIRM_MARGIN = 2.0
 CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first run's series
 
@@ -128,6 +133,33 @@ def moved(trend: dict | None, threshold: float) -> bool:
     if not trend:
         return False
     return rate(trend) >= threshold and trend["p_increasing"] < TREND_P_MAX
+
+
+def steady(trend: dict, threshold: float) -> bool:
+    """True if a trend's growth is spread over its repetitions, as a leak's is.
+
+    trend: as in estimate.Trend.as_dict; threshold: its signal's bar (its unit per repetition).
+    Steady: its median rise from one repetition to the next reaches STEADY_RISE_SHARE of the bar,
+    or its estimate.STEP_RISES largest rises carry less than STEP_SHARE_MAX of its net rise. A
+    trend stored before these numbers were (no median_rise) counts as steady: its verdict stands.
+    """
+    if "median_rise" not in trend:
+        return True
+    return (
+        trend["median_rise"] >= STEADY_RISE_SHARE * threshold
+        or trend["top_rises_share"] < STEP_SHARE_MAX
+    )
+
+
+def steady_signals(metrics: dict) -> list[str]:
+    """The deciding signals that moved (moved_signals) and grew steadily (`steady`): what a
+    confirmation's later half must show for a leak to stand (confirm)."""
+    table = {name: (key, threshold) for key, (name, threshold) in deciding_signals(metrics).items()}
+    return [
+        s
+        for s in moved_signals(metrics)
+        if s not in table or steady(metrics[table[s][0]], table[s][1])
+    ]
 
 
 def peak_scales(exponent: float | None, peaks: list) -> bool:
@@ -225,14 +257,16 @@ def confirm(
     first: the signals that moved in the first run; metrics: the first run's (as for decide).
     status: the confirmation run's status. later: metrics of the confirmation run's later half
     (record.confirmation_metrics), None if its measurement never came. Returns (verdict,
-    signals, signals that moved in the later half). A signal is kept if it moved in both; a
+    signals, signals that moved steadily in the later half: steady_signals). A signal is kept
+    if it moved in both, and steadily in the later half (a creep that levels off in a few steps
+    can still pass the bar there: oversized_prefetch's fix, docs/verdicts.md); a
     run cut short by the cap confirms the leak (it grew until killed); a run that hung or
     failed before its measurement came gives its status. With no signal kept, the first run
     reads as if none had moved: fragmentation by its rule, else no-leak, so that a pair whose
     RSS is malloc's free bytes still reads fragmentation after a step in held memory is turned
     away (shuffle_fragmentation: docs/measurements.md, "Flaky verdicts seen").
     """
-    again = moved_signals(later) if later else []
+    again = steady_signals(later) if later else []
     if status == "over-cap":
         return "leak", first, again
     if later is None:

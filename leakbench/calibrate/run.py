@@ -16,7 +16,8 @@ phase, the last line of an error, wall seconds, the child's seconds per phase,
 its peak RSS (VmHWM, bytes) and max RSS, the TensorFlow it imported, and per
 signal of stats.SIGNALS (held memory, RSS, memray's heap; thresholds from
 leakbench.metrics) its slope (bytes/repetition), p, whether it moved, its
-reach and whether it rose by the trend alone (stats.reach, stats.trend_only).
+reach and whether it rose by the trend alone (stats.reach, stats.trend_only);
+and held memory's trend over a confirmation's later half, where one was run.
 
 The result JSON (format FORMAT): format, machine, tensorflow (the installed
 version), settings (the engine's, resolved), environment, observations, peers;
@@ -40,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from leakbench.analysis import verdict
+from leakbench import metrics as registry
+from leakbench.analysis import estimate, verdict
 from leakbench.analysis.schema import Record, first_run
 from leakbench.calibrate import committed, peers, stats
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
@@ -109,6 +111,14 @@ def observe(rec: Record, case: Case, run: int) -> dict:
         seen[f"{name}_trend"] = trend  # slope, interval, p, halves: everything the verdict read
         seen[f"{name}_reach"] = stats.reach(trend)
         seen[f"{name}_trend_only"] = stats.trend_only(trend)
+    # held memory over the confirmation's later half, the series verdict.confirm read (median
+    # rise and the share of its largest rises included: verdict.steady)
+    confirmation = rec.get("confirmation")
+    held = registry.HELD.series
+    assert held is not None  # held memory is the trend of a sample series
+    later = confirmation and confirmation["run"]["series"].get(held)
+    found = later and estimate.trend(verdict.later_half(later))
+    seen["confirmation_held_trend"] = found.as_dict() if found else None
     return seen
 
 
