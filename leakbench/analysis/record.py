@@ -299,8 +299,8 @@ def confirmed(rec: Record, scenario, reps: int, outcome) -> Record:
     its confirmation run gives (verdict.confirm, from the later half of that run).
 
     reps: the confirmation run's measured repetitions; outcome: its Outcome. Adds "confirmation":
-    reps, status, the signals that moved in its later half, the run (as in rec["runs"]) and its
-    wall seconds, which also count in "seconds".
+    reps, status, the signals that moved steadily in its later half (verdict.steady_signals), the
+    run (as in rec["runs"]) and its wall seconds, which also count in "seconds".
     """
     run = run_entry(outcome)
     later = confirmation_metrics(run, scenario) if outcome.result else None

@@ -97,7 +97,7 @@ def observe(rec: Record, case: Case, run: int) -> dict:
         "heap_source": (first.get("heap") or {}).get("heap_source"),
     }
     # A deciding signal of a record measured again (verdict.confirm) is caught only if it also
-    # moved in the confirmation's later half.
+    # moved, steadily, in the confirmation's later half.
     again = (rec.get("confirmation") or {}).get("signals")
     deciding = verdict.deciding_signals(m) if m else {}
     for name, metric in SIGNALS.items():

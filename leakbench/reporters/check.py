@@ -91,7 +91,7 @@ def check_view(rec: Record) -> list:
         out.append(
             Text(
                 f"confirmation: {confirmation['reps']} repetitions in a fresh process "
-                f"({confirmation['seconds']:.1f} s): moved "
+                f"({confirmation['seconds']:.1f} s): grew steadily in its later half: "
                 f"{', '.join(confirmation['signals']) or 'nothing'}"
             )
         )
@@ -191,7 +191,8 @@ def check_summary(rec: Record) -> str:
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
     if rec.get("confirmation"):
         parts.append(
-            f"confirmation: moved {', '.join(rec['confirmation']['signals']) or 'nothing'}"
+            "confirmation: grew steadily: "
+            f"{', '.join(rec['confirmation']['signals']) or 'nothing'}"
         )
     for metric in CHECK_SERIES:
         if m.get(metric.key):
