@@ -191,8 +191,7 @@ def check_summary(rec: Record) -> str:
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
     if rec.get("confirmation"):
         parts.append(
-            "confirmation: grew steadily: "
-            f"{', '.join(rec['confirmation']['signals']) or 'nothing'}"
+            f"confirmation: grew steadily: {', '.join(rec['confirmation']['signals']) or 'nothing'}"
         )
     for metric in CHECK_SERIES:
         if m.get(metric.key):
