@@ -2,7 +2,8 @@
 | matrix | report-back | site | calibrate | repeat`.
 
 One module per command family; each registers its commands on the group in
-leakbench.cli.base, which also holds what they share.
+leakbench.cli.base. What they share: base (errors, progress), options (the measurement options)
+and files (output checks, the results options).
 """
 
 from leakbench.cli import bisect, calibrate, check, history, repeat, report_back, run, site  # noqa: F401  (registers them)

@@ -22,7 +22,8 @@ import click
 from packaging.tags import sys_tags
 
 from leakbench import catalog, jsonfile
-from leakbench.cli.base import RESULTS_OPTION, apart, fail, main, results_dir, say, writable
+from leakbench.cli.base import fail, main, say
+from leakbench.cli.files import RESULTS_OPTION, apart, results_dir, writable
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.contract import ContractError
 from leakbench.engine import memlimit

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
-from leakbench.cli.base import apart, fail, machine_of, main, results_dir, say, writable
+from leakbench.cli.base import fail, main, say
+from leakbench.cli.files import apart, machine_of, results_dir, writable
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.history.store import records_path
 from leakbench.measure import FIXED_CAP_BYTES, Settings

@@ -11,19 +11,9 @@ import click
 
 from leakbench import expectation
 from leakbench.analysis.schema import Record
-from leakbench.cli.base import (
-    apart,
-    err,
-    fail,
-    flamegraph_note,
-    main,
-    measurement_options,
-    one_line,
-    out,
-    progress,
-    say,
-    writable,
-)
+from leakbench.cli.base import err, fail, flamegraph_note, main, one_line, out, progress, say
+from leakbench.cli.files import apart, writable
+from leakbench.cli.options import measurement_options
 from leakbench.contract import ContractError
 from leakbench.reporters import check as view
 

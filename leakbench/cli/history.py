@@ -8,14 +8,8 @@ from pathlib import Path
 
 import click
 
-from leakbench.cli.base import (
-    FORMAT_OPTION,
-    MACHINE_OPTION,
-    RESULTS_OPTION,
-    fail,
-    main,
-    results_dir,
-)
+from leakbench.cli.base import fail, main
+from leakbench.cli.files import FORMAT_OPTION, MACHINE_OPTION, RESULTS_OPTION, results_dir
 from leakbench.cli.types import FINITE_FLOAT
 from leakbench.history import compare as comparing
 from leakbench.history import matrix as tabulating

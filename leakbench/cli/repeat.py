@@ -8,18 +8,9 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
-from leakbench.cli.base import (
-    apart,
-    fail,
-    machine_of,
-    main,
-    measurement_options,
-    results_dir,
-    say,
-    sizes_fit,
-    targets_of,
-    writable,
-)
+from leakbench.cli.base import fail, main, say, targets_of
+from leakbench.cli.files import apart, machine_of, results_dir, writable
+from leakbench.cli.options import measurement_options, sizes_fit
 
 
 @main.command("repeat")

@@ -9,15 +9,8 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, jsonfile
-from leakbench.cli.base import (
-    MACHINE_OPTION,
-    RESULTS_OPTION,
-    apart,
-    fail,
-    main,
-    results_dir,
-    writable,
-)
+from leakbench.cli.base import fail, main
+from leakbench.cli.files import MACHINE_OPTION, RESULTS_OPTION, apart, results_dir, writable
 from leakbench.contract import ContractError, read_metadata
 from leakbench.history import matrix as tabulating
 from leakbench.history import store

@@ -17,21 +17,18 @@ from leakbench import catalog, expectation, jsonfile
 from leakbench.analysis.schema import Record
 from leakbench.calibrate import committed
 from leakbench.cli.base import (
-    apart,
     err,
     fail,
     flamegraph_note,
     main,
-    measurement_options,
     one_line,
     out,
     progress,
-    results_dir,
     say,
-    sizes_fit,
     targets_of,
-    writable,
 )
+from leakbench.cli.files import apart, results_dir, writable
+from leakbench.cli.options import measurement_options, sizes_fit
 from leakbench.contract import ContractError
 from leakbench.history.store import asv_machine
 from leakbench.measure import measure

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from leakbench.cli.base import MACHINE_OPTION, RESULTS_OPTION, fail, main, results_dir
+from leakbench.cli.base import fail, main
+from leakbench.cli.files import MACHINE_OPTION, RESULTS_OPTION, results_dir
 from leakbench.history.store import VersionError
 from leakbench.units import KIB, format_bytes
 

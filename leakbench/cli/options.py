@@ -1,0 +1,168 @@
+"""The measurement options `run`, `check` and `repeat` share (measurement_options), read into
+one Settings (settings_of); bad values end in one line, exit 2 (leakbench.cli.base.fail)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import click
+
+from leakbench.cli.base import fail
+from leakbench.cli.files import takes_a_file
+from leakbench.cli.types import FINITE_SECONDS
+from leakbench.contract_rules import MIN_SERIES
+from leakbench.measure import Settings
+from leakbench.units import parse_size
+
+SCALES_OPTION = click.option(
+    "--scales",
+    default="1,4",
+    show_default=True,
+    help="Multiples of the size parameter for peak scenarios, increasing.",
+)
+
+
+def measurement_options(scales: bool = False):
+    """The options `run`, `check` and `repeat` share: repetitions, memory cap, timeouts, the
+    flame graph's folder, and with scales --scales. The command gets them as one `settings`
+    (settings_of, before its own body runs: a bad value ends there, one line, exit 2)."""
+    options = [
+        click.option(
+            "--reps",
+            type=click.IntRange(MIN_SERIES, 10_000),
+            default=Settings.reps,
+            show_default=True,
+            help="Measured repetitions per child run.",
+        ),
+        click.option(
+            "--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True
+        ),
+        click.option(
+            "--heap-reps",
+            type=click.IntRange(0, 10_000),
+            default=Settings.heap_reps,
+            show_default=True,
+            help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).",
+        ),
+        click.option(
+            "--cap",
+            "cap",
+            default=None,
+            metavar="SIZE",
+            help="Memory cap per child (RSS of its process tree), e.g. 4GiB. Default: half of RAM, "
+            "or less where little is available or a cgroup limits memory.",
+        ),
+        click.option(
+            "--timeout",
+            type=FINITE_SECONDS,
+            default=Settings.timeout_seconds,
+            show_default=True,
+            help="Seconds a child run may go without progress (a phase begun, "
+            "a repetition done) before it is killed as a hang: per step, "
+            "not for the whole run.",
+        ),
+        click.option(
+            "--teardown-timeout",
+            type=FINITE_SECONDS,
+            default=Settings.teardown_timeout_seconds,
+            show_default=True,
+            help="Seconds a child may take to tear down once its measurement is in.",
+        ),
+        click.option(
+            "--flamegraph-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            metavar="DIR",
+            help="Also write memray's flame graph of the allocations the heap pass "
+            "retained (memray flamegraph --leaks) to DIR/<pair>-<variant>.html.",
+        ),
+        *([SCALES_OPTION] if scales else []),
+    ]
+
+    def decorate(command):
+        @functools.wraps(command)
+        def measured(**given):
+            # --scales first: scales_of's refusal comes before settings_of's, as it always has
+            more = {"scales": scales_of(given.pop("scales"))} if scales else {}
+            shared = [given.pop(o) for o in _SHARED]
+            return command(settings=settings_of(*shared, **more), **given)
+
+        for option in reversed(options):
+            measured = option(measured)
+        return measured
+
+    return decorate
+
+
+# measurement_options' parameters, in settings_of's order
+_SHARED = ("reps", "warmup", "heap_reps", "cap", "timeout", "teardown_timeout", "flamegraph_dir")
+
+
+def scales_of(text: str) -> tuple:
+    """'1,4' -> (1.0, 4.0); bad input ends here (Settings says what scales may be)."""
+    try:
+        found = tuple(float(s) for s in text.split(","))
+        bad = next(
+            (s.strip() for s, number in zip(text.split(","), found) if not math.isfinite(number)),
+            None,
+        )
+        if bad is not None:
+            fail(f"--scales: {bad!r} is not a finite number")
+        Settings(scales=found)
+    except ValueError:
+        fail(
+            f"--scales: {text!r} is not two or more positive "
+            "multiples in increasing order, e.g. 1,4"
+        )
+    return found
+
+
+def sizes_fit(plans, scales) -> None:
+    """End here (one line, exit 2) when a peak pair's size times a scale is past what a float
+    holds (each finite, their product not): plans are (target, parameters) pairs."""
+    from leakbench.measure import sizes
+
+    for target, params in plans:
+        try:
+            sizes(target, params, scales)
+        except ValueError as e:
+            fail(f"--param/--scales: {target.scenario.name}: {e}")
+
+
+def settings_of(
+    reps, warmup, heap_reps, cap, timeout, teardown_timeout, flamegraph_dir, **more
+) -> Settings:
+    """Settings from the shared options; bad values end here with one line, exit 2."""
+    try:
+        cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
+    except ValueError as e:
+        fail(f"--cap: {e}")
+    if 0 < heap_reps < MIN_SERIES:
+        fail(
+            f"--heap-reps: {heap_reps} is too few for a heap "
+            f"trend; use 0 to skip the pass, or >= {MIN_SERIES}"
+        )
+    if flamegraph_dir is not None:
+        if heap_reps == 0:
+            fail(
+                "--flamegraph-dir: the flame graph is drawn "
+                "from the heap pass; --heap-reps 0 skips it"
+            )
+        try:
+            flamegraph_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f"--flamegraph-dir: cannot write in {flamegraph_dir}: {e.strerror or e}")
+        # a folder that exists but takes no file would fail only after the measurement
+        takes_a_file("--flamegraph-dir", flamegraph_dir)
+    return Settings(
+        warmup=warmup,
+        reps=reps,
+        heap_reps=heap_reps,
+        cap_bytes=cap_bytes,
+        timeout_seconds=timeout,
+        teardown_timeout_seconds=teardown_timeout,
+        flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None,
+        **more,
+    )
