@@ -12,7 +12,7 @@ import pytest
 from leakbench import contract, expectation, metrics
 from leakbench.analysis import verdict
 from leakbench.analysis.schema import SCHEMA
-from leakbench.calibrate import committed, stats
+from leakbench.calibrate import committed, cost, stats, targets
 from leakbench.calibrate import run as calibrate
 from leakbench.measure import Settings
 from leakbench.reporters.calibration import markdown
@@ -194,7 +194,7 @@ def test_a_control_alarm_is_any_verdict_no_leak_does_not_accept():
     assert not expectation.NO_LEAK.accepts(seen[-1])
     control = next(r for r in stats.summarize(seen) if r["bytes_per_rep"] == 0)
     assert control["false_alarms"]["k"] == 1 and control["false_alarms"]["n"] == 4
-    found = {t["target"]: t for t in stats.targets(stats.summarize(seen), {}, None)}
+    found = {t["target"]: t for t in targets.targets(stats.summarize(seen), {}, None)}
     assert found["tensorflow: no false alarm on the control"]["met"] is False
     assert (
         found["tensorflow: no false alarm on the control"]["measured"]
@@ -204,7 +204,7 @@ def test_a_control_alarm_is_any_verdict_no_leak_does_not_accept():
 
 def test_targets_say_what_is_not_met():
     rows = stats.summarize(observations())
-    found = {t["target"]: t for t in stats.targets(rows, {}, {"wall_over_floor": 2.0})}
+    found = {t["target"]: t for t in targets.targets(rows, {}, {"wall_over_floor": 2.0})}
     assert found["tensorflow: no false alarm on the control"]["met"] is True
     # not measured
     assert found["tensorflow: 64 KiB/rep caught 10/10 by held memory"]["met"] is None
@@ -222,7 +222,7 @@ def test_cost_compares_tracked_repetitions_and_shows_the_fixed_cost_beside():
         }
         for k in (1, 1, 2)
     ]
-    c = stats.cost(split, settings)["tensorflow"]
+    c = cost.cost(split, settings)["tensorflow"]
     assert c["heap_seconds_per_rep"] == pytest.approx(0.01) and c[
         "heap_over_plain"
     ] == pytest.approx(0.2)
@@ -233,7 +233,7 @@ def test_cost_compares_tracked_repetitions_and_shows_the_fixed_cost_beside():
     assert c["heap_total_over_plain"] == pytest.approx(1.6)
     target = next(
         t
-        for t in stats.targets(stats.summarize(observations()), {"tensorflow": c}, None)
+        for t in targets.targets(stats.summarize(observations()), {"tensorflow": c}, None)
         if "memray pass" in t["target"]
     )
     # judged on the whole pass: 1.6x misses the 1.5x aim although its tracked repetitions cost 0.2x
@@ -242,7 +242,7 @@ def test_cost_compares_tracked_repetitions_and_shows_the_fixed_cost_beside():
         and target["measured"] == "1.60x (its tracked repetitions alone 0.20x)"
     )
     # a child from before the split: seconds["heap"] is the whole pass, no per-repetition figure
-    whole = stats.cost(
+    whole = cost.cost(
         [{"holder": "tensorflow", "wall_seconds": 9.0, "seconds": {**timed, "heap": 0.9}}], settings
     )["tensorflow"]
     assert whole["heap_seconds_per_rep"] is None and whole["heap_tracker_seconds"] is None
@@ -431,12 +431,12 @@ def test_smallest_caught_needs_every_holder_every_run_and_every_larger_size():
     ]
     rows += [caught_row("python", 8 << 10, 10), caught_row("tensorflow", 8 << 10, 3)]
     rows += [caught_row(h, 0, 0) for h in ("python", "tensorflow")]
-    assert stats.smallest_caught(rows) == 16 << 10  # 8 KiB: caught 3/10 with TF tensors
+    assert targets.smallest_caught(rows) == 16 << 10  # 8 KiB: caught 3/10 with TF tensors
     # a miss at 32 KiB: 16 KiB no longer counts
     rows[1] = caught_row("python", 32 << 10, 9)
-    assert stats.smallest_caught(rows) == 64 << 10
+    assert targets.smallest_caught(rows) == 64 << 10
     # fewer than 10 runs
-    assert stats.smallest_caught([caught_row("python", 16 << 10, 5, 5)]) is None
+    assert targets.smallest_caught([caught_row("python", 16 << 10, 5, 5)]) is None
 
 
 def test_run_output_says_what_no_leak_means(tmp_path):

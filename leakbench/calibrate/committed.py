@@ -17,7 +17,9 @@ from pathlib import Path
 
 from leakbench import expectation, jsonfile
 from leakbench.analysis.schema import Record
-from leakbench.calibrate.stats import SIGNALS, TIMED, reach, smallest_caught
+from leakbench.calibrate.cost import TIMED
+from leakbench.calibrate.stats import SIGNALS, reach
+from leakbench.calibrate.targets import smallest_caught
 from leakbench.history import store
 from leakbench.units import format_bytes
 
@@ -28,7 +30,7 @@ def suite_cost(records_path: Path) -> dict | None:
     Returns {records (the path), runs, wall_seconds, floor_seconds, wall_over_floor,
     heap_over_plain (None without a memray pass)}; None if the file is missing or holds no timed
     run; {records, error (one line)} if it cannot be read as records. The floor is as in
-    stats.cost: import + setup + warm-up and measured repetitions at the warm-up's pace.
+    cost.cost: import + setup + warm-up and measured repetitions at the warm-up's pace.
     """
     if not records_path.is_file():
         return None
@@ -153,7 +155,7 @@ def noise_floor(observations: list[dict], fixes: list[tuple[str, Record]]) -> di
 def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> str:
     """One line for a run's output: the smallest leak that this machine's calibration for this
     TensorFlow version (results/calibration/<machine>-tf-<version>.json, `leakbench calibrate`'s
-    default output) caught in every run for every holder (stats.smallest_caught), or that there
+    default output) caught in every run for every holder (targets.smallest_caught), or that there
     is none to say so."""
     path = Path(calibration_dir) / f"{machine}-tf-{tensorflow}.json"
     caught = None

@@ -21,8 +21,9 @@ and held memory's trend over a confirmation's later half, where one was run.
 
 The result JSON (format FORMAT): format, machine, tensorflow (the installed
 version), settings (the engine's, resolved), environment, observations, peers;
-what `_finish` computes from them (summary, peer_summary, cost, targets:
-leakbench.calibrate.stats) and what `add_context` adds from records on disk
+what `_finish` computes from them (summary, peer_summary:
+leakbench.calibrate.stats; cost: leakbench.calibrate.cost; targets:
+leakbench.calibrate.targets) and what `add_context` adds from records on disk
 (suite_cost, committed_fixes, noise_floor: leakbench.calibrate.committed). It
 is replaced atomically after every run, so an interrupted calibration keeps
 what it measured, and a later call (resume, the default) measures only the
@@ -44,7 +45,7 @@ from typing import Any
 from leakbench import metrics as registry
 from leakbench.analysis import estimate, verdict
 from leakbench.analysis.schema import Record, first_run
-from leakbench.calibrate import committed, peers, stats
+from leakbench.calibrate import committed, cost, peers, stats, targets
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
@@ -257,8 +258,8 @@ def add_context(
 def _finish(result: dict, settings: Settings, suite_records: Path | None = None) -> dict:
     result["summary"] = stats.summarize(result["observations"])
     result["peer_summary"] = stats.summarize_peers(result.get("peers", []))
-    result["cost"] = stats.cost(result["observations"], settings)
+    result["cost"] = cost.cost(result["observations"], settings)
     if suite_records is not None:
         result["suite_cost"] = committed.suite_cost(suite_records)
-    result["targets"] = stats.targets(result["summary"], result["cost"], result.get("suite_cost"))
+    result["targets"] = targets.targets(result["summary"], result["cost"], result.get("suite_cost"))
     return result
