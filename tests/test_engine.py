@@ -24,7 +24,7 @@ from conftest import own_processes
 from leakbench import contract, expectation
 from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
-from leakbench.engine import runner, supervise
+from leakbench.engine import messages, runner, supervise
 from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
@@ -618,8 +618,8 @@ def test_an_over_cap_run_is_told_in_the_phase_the_child_last_began():
     selector.register(read_fd, selectors.EVENT_READ)
     try:
         os.write(write_fd, b'{"phase": "setup"}\n{"phase": "warm-up"}\n{"progress": "warm-up", "re')
-        assert runner._phase_pending(read_fd, selector, b'{"device": {}}\n') == "warm-up"
-        assert runner._phase_pending(read_fd, selector, b"") is None  # nothing more: never waits
+        assert messages.phase_pending(read_fd, selector, b'{"device": {}}\n') == "warm-up"
+        assert messages.phase_pending(read_fd, selector, b"") is None  # nothing more: never waits
     finally:
         selector.close()
         os.close(read_fd)

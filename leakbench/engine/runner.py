@@ -5,8 +5,8 @@ The child (leakbench.engine.child) is a fresh interpreter started with subproces
 supervised by leakbench.engine.supervise: its process tree's RSS is polled every
 supervise.POLL_SECONDS; past the cap the tree is killed and the run ends
 `over-cap`; past the timeout it ends `hang`, naming the phase it was in. This
-module reads the child's messages (one JSON object per line on a pipe) into
-an Outcome.
+module reads the child's messages (one JSON object per line on a pipe,
+leakbench.engine.messages) into an Outcome.
 
 The timeout is an allowance per step, not for the whole run: every message
 the child sends (a phase begun, a warm-up, measured or heap repetition done,
@@ -39,12 +39,10 @@ from pathlib import Path
 
 import psutil
 
-from leakbench.engine import supervise
+from leakbench.engine import messages, supervise
 
 STDERR_TAIL_LINES = 12
-MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
 CHILD_MODULE = "leakbench.engine.child"  # the measured child: python -m CHILD_MODULE CONFIG
-_LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
 # after the child's last word, the seconds it has to exit (ChildRun.teardown_timeout_seconds)
 TEARDOWN_TIMEOUT_SECONDS = 30.0
 
@@ -189,10 +187,10 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
                     open_pipe = False
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
-                if len(buffer) > MAX_MESSAGE_BYTES:
+                if len(buffer) > messages.MAX_MESSAGE_BYTES:
                     lines.append(buffer[:80])  # no line end in sight: not a message of ours
                 for line in lines:
-                    message = _message(line)
+                    message = messages.parse(line)
                     # the child's pipe is the scenario's too: trust nothing on it
                     if message is None:
                         outcome.status, outcome.error = (
@@ -203,13 +201,13 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
                             ),
                         )
                         break
-                    _take(outcome, message, on_message)
+                    messages.take(outcome, message, on_message)
                     if last_word_at is None:
-                        last_sign, last_at = _sign(message, counts), time.monotonic()
+                        last_sign, last_at = messages.sign(message, counts), time.monotonic()
                         deadline = last_at + timeout_seconds
                     if "result" in message and result_at is None:
                         result_at = time.monotonic()
-                    if _LAST_WORDS & message.keys() and last_word_at is None:
+                    if messages.LAST_WORDS & message.keys() and last_word_at is None:
                         last_word_at = time.monotonic()
                         deadline = min(deadline, last_word_at + teardown_timeout_seconds)
                 if outcome.status == "error":
@@ -222,7 +220,7 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
             if stopped == "over-cap":
                 # the phase it was in: the child may have begun one after our last read (the
                 # cache it fills in warm-up passed the cap within a poll of "setup" being sent)
-                outcome.phase = _phase_pending(read_fd, selector, buffer) or outcome.phase
+                outcome.phase = messages.phase_pending(read_fd, selector, buffer) or outcome.phase
             if stopped:
                 outcome.status = stopped
                 break
@@ -275,69 +273,6 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
 
 def _s(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-
-
-def _sign(message: dict, counts: dict) -> str:
-    """What a child's message says was done, for a
-    hang's error: "measured repetition 3 of 12 done"."""
-    if "error" in message:
-        return "its error report"
-    if "sample" in message:
-        return f"measured repetition {message['rep'] + 1} of {counts['repetitions']} done"
-    if "rep" in message:  # {"progress": "warm-up" or "heap", "rep": i}
-        of = f" of {counts[message['progress']]}" if message["progress"] in counts else ""
-        return f"{message['progress']} repetition {message['rep'] + 1}{of} done"
-    if "progress" in message:
-        return f"the {message['progress']} reading begun"
-    if "phase" in message:
-        return f"{message['phase']} begun"
-    if "device" in message:
-        return "the import done (its device message)"
-    return f"its {next(iter(message), 'empty')} message"
-
-
-def _message(line: bytes) -> dict | None:
-    """One line of the pipe as the child's message (a JSON object), or None if it is none."""
-    try:
-        found = json.loads(line)
-    except (ValueError, RecursionError):  # not UTF-8, not JSON, a 4,300-digit int, deep nesting
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def _phase_pending(read_fd: int, selector, buffer: bytes) -> str | None:
-    """The last phase among the messages already written on the pipe but not yet read (reads at
-    most 1 MiB more, never waits), or None."""
-    pending = buffer
-    while len(pending) <= len(buffer) + (1 << 20) and selector.select(0):
-        chunk = os.read(read_fd, 1 << 16)
-        if not chunk:
-            break
-        pending += chunk
-    phases = [m["phase"] for m in map(_message, pending.split(b"\n")[:-1]) if m and "phase" in m]
-    return phases[-1] if phases and isinstance(phases[-1], str) else None
-
-
-def _take(outcome: Outcome, message: dict, on_message) -> None:
-    if "phase" in message:
-        outcome.phase = message["phase"]
-    if "sample" in message:
-        outcome.samples.append(message["sample"])
-    if "result" in message:
-        outcome.result = message["result"]
-    if "device" in message:
-        outcome.device = message["device"]
-        outcome.versions = message.get("versions")
-    if "skipped" in message:
-        outcome.skipped = message["skipped"]
-        outcome.phase = None  # not cut short in a phase: nothing was to be measured
-    if "teardown_seconds" in message:
-        outcome.teardown_seconds = message["teardown_seconds"]
-        outcome.phase = None
-    if "error" in message:
-        outcome.error = message["error"]
-    if on_message:
-        on_message(message)
 
 
 def _tail(path: Path) -> str:
