@@ -143,7 +143,7 @@ def rate(trend: dict) -> float:
 
     Every bar above is compared with this number (leakbench.analysis.verdict.moved, which
     re-exports it as verdict.rate). It lives in this base module so that the measured child
-    counts Python types by the same rule (leakbench.engine.evidence.type_rate) without
+    counts Python types by the same rule (leakbench.engine.pytypes.type_rate) without
     importing the analysis above it (docs/layout.md).
     """
     return min(trend["slope"], trend["first_half"], trend["second_half"])

@@ -15,7 +15,7 @@ import pytest
 
 from leakbench import catalog
 from leakbench.check import run as check
-from leakbench.engine import evidence
+from leakbench.engine import buffers, pytypes
 from leakbench.engine.chain import (
     REFERENCE_SECONDS,
     describe_chain,
@@ -42,7 +42,7 @@ def _line(path: Path, text: str) -> int:
 def test_user_frame_skips_libraries_stdlib_and_leakbench():
     site = "/venv/lib/python3.11/site-packages/tensorflow/python/autograph/impl/api.py"
     stdlib = os.path.join(sysconfig.get_paths()["stdlib"], "contextlib.py")
-    own = str(Path(evidence.__file__).resolve().parent.parent / "engine" / "heap.py")
+    own = str(Path(pytypes.__file__).resolve().parent.parent / "engine" / "heap.py")
     user = "/home/me/project/input.py"
     frames = [
         ("_call_unconverted", site, 460),
@@ -136,7 +136,7 @@ def test_stages_from_readings_sum_interleave_inputs_and_keep_autotune():
         node(3, "ParallelInterleaveV4", 0, [6], {"parallelism": 2}),
         node(6, "MemoryCacheImpl", 40),
     ]
-    found = evidence.stages(
+    found = buffers.stages(
         {"readings": [(4, first), (64, last)], "seconds": 0.1, "tensorflow": "x"}
     )
     assert found["readings"] == [4, 64] and found["tensorflow"] == "x"
@@ -155,8 +155,8 @@ def test_stages_from_readings_sum_interleave_inputs_and_keep_autotune():
             "autotune": {},
         },
     ]
-    assert evidence.stages({"na": "why"}) == {"na": "why"}
-    att = evidence.attribution_from(
+    assert buffers.stages({"na": "why"}) == {"na": "why"}
+    att = buffers.attribution_from(
         {"readings": [(4, first), (64, last)], "seconds": 0.1, "tensorflow": "x"}
     )
     assert att["elements"] == [4, 64] and all("parameters" not in n for n in att["nodes"])
@@ -259,9 +259,9 @@ def test_new_instances_are_the_ones_made_after_the_baseline():
 def _growth(series: dict, reps: int) -> list[dict]:
     """type_growth of count series (one value at the baseline, then one per repetition) read as the
     child reads them: at the baseline, after middle_reps(reps) and at the end."""
-    half = evidence.middle_reps(reps)
+    half = pytypes.middle_reps(reps)
     at = lambda i: {name: counts[i] for name, counts in series.items()}  # noqa: E731
-    return evidence.type_growth(at(0), at(half), at(reps), reps)
+    return pytypes.type_growth(at(0), at(half), at(reps), reps)
 
 
 @pytest.mark.parametrize("reps", [12, 13, 6])
@@ -310,19 +310,19 @@ def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
     from leakbench.metrics import OBJECT_SLOPE_MIN
 
     assert (
-        evidence.type_rate(0, 60, 120, 12)
+        pytypes.type_rate(0, 60, 120, 12)
         == rate({"slope": 10, "first_half": 10, "second_half": 10})
         == 10
     )
-    assert evidence.type_rate(0, 46, 46, 12) == 0 and evidence.type_rate(0, 0, 46, 12) == 0
-    assert evidence.type_rate(0, None, 46, 1) == 46  # one repetition: no halves, the whole rate
-    assert evidence.TYPE_GROWTH_MIN < OBJECT_SLOPE_MIN
+    assert pytypes.type_rate(0, 46, 46, 12) == 0 and pytypes.type_rate(0, 0, 46, 12) == 0
+    assert pytypes.type_rate(0, None, 46, 1) == 46  # one repetition: no halves, the whole rate
+    assert pytypes.TYPE_GROWTH_MIN < OBJECT_SLOPE_MIN
     into = {"NoSuchType": 5}
-    assert evidence.type_counts(into=into) is into and into["NoSuchType"] == 0 and into["dict"] > 0
+    assert pytypes.type_counts(into=into) is into and into["NoSuchType"] == 0 and into["dict"] > 0
 
 
 def test_the_measured_child_imports_no_scipy():
-    """The child imports evidence, which takes verdict's rule
+    """The child imports pytypes, which takes verdict's rule
     (metrics.rate): scipy (~80 MiB) must stay out of it."""
     import subprocess
     import sys

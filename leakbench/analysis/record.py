@@ -108,13 +108,13 @@ def run_entry(outcome) -> dict:
         "malloc_heap_unavailable": result.get("malloc_heap_unavailable"),
         # heap_pass: heap_bytes, top_stacks, stack_growth (growth by allocation site)
         "heap": stack_slopes(result.get("heap")),
-        # evidence.stages: bytes per tf.data stage per reading, autotune's values
+        # buffers.stages: bytes per tf.data stage per reading, autotune's values
         "stages": result.get("stages"),
         # chain.reference_chain: what keeps the top type alive
         "reference_chain": result.get("reference_chain"),
-        # evidence.type_growth: the types behind python_objects
+        # pytypes.type_growth: the types behind python_objects
         "python_type_growth": result.get("python_type_growth"),
-        # leakbench check only (leakbench.engine.evidence)
+        # leakbench check only (leakbench.engine.buffers)
         "diagnostics": result.get("diagnostics"),
         "seconds": result.get("seconds", {}),
         "teardown_seconds": outcome.teardown_seconds,

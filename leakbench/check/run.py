@@ -2,7 +2,8 @@
 
 The measurement is the engine's own (measure -> runner -> child -> record ->
 verdict): a check target is adapted to the scenario contract in the child
-(leakbench.engine.target), which also gathers extra evidence (leakbench.engine.evidence).
+(leakbench.engine.target), which also gathers extra evidence (leakbench.engine.pytypes,
+leakbench.engine.buffers).
 This module turns that evidence into data the views render: Python types that
 grew, bytes buffered per transformation, the largest live allocation stacks,
 and hints at the seed source. Hints are read from the evidence and say so;

@@ -1,6 +1,6 @@
 """Who keeps it alive: the shortest chain of references (objgraph) from a root to an instance
 of the Python type that grew most over the measured repetitions, as short text. Only a type whose
-growth passes the verdict's rule (evidence.type_growth: a one-off jump is no growth) is followed.
+growth passes the verdict's rule (pytypes.type_growth: a one-off jump is no growth) is followed.
 
 Collected in the measured child after the measured repetitions and the heap pass (never inside
 them): `object_ids` before the baseline sample, `new_instances` after the repetitions,
@@ -15,8 +15,8 @@ import time
 import types
 from array import array
 
-from leakbench.engine.evidence import TYPE_GROWTH_MIN
 from leakbench.engine.frames import _short
+from leakbench.engine.pytypes import TYPE_GROWTH_MIN
 
 REFERENCE_DEPTH = 12  # links searched back from the instance
 REFERENCE_SECONDS = 4.0  # and no longer than this

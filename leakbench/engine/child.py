@@ -34,10 +34,11 @@ excess over the import baseline is the peak the pipeline cost; trim malloc
 and see how much RSS that gives back (fragmentation, not a leak); then, if
 `heap_reps` > 0, a heap pass of that many repetitions under memray; then,
 outside every sampled series, the memory per tf.data stage (a fresh
-iterator's autotune model at 4, 32 and 64 elements: result "stages") and the
-reference chain to the Python type that grew most (result "reference_chain";
-leakbench.engine.evidence); then drop the state (teardown), which can be slow:
-destroying live tf.data iterators waits for their thread pools.
+iterator's autotune model at 4, 32 and 64 elements: result "stages";
+leakbench.engine.buffers) and the reference chain to the Python type that grew
+most (result "reference_chain"; leakbench.engine.chain); then drop the state
+(teardown), which can be slow: destroying live tf.data iterators waits for
+their thread pools.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from pathlib import Path
 import psutil
 
 from leakbench import contract
+from leakbench.engine import buffers, probes, pytypes, supervise
 from leakbench.engine import chain as references
-from leakbench.engine import evidence, probes, supervise
 from leakbench.engine import gpu as gpu_module
 from leakbench.engine import target as check_target
 from leakbench.engine.heap import heap_pass
@@ -87,7 +88,7 @@ def main(config: dict) -> int:
         start = enter("import")
         target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
         module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
-        # check's extra readings (leakbench.engine.evidence)
+        # check's extra readings (leakbench.engine.buffers)
         extra: dict | None = {} if config.get("diagnose") else None
         _first_tf_data_use()
         seconds["import"] = time.perf_counter() - start
@@ -126,22 +127,22 @@ def main(config: dict) -> int:
         # the baseline sample, so that the set's own memory is in the baseline and every sample.
         ids_baseline = references.object_ids()
         baseline = probes.sample(process, gpu)
-        types_baseline = evidence.type_counts()  # which types python_objects counts: the evidence
-        # and at the middle (evidence.type_growth: a one-off jump lifts one half only), counted into
+        types_baseline = pytypes.type_counts()  # which types python_objects counts: the evidence
+        # and at the middle (pytypes.type_growth: a one-off jump lifts one half only), counted into
         # a dict made here, before the first sample, so that
         # the middle reading adds nothing to the samples
-        middle, types_middle = evidence.middle_reps(config["reps"]), dict(types_baseline)
+        middle, types_middle = pytypes.middle_reps(config["reps"]), dict(types_baseline)
         samples = []
         for rep in range(config["reps"]):
             module.repetition(state)
             samples.append(probes.sample(process, gpu))
             channel.send(sample=samples[-1], rep=rep)
             if rep + 1 == middle:
-                evidence.type_counts(into=types_middle)
+                pytypes.type_counts(into=types_middle)
         hwm = probes.high_water_mark_bytes() if hwm_reset else None
         gpu_peak = gpu.peak_bytes() if gpu else None
-        type_growth = evidence.type_growth(
-            types_baseline, types_middle if middle else None, evidence.type_counts(), config["reps"]
+        type_growth = pytypes.type_growth(
+            types_baseline, types_middle if middle else None, pytypes.type_counts(), config["reps"]
         )
         candidates = references.new_instances(type_growth, ids_baseline)
         del ids_baseline
@@ -165,17 +166,17 @@ def main(config: dict) -> int:
                 seconds,
             )
         # Readings outside the samples, after the heap pass (whose memray capture they would enter):
-        # memory per tf.data stage on one fresh iterator (evidence.read_stages), then what keeps
+        # memory per tf.data stage on one fresh iterator (buffers.read_stages), then what keeps
         # the type that grew most alive (references.reference_chain:
         # it unfreezes the import's objects).
         channel.send(progress="stages")
         start = time.perf_counter()
-        readings = _evidence(evidence.read_stages, state)
-        stages = evidence.stages(readings)
+        readings = _evidence(buffers.read_stages, state)
+        stages = buffers.stages(readings)
         seconds["stages"] = time.perf_counter() - start
         if extra is not None:
             extra["target_kind"] = getattr(module, "kind", None)
-            extra["attribution"] = evidence.attribution_from(readings)
+            extra["attribution"] = buffers.attribution_from(readings)
         del readings
         channel.send(progress="reference chain")
         start = time.perf_counter()

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from leakbench import metrics
 from leakbench.analysis.schema import Record
-from leakbench.engine.evidence import TYPE_GROWTH_MIN
+from leakbench.engine.pytypes import TYPE_GROWTH_MIN
 from leakbench.units import KIB, MIB, format_bytes
 
 CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows

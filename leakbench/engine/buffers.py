@@ -1,118 +1,24 @@
-"""Evidence for `leakbench check`, gathered inside the measured child.
+"""Memory per tf.data stage: evidence read inside the measured child in every measurement, as
+JSON data (the parent turns it into text and hints, leakbench.check.run).
 
-Two cheap readings made here, each a dict of JSON data (the parent turns them into
-text and hints, leakbench.check.run), beside two made by modules of their own:
-
-- `type_counts()`: Python objects tracked by the collector, by type
-  (qualified name). Taken at the baseline, after half the measured
-  repetitions (`middle_reps`) and after them all: `type_growth` says which
-  types grew by the verdict's rule (a one-off jump does not count). Its cost
-  is a walk of the collector's objects (docs/measurements.md, "What the evidence costs").
-- `read_stages(state)`, in every measurement: bytes buffered per
-  tf.data transformation, from `tf.data.experimental.get_model_proto(iterator)`
-  (the autotune model's ModelProto: one node per transformation with
-  buffered_bytes and buffered_elements). A new iterator over the pipeline's
-  dataset is read at READING_ELEMENTS: after a few elements, and after more;
-  a stage whose bytes rose between the readings is growing. An in-memory
-  cache() shows as a MemoryCacheImpl node whose buffered bytes are the whole
-  cache (docs/measurements.md, "TensorFlow"). `stages` (run["stages"]) and
-  `attribution_from` (check's diagnostics.attribution) are derived from these readings.
-- leakbench.engine.frames.heap_stacks: the largest allocations still live at the end of
-  the memray heap pass, by Python stack; `stack_frames` and `user_frame` there
-  name a stack's frames and the first of them in the user's own code.
-- leakbench.engine.chain.reference_chain: what keeps an instance of the type
-  that grew most alive (objgraph), as text (`describe_chain`).
+`read_stages(state)`: bytes buffered per tf.data transformation, from
+`tf.data.experimental.get_model_proto(iterator)` (the autotune model's ModelProto: one node per
+transformation with buffered_bytes and buffered_elements). A new iterator over the pipeline's
+dataset is read at READING_ELEMENTS: after a few elements, and after more; a stage whose bytes
+rose between the readings is growing. An in-memory cache() shows as a MemoryCacheImpl node whose
+buffered bytes are the whole cache (docs/measurements.md, "TensorFlow"). `stages` (run["stages"])
+and `attribution_from` (check's diagnostics.attribution) are derived from these readings.
 """
 
 from __future__ import annotations
 
-import collections
-import gc
 import sys
 import time
-
-# The verdict's rule (verdict.rate is metrics.rate), from the base registry: the measured child
-# imports this module and nothing of the analysis (docs/layout.md; test_evidence checks that scipy
-# stays out of the child).
-from leakbench.metrics import rate
 
 FIRST_ELEMENTS = 4  # elements consumed before the first model reading
 MORE_ELEMENTS = 60  # and before the second
 SETTLE_SECONDS = 0.2  # let prefetch/parallel stages fill their buffers before reading
 STAGES_SECONDS = 1.0  # read_stages takes no further reading once this much has passed
-
-
-def type_counts(into: dict | None = None) -> dict:
-    """Live objects tracked by the garbage collector, counted by type name.
-
-    into: a dict to fill in place (every count set anew) and return, rather than a new dict: the
-    middle reading, taken between two samples, then leaves nothing new alive in the samples after it
-    (the child makes that dict with the baseline's counts, before the first sample).
-    """
-    gc.collect()
-    counts = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
-    if into is None:
-        return dict(counts)
-    into.update(dict.fromkeys(into, 0))
-    into.update(counts)
-    return into
-
-
-TOP_TYPES = 8
-TYPE_GROWTH_MIN = 3.0  # objects per repetition: below metrics.OBJECT_SLOPE_MIN, to show what moved
-
-
-def middle_reps(reps: int) -> int:
-    """After how many of `reps` measured repetitions the
-    middle type count is taken (0: none, reps < 2)."""
-    return reps // 2 if reps >= 2 else 0
-
-
-def type_rate(before: int, middle: int | None, after: int, reps: int) -> float:
-    """A type's growth in objects per repetition by the verdict's rule (verdict.rate): the least of
-    its rate over the `reps` repetitions and over each half (baseline to middle, middle to end, the
-    middle taken after middle_reps(reps)). A one-off jump lands in one half, so it reads ~0; a
-    steady climb reads its rate. Without a middle (reps < 2), the whole rate."""
-    whole = (after - before) / reps
-    half = middle_reps(reps)
-    if middle is None or not half:
-        return whole
-    return rate(
-        {
-            "slope": whole,
-            "first_half": (middle - before) / half,
-            "second_half": (after - middle) / (reps - half),
-        }
-    )
-
-
-def type_growth(
-    before: dict | None, middle: dict | None, after: dict | None, reps: int
-) -> list[dict]:
-    """Python types whose live count grew by the verdict's
-    rule, most per repetition first (at most TOP_TYPES).
-
-    before, middle, after: type_counts() at the baseline, after middle_reps(reps) and after `reps`
-    measured repetitions. A type is listed when its `type_rate` reaches TYPE_GROWTH_MIN. Each entry:
-    type, per_repetition (type_rate, objects/repetition), baseline, middle (None without one), end.
-    """
-    if not before or not after or reps <= 0:
-        return []
-    grown = []
-    for name, count in after.items():
-        start, mid = before.get(name, 0), None if middle is None else middle.get(name, 0)
-        per = type_rate(start, mid, count, reps)
-        if per >= TYPE_GROWTH_MIN:
-            grown.append(
-                {
-                    "type": name,
-                    "per_repetition": per,
-                    "baseline": start,
-                    "middle": mid,
-                    "end": count,
-                }
-            )
-    return sorted(grown, key=lambda t: -t["per_repetition"])[:TOP_TYPES]
 
 
 def find_dataset(state, depth: int = 0):
