@@ -16,7 +16,7 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from leakbench import cli
-from leakbench.history import bisect, installer, registry
+from leakbench.history import bisect, installer, readings, registry
 from leakbench.history.registry import Build
 from leakbench.reporters import bisect as views
 from leakbench.units import GIB, MIB
@@ -254,8 +254,8 @@ def test_result_names_the_rate_and_the_commits():
     )
     assert views.rate_text(leak) == "+133 objects/rep"
     nightly = Build("2.23.0.dev20261026", "tf-nightly", "2026-10-26")
-    assert bisect.git_ref(nightly, "v1.12.1-148158-gef696751006") == "ef696751006"
-    assert bisect.git_ref(nightly, None) is None
+    assert readings.git_ref(nightly, "v1.12.1-148158-gef696751006") == "ef696751006"
+    assert readings.git_ref(nightly, None) is None
 
 
 # --- the disk budget -----------------------------------------------------------------------------

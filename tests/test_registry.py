@@ -14,7 +14,7 @@ import pytest
 
 from leakbench import metrics
 from leakbench.analysis import verdict
-from leakbench.history import bisect, matrix
+from leakbench.history import matrix, readings
 from leakbench.reporters import table
 from leakbench.site import colours
 
@@ -209,4 +209,4 @@ def test_a_record_without_held_memory_reads_rss_in_every_view(found):
     assert verdict.moved_signals(found) == ["rss"]
     assert table.decided_by({**rec, "signals": []}) == "rss +600 KiB/rep"
     assert matrix.cell(rec)["memory_rate_bytes_per_rep"] == 600 * 1024
-    assert bisect.rate_of({**rec, "signals": []}) == ("RSS", 600 * 1024, "bytes/repetition")
+    assert readings.rate_of({**rec, "signals": []}) == ("RSS", 600 * 1024, "bytes/repetition")

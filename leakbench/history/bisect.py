@@ -5,8 +5,8 @@ Pure: nothing here installs, measures or reads the network. The caller hands in 
 candidates (registry.Build, ordered by `between`), `install(build)` (raises InstallFailed
 when the build cannot be installed: it is skipped) and `measure(build) -> record` (a
 leakbench record, or a dict with at least "verdict"). `search` measures both ends, then
-halves the range as `git bisect` does, skipping builds whose reading is unusable (error,
-hang, skipped, or over-cap while importing: the build, not the pipeline, failed) for the
+halves the range as `git bisect` does, skipping builds whose reading is unusable
+(leakbench.history.readings: the build, not the pipeline, failed) for the
 nearest untried neighbour, and finally measures the two builds at the boundary again until
 each has read its verdict `confirm` times. It installs a build only when it is not the one
 installed already. It assumes one verdict change between the ends (docs/bisect.md).
@@ -14,16 +14,13 @@ installed already. It assumes one verdict change between the ends (docs/bisect.m
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from leakbench import metrics
-from leakbench.analysis import verdict as verdicts
+from leakbench.history.readings import Reading, git_ref, reading_of
 from leakbench.history.registry import Build
 
 FOUND, SAME, UNUSABLE_END, UNRESOLVED, UNSTABLE = (
@@ -33,7 +30,6 @@ FOUND, SAME, UNUSABLE_END, UNRESOLVED, UNSTABLE = (
     "unresolved",
     "unstable",
 )
-UNUSABLE = ("error", "hang", "skipped")
 COMPARE_URL = "https://github.com/tensorflow/tensorflow/compare/{}...{}"
 
 
@@ -45,15 +41,6 @@ class BisectError(ValueError):
 class InstallFailed(RuntimeError):
     """Raised by an install callable when a build cannot
     be installed: the build is skipped, as unusable."""
-
-
-def usable(record: Mapping[str, Any]) -> bool:
-    """False for a reading that says nothing about the pipeline:
-    error, hang, skipped, or over-cap while importing."""
-    word = record.get("verdict")
-    if word is None or word in UNUSABLE:
-        return False
-    return not (word == "over-cap" and record.get("phase") == "import")
 
 
 def ends(good: str, bad: str) -> tuple[Version, Version]:
@@ -88,85 +75,6 @@ def between(builds: list[Build], good: str, bad: str) -> list[Build]:
                 f"(nearby: {near})"
             )
     return [by_version[v] for v in sorted(by_version) if lo <= v <= hi]
-
-
-def rate_of(record: Mapping[str, Any]) -> tuple[str | None, float | None, str | None]:
-    """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k
-    for a peak), else the memory metric the verdict compares with
-    its bar (verdict.memory_basis); Nones without metrics."""
-    found = record.get("metrics") or {}
-    signals = record.get("signals") or []
-    scaling = found.get("peak_scaling") or {}
-    if metrics.PEAK_SIGNAL in signals and scaling.get("exponent") is not None:
-        return "peak exponent", scaling["exponent"], "k"
-    keys = [metrics.BY_SIGNAL[s].key for s in signals if s in metrics.BY_SIGNAL] + (
-        [verdicts.memory_basis(found).metric.key] if found else []
-    )
-    for key in keys:
-        if found.get(key):
-            return metrics.BY_KEY[key].label, verdicts.rate(found[key]), metrics.BY_KEY[key].unit
-    return None, None, None
-
-
-@dataclass
-class Reading:
-    """One measurement: the build, its verdict, the rate it rests on (rate_unit), seconds measuring
-    and installing (0 when the build was installed
-    already), and role: "end", "search" or "confirm"."""
-
-    version: str
-    dist: str
-    date: str | None
-    role: str
-    verdict: str | None
-    usable: bool
-    rate_label: str | None = None
-    rate: float | None = None
-    rate_unit: str | None = None
-    signals: list = field(default_factory=list)
-    seconds: float | None = None
-    install_seconds: float = 0.0
-    tensorflow: str | None = None
-    tensorflow_git: str | None = None
-    phase: str | None = None
-    error: str | None = None
-
-
-def reading_of(
-    build: Build, record: Mapping[str, Any], role: str, install_seconds: float = 0.0
-) -> Reading:
-    """A Reading of one record (see measure in the module docstring)."""
-    label, rate, unit = rate_of(record)
-    env = record.get("environment") or {}
-    error = (record.get("error") or "").strip().splitlines()
-    return Reading(
-        build.version,
-        build.dist,
-        build.date,
-        role,
-        record.get("verdict"),
-        usable(record),
-        label,
-        rate,
-        unit,
-        list(record.get("signals") or []),
-        record.get("seconds"),
-        round(install_seconds, 1),
-        env.get("tensorflow"),
-        env.get("tensorflow_git"),
-        record.get("phase"),
-        error[-1] if error else None,
-    )
-
-
-def git_ref(build: Build, tensorflow_git: str | None) -> str | None:
-    """The git name of a build: a release's or RC's tag (v2.15.1, v2.16.0-rc0), else the commit in
-    tf.version.GIT_VERSION ('v1.12.1-148158-gef696751006' -> 'ef696751006'); None when unknown."""
-    v = Version(build.version)
-    if not v.is_devrelease and not v.is_postrelease and (v.pre is None or v.pre[0] == "rc"):
-        return f"v{v.base_version}" + (f"-rc{v.pre[1]}" if v.pre else "")
-    found = re.search(r"-g([0-9a-f]{7,40})$", tensorflow_git or "")
-    return found.group(1) if found else None
 
 
 @dataclass
