@@ -127,6 +127,11 @@ def deciding_signals(metrics: dict) -> dict:
     return {**RSS_FALLBACK, **{k: v for k, v in GROWTH_SIGNALS.items() if k not in _MALLINFO2}}
 
 
+def by_signal(metrics: dict) -> dict[str, tuple[str, float]]:
+    """deciding_signals turned around: signal name -> (metric key, threshold)."""
+    return {name: (key, threshold) for key, (name, threshold) in deciding_signals(metrics).items()}
+
+
 def moved(trend: dict | None, threshold: float) -> bool:
     """True if a trend (as in estimate.Trend.as_dict)
     passes both its rate threshold and its test."""
@@ -154,7 +159,7 @@ def steady(trend: dict, threshold: float) -> bool:
 def steady_signals(metrics: dict) -> list[str]:
     """The deciding signals that moved (moved_signals) and grew steadily (`steady`): what a
     confirmation's later half must show for a leak to stand (confirm)."""
-    table = {name: (key, threshold) for key, (name, threshold) in deciding_signals(metrics).items()}
+    table = by_signal(metrics)
     return [
         s
         for s in moved_signals(metrics)
@@ -233,7 +238,7 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
         return False
     if len(signals) == 1:
         return True
-    table = {name: (key, threshold) for key, (name, threshold) in deciding_signals(metrics).items()}
+    table = by_signal(metrics)
     return all(rate(metrics[table[s][0]]) < CONFIRM_MARGIN * table[s][1] for s in signals)
 
 
