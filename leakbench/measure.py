@@ -190,22 +190,43 @@ def measure(
         pair=target.pair,
         flamegraph=flamegraph,
     )
-    if rec["verdict"] == "leak" and verdict.needs_confirmation(rec["metrics"], rec["signals"]):
-        rec = _confirm(rec, target, params, child, on_message)
+    candidates = rec["signals"] if rec["verdict"] == "leak" else []
+    if candidates and not verdict.needs_confirmation(rec["metrics"], candidates):
+        return rec
+    if rec["verdict"] == "no-leak":
+        found = verdict.unsettled(rec["metrics"], rec["signals"])
+        candidates = [found] if found else []
+    if candidates:
+        rec = _confirm(rec, target, params, child, on_message, candidates)
     return rec
 
 
 def _confirm(
-    rec: Record, target: Target, params: dict, child: runner.ChildRun, on_message
+    rec: Record,
+    target: Target,
+    params: dict,
+    child: runner.ChildRun,
+    on_message,
+    candidates: list[str],
 ) -> Record:
-    """Measure a leak that needs it (verdict.needs_confirmation) again in a fresh process,
-    longer (verdict.confirmation_reps), and return the record verdict.confirm makes of it
-    from the later half of that run (record.confirmed). child: the first size's run settings.
+    """Measure a leak that needs it (verdict.needs_confirmation), or a no-leak that did not
+    settle (verdict.unsettled), again in a fresh process, longer (verdict.confirmation_reps),
+    and return the record verdict.confirm makes of the later half of that run
+    (record.confirmed). Where that later half rose without deciding, measure once more, longer
+    again (verdict.extension_reps; record.extended). Neither look runs memray's heap pass: the
+    heap never decides alone (verdict.moved_signals). child: the first size's run settings.
     """
     reps = verdict.confirmation_reps(child.reps)
-    again = replace(child, reps=reps, heap_reps=child.heap_reps if "heap" in rec["signals"] else 0)
-    outcome = runner.run_child(target.scenario.path, params, again, on_message)
-    return record.confirmed(rec, target.scenario, reps, outcome)
+    look = replace(child, reps=reps, heap_reps=0)
+    outcome = runner.run_child(target.scenario.path, params, look, on_message)
+    rec = record.confirmed(rec, target.scenario, reps, outcome, candidates)
+    if rec["confirmation"]["extend"]:
+        reps = verdict.extension_reps(child.reps)
+        outcome = runner.run_child(
+            target.scenario.path, params, replace(look, reps=reps), on_message
+        )
+        rec = record.extended(rec, target.scenario, reps, outcome)
+    return rec
 
 
 def _flamegraph(capture: Path, outcome, folder: Path, target: Target) -> dict:

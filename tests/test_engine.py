@@ -108,7 +108,9 @@ def test_python_leak_is_a_leak(spawned):
     assert rec["metrics"]["rss_growth"]["slope"] == pytest.approx(per_rep, rel=0.2)
     assert rec["metrics"]["retained_heap"]["slope"] == pytest.approx(per_rep, rel=0.2)
     assert rec["phase"] is None and rec["error"] is None
-    assert phases == ["import", "setup", "warm-up", "repetitions", "heap", "teardown"]
+    # the first run, then its confirmation (a leak on bytes alone), which runs no heap pass
+    once = ["import", "setup", "warm-up", "repetitions"]
+    assert phases == [*once, "heap", "teardown", *once, "teardown"]
     run_ = rec["runs"][0]
     assert run_["status"] == "ok"
     assert len(run_["series"]["rss_bytes"]) == 6
@@ -490,7 +492,8 @@ def test_record_is_json_with_schema_environment_and_units():
             assert math.isfinite(metrics[name][key]), (name, key)
     assert metrics["peak_above_baseline_bytes"] > 0
     assert metrics["seconds_per_repetition"] > 0
-    assert rec["seconds"] == pytest.approx(sum(r["wall_seconds"] for r in rec["runs"]))
+    looks = [rec[k]["seconds"] for k in ("confirmation", "extension") if k in rec]
+    assert rec["seconds"] == pytest.approx(sum(r["wall_seconds"] for r in rec["runs"]) + sum(looks))
 
 
 @pytest.mark.timeout(60)
@@ -531,7 +534,7 @@ def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
 
     first = {**rec, "verdict": "leak", "signals": ["held"]}
     again = record.confirmed(
-        first, t.scenario, 18, runner.Outcome("over-cap", "repetitions", {}, 2.0)
+        first, t.scenario, 18, runner.Outcome("over-cap", "repetitions", {}, 2.0), ["held"]
     )
     assert (
         list(again) == [*first, "confirmation"]

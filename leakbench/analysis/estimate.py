@@ -23,6 +23,7 @@ from scipy import stats
 from leakbench.units import MIB
 
 STEP_RISES = 3  # the rises top_rises_share counts: verdict.steady says why 3
+NET_EDGE = 3  # net_rate compares the medians of this many values at each end
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ class Trend:
     top_rises_share: the share of the net rise (last value − first) that the STEP_RISES largest
     of those rises carry; 1.0 where the series did not rise. Steps put most of the growth in a
     few rises, a leak spreads it over all of them (verdict.steady reads both).
+    net_rate: the series' net rise per repetition, lumps and all: the median of its last NET_EDGE
+    values less the median of its first NET_EDGE, over the repetitions between them. A leak that
+    grows in lumps or rare steps keeps its average rate here where each half's slope may read 0;
+    so does a one-off step or a cache that fills, which is why it only asks for a longer look
+    (verdict.unsettled), never decides.
     """
 
     slope: float
@@ -50,6 +56,7 @@ class Trend:
     second_half: float
     median_rise: float
     top_rises_share: float
+    net_rate: float
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -72,6 +79,8 @@ def trend(values) -> Trend | None:
     rises = np.diff(y)
     net = y[-1] - y[0]
     top = np.sort(rises)[-STEP_RISES:].sum()
+    edge = min(NET_EDGE, len(y) // 3)
+    net_rate = (np.median(y[-edge:]) - np.median(y[:edge])) / (len(y) - edge)
     return Trend(
         float(slope),
         float(low),
@@ -81,7 +90,27 @@ def trend(values) -> Trend | None:
         float(second),
         float(np.median(rises)),
         float(top / net) if net > 0 else 1.0,
+        float(net_rate),
     )
+
+
+def envelope_rises(values, windows: int) -> list[float]:
+    """Rises of a series' lower envelope over `windows` contiguous equal windows: shape (windows,),
+    in the series' unit.
+
+    The lower envelope at repetition i is the least value from i on (min(values[i:])); the
+    windows run from the first value to the NET_EDGE-th from the end (where the envelope is the
+    least of the last NET_EDGE values, so that one high last sample cannot lift it). The envelope
+    of a leak rises in every window long enough to hold one of its lumps; a spike upward or a
+    buffer cleared now and then (a sawtooth) leaves it level, and a creep or a cache that filled
+    lifts it in the windows where it grew only. Raises ValueError for fewer values than
+    windows + NET_EDGE."""
+    y = np.asarray(values, dtype=float)
+    if len(y) < windows + NET_EDGE:
+        raise ValueError(f"{len(y)} values cannot make {windows} windows")
+    low = np.minimum.accumulate(y[::-1])[::-1]
+    edges = np.linspace(0, len(y) - NET_EDGE, windows + 1).round().astype(int)
+    return [float(low[b] - low[a]) for a, b in zip(edges, edges[1:])]
 
 
 def scaling_exponent(sizes, peaks, floor: float = MIB) -> float | None:

@@ -60,6 +60,9 @@ def schema_of(kind: str) -> dict:
             "p_value": NUM,
             "first_half": NUM,
             "second_half": NUM,
+            "median_rise": NUM,
+            "top_rises_share": NUM,
+            "net_rate": NUM,
             "unit": STR,
         },
         required=("slope",),
@@ -145,8 +148,20 @@ def schema_of(kind: str) -> dict:
             }
         )
         reported = _obj({"issue": STR, "leaks_on": _list(STR), "fixed_in": _opt(STR), "note": STR})
+        # a longer look (leakbench.analysis.record.confirmed, extended); older records lack
+        # candidates, why and extend
         confirmation = _obj(
-            {"reps": INT, "status": STR, "signals": _opt(_list(STR)), "run": run, "seconds": NUM}
+            {
+                "reps": INT,
+                "status": STR,
+                "signals": _opt(_list(STR)),
+                "candidates": _list(STR),
+                "why": STR,
+                "extend": BOOL,
+                "envelope": _opt(ANY_DICT),
+                "run": run,
+                "seconds": NUM,
+            }
         )
         return _obj(
             {
@@ -175,6 +190,7 @@ def schema_of(kind: str) -> dict:
                 "skip_reason": _opt(STR),
                 "seconds": NUM,
                 "confirmation": confirmation,
+                "extension": confirmation,
                 "flamegraph": ANY_DICT,
                 "diagnosis": ANY_DICT,
             },
@@ -251,6 +267,8 @@ def schema_of(kind: str) -> dict:
     if kind == "calibrate":
         fields = {
             "holder": STR,
+            "shape": STR,  # the shape library's; older results lack it and leaks (steady leaks)
+            "leaks": BOOL,
             "bytes_per_rep": INT,
             "run": INT,
             "verdict": {"enum": list(VERDICTS)},

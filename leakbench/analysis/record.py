@@ -294,27 +294,75 @@ def build(
     return rec
 
 
-def confirmed(rec: Record, scenario, reps: int, outcome) -> Record:
-    """A new record: `rec` (a leak that needed it, verdict.needs_confirmation) with the verdict
-    its confirmation run gives (verdict.confirm, from the later half of that run).
+def confirmed(rec: Record, scenario, reps: int, outcome, candidates: list[str]) -> Record:
+    """A new record: `rec` (a leak that needed it, verdict.needs_confirmation, or an unsettled
+    no-leak, verdict.unsettled) with the decision its confirmation run gives (verdict.confirm,
+    from the later half of that run).
 
-    reps: the confirmation run's measured repetitions; outcome: its Outcome. Adds "confirmation":
-    reps, status, the signals that moved steadily in its later half (verdict.steady_signals), the
-    run (as in rec["runs"]) and its wall seconds, which also count in "seconds".
+    reps: the confirmation run's measured repetitions; outcome: its Outcome; candidates: the
+    signals it looks for. Adds "confirmation" (_look): reps, status, candidates, the signals
+    that grew steadily in its later half (verdict.steady_signals), why (one sentence), extend
+    (the later half rose without deciding: measure longer, `extended`), the run (as in
+    rec["runs"]) and its wall seconds, which also count in "seconds".
     """
     run = run_entry(outcome)
     later = confirmation_metrics(run, scenario) if outcome.result else None
-    word, signals, again = verdict.confirm(rec["signals"], outcome.status, later, rec["metrics"])
+    decision = verdict.confirm(candidates, outcome.status, later, rec["metrics"], reps)
+    look = _look(reps, outcome, run, decision, candidates)
+    return {**rec, **_decided(rec, decision, outcome), "confirmation": look}
+
+
+def extended(rec: Record, scenario, reps: int, outcome) -> Record:
+    """A new record: `rec` (its confirmation rose without deciding) with the decision its
+    extension run gives (verdict.extended), under "extension" as under "confirmation", with
+    the envelope it read: series, rises (bytes, of its later half's lower envelope per window:
+    estimate.envelope_rises), window (repetitions)."""
+    run = run_entry(outcome)
+    later = confirmation_metrics(run, scenario) if outcome.result else None
+    envelope = None
+    if later is not None:
+        name = _envelope_series(later)
+        half = verdict.later_half(run["series"][name])
+        envelope = {
+            "series": name,
+            "rises": estimate.envelope_rises(half, verdict.EXTEND_WINDOWS),
+            "window": (len(half) - estimate.NET_EDGE) // verdict.EXTEND_WINDOWS,
+        }
+    candidates = rec["confirmation"]["candidates"]
+    decision = verdict.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
+    look = {**_look(reps, outcome, run, decision, candidates), "envelope": envelope}
+    return {**rec, **_decided(rec, decision, outcome), "extension": look}
+
+
+def _envelope_series(metrics: dict) -> str:
+    """The series whose lower envelope an extension reads: malloc's bytes in use, or the basis
+    series (RSS) where glibc's counters are n/a."""
+    if verdict.memory_basis(metrics).metric is registry.HELD:
+        series = registry.BY_KEY["malloc_heap_growth"].series
+    else:
+        series = registry.RSS.series
+    assert series is not None
+    return series
+
+
+def _look(reps: int, outcome, run: dict, decision, candidates: list[str]) -> dict:
+    """A longer look as the record keeps it (confirmed, extended)."""
     return {
-        **rec,
-        "verdict": word,
-        "signals": signals,
+        "reps": reps,
+        "status": outcome.status,
+        "signals": decision.again,
+        "candidates": candidates,
+        "why": decision.why,
+        "extend": decision.extend,
+        "run": run,
+        "seconds": outcome.wall_seconds,
+    }
+
+
+def _decided(rec: Record, decision, outcome) -> dict:
+    """The fields of a record a longer look's decision (verdict.Decision) sets."""
+    return {
+        "verdict": decision.verdict,
+        "signals": decision.signals if decision.verdict == "leak" else [],
         "seconds": rec["seconds"] + outcome.wall_seconds,
-        "confirmation": {
-            "reps": reps,
-            "status": outcome.status,
-            "signals": again,
-            "run": run,
-            "seconds": outcome.wall_seconds,
-        },
     }

@@ -57,7 +57,10 @@ class Record(TypedDict, total=False):
     error: str | None
     skip_reason: str | None
     seconds: float
-    confirmation: dict  # only on a leak measured again (leakbench.measure)
+    confirmation: (
+        dict  # only on a leak (or an unsettled no-leak) measured again (leakbench.measure)
+    )
+    extension: dict  # only where the confirmation rose without deciding (leakbench.measure)
     flamegraph: dict  # only where memray drew one
     diagnosis: dict  # only from leakbench check
 
