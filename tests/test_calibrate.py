@@ -279,17 +279,239 @@ def test_markdown_has_a_row_per_case():
         "targets": [],
     }
     text = markdown(result)
-    assert "| tensorflow | 0 (control) | 3/3 |" in text and "| tensorflow | 1 MiB | 3/3 |" in text
+    assert "| steady | tensorflow | leak | 0 (control) | 3/3 | false alarms 0/3 |" in text
+    assert "| steady | tensorflow | leak | 1 MiB | 3/3 | caught 3/3 |" in text
     # every table's header has as many columns as its rows (no peer ran here)
     for table in text.split("\n\n"):
         rows = [line for line in table.splitlines() if line.startswith("|")]
         assert len({row.count("|") for row in rows}) <= 1, rows[:3]
 
 
-@pytest.mark.parametrize("holder", sorted(calibrate.HOLDERS))
-def test_designed_leak_files_follow_the_contract(holder):
-    scenario = contract.read_metadata(calibrate.HOLDERS[holder])
+@pytest.mark.parametrize("name", sorted(calibrate.DESIGNS))
+def test_designed_leak_files_follow_the_contract(name):
+    design = calibrate.DESIGNS[name]
+    assert design.name == name and design.path.parent == calibrate.FOLDER and design.path.is_file()
+    scenario = contract.read_metadata(design.path)
     assert scenario.kind == "growth" and scenario.size_param == "bytes_per_rep"
+    # the design's own parameters are the file's: setup() takes them
+    assert set(design.params) <= set(scenario.params) - {"bytes_per_rep"}
+    assert design.path.name.startswith(f"{design.holder}_")  # python_*.py, tensorflow_*.py
+    assert design.shape in stats.SHAPES
+
+
+CONTROL_SHAPES = {"bounded cache", "sawtooth", "one-off jump"}
+
+
+def test_the_design_table_names_every_file_and_shape():
+    designs = calibrate.DESIGNS.values()
+    # every file in designs/ is measured by some design; every shape has one of each holder but
+    # "moves" (a Python bytearray beside a hole glibc moves it into)
+    assert {d.path for d in designs} == set(calibrate.FOLDER.glob("*.py"))
+    for shape in stats.SHAPES:
+        holders = {"python"} if shape == "moves" else {"python", "tensorflow"}
+        assert {d.holder for d in designs if d.shape == shape} == holders, shape
+    # a control shape is a control at every size; every other shape is a designed leak
+    assert all(d.leaks == (d.shape not in CONTROL_SHAPES) for d in designs)
+    # the holders of results made before the shape library read as they did
+    old = {"python": "python_held.py", "tensorflow": "tensorflow_held.py"}
+    old["tensorflow-system-allocator"] = "tensorflow_system_allocator.py"
+    for name, file in old.items():
+        assert (
+            calibrate.DESIGNS[name].path.name == file and calibrate.DESIGNS[name].shape == "steady"
+        )
+    assert {n: d.params for n, d in calibrate.DESIGNS.items() if d.params} == {
+        "python-rare4": {"every": 4},
+        "python-rare8": {"every": 8},
+        "tensorflow-rare4": {"every": 4},
+        "tensorflow-rare8": {"every": 8},
+        **{
+            f"{h}-cache{n}": {"entries": n}
+            for h in ("python", "tensorflow")
+            for n in (3, 6, 12, 24)
+        },
+        "python-sawtooth": {"every": 8},
+        "tensorflow-sawtooth": {"every": 8},
+    }
+
+
+def test_groups_and_names_resolve_and_an_unknown_name_is_refused():
+    groups = calibrate.GROUPS
+    every = [n for n in calibrate.DESIGNS if n != "tensorflow-system-allocator"]
+    assert groups["shapes"] == every and len(every) == 24
+    for holder in ("python", "tensorflow"):
+        assert groups[f"{holder}-shapes"] == [
+            n for n in every if calibrate.DESIGNS[n].holder == holder
+        ]
+    assert sorted(groups["python-shapes"] + groups["tensorflow-shapes"]) == sorted(every)
+    # each name once, in the order given; a group stands for its designs
+    assert calibrate.resolve(["python-jump", "python-shapes", "python"]) == [
+        "python-jump",
+        *(n for n in groups["python-shapes"] if n != "python-jump"),
+    ]
+    assert calibrate.resolve(["tensorflow-system-allocator"]) == ["tensorflow-system-allocator"]
+    for words, named in ((["python", "perl", "cobol"], "unknown perl, cobol"), ([], "none given")):
+        with pytest.raises(ValueError) as e:
+            calibrate.resolve(words)
+        assert named in str(e.value) and "\n" not in str(e.value)
+        assert "python-cache12" in str(e.value) and "tensorflow-shapes" in str(e.value)
+
+
+def test_a_run_gets_the_files_params_then_the_designs_then_the_size(tmp_path, monkeypatch):
+    assert calibrate.params_for(calibrate.DESIGNS["python-cache12"], KIB) == {
+        "bytes_per_rep": KIB,
+        "entries": 12,  # the file's PARAMS say 6
+    }
+    assert calibrate.params_for(calibrate.DESIGNS["python"], 0) == {"bytes_per_rep": 0}
+    got = []
+
+    def measure(target, params, settings):
+        got.append((target.scenario.path.name, params))
+        return rec(trend(0.0, p=1.0), trend(0.0, p=1.0))
+
+    monkeypatch.setattr(calibrate, "measure", measure)
+    out = tmp_path / "c.json"
+    result = calibrate.calibrate(
+        ["python-rare8", "python-jump"], [KIB], 1, SETTINGS, out, machine="m"
+    )
+    assert got == [
+        ("python_rare_steps.py", {"bytes_per_rep": KIB, "every": 8}),
+        ("python_jump.py", {"bytes_per_rep": KIB}),
+    ]
+    assert [(o["holder"], o["shape"], o["leaks"]) for o in result["observations"]] == [
+        ("python-rare8", "rare steps", True),
+        ("python-jump", "one-off jump", False),
+    ]
+    # the file with them resumes (its schema reads them): nothing is measured again
+    calibrate.calibrate(["python-rare8", "python-jump"], [KIB], 1, SETTINGS, out, machine="m")
+    assert len(got) == 2
+
+
+def test_holders_takes_a_group_word(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from leakbench import cli
+
+    got = []
+
+    def measure(target, params, settings):
+        got.append(target.scenario.path.name)
+        return rec(trend(0.0, p=1.0), trend(0.0, p=1.0))
+
+    monkeypatch.setattr(calibrate, "measure", measure)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "c.json"
+    args = ["calibrate", "--holders", "python-shapes", "--sizes", "0", "--runs", "1"]
+    result = CliRunner().invoke(cli.main, [*args, "--machine", "m", "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(out.read_text())
+    assert [o["holder"] for o in found["observations"]] == calibrate.GROUPS["python-shapes"]
+    assert len(got) == 14 and "| bounded cache | python-cache24 | control | 0 (control) |" in (
+        out.with_suffix(".md").read_text()
+    )
+    option = next(o for o in cli.main.commands["calibrate"].params if o.name == "holders")
+    assert all(f" {word}" in option.help for word in calibrate.GROUPS)
+
+
+def shaped(name: str, size: int, verdicts: list[str]) -> list[dict]:
+    """Observations of one case of a design, a run per verdict (flat signals)."""
+    return [
+        calibrate.observe(rec(trend(0.0, p=1.0), None, v), calibrate.Case(name, size), run)
+        for run, v in enumerate(verdicts, 1)
+    ]
+
+
+def shape_library() -> list[dict]:
+    found = shaped("python-cache12", 16 * KIB, ["no-leak", "leak", "no-leak"])
+    found += shaped("python-rare4", 16 * KIB, ["leak", "no-leak", "leak"])
+    found += shaped("python-cache3", 16 * KIB, ["no-leak"] * 3)
+    found += shaped("python-rare4", 0, ["no-leak", "leak", "no-leak"])
+    found += shaped("python", 16 * KIB, ["leak"] * 3) + shaped("python", 0, ["no-leak"] * 3)
+    return found
+
+
+def test_rows_are_grouped_by_shape_with_caught_or_false_alarms():
+    rows = stats.summarize(shape_library())
+    assert [(r["shape"], r["holder"], r["bytes_per_rep"]) for r in rows] == [
+        ("steady", "python", 0),
+        ("steady", "python", 16 * KIB),
+        ("rare steps", "python-rare4", 0),
+        ("rare steps", "python-rare4", 16 * KIB),
+        ("bounded cache", "python-cache3", 16 * KIB),  # 3 before 12: numbers read as numbers
+        ("bounded cache", "python-cache12", 16 * KIB),
+    ]
+    found = {(r["holder"], r["bytes_per_rep"]): r for r in rows}
+    rare = found["python-rare4", 16 * KIB]
+    assert rare["leaks"] and not rare["control"] and rare["caught"]["k"] == 2
+    assert rare["false_alarms"] is None
+    # a control shape is a control at any size: its leak verdicts are false alarms
+    cache = found["python-cache12", 16 * KIB]
+    assert not cache["leaks"] and cache["control"] and cache["caught"] is None
+    assert (cache["false_alarms"]["k"], cache["false_alarms"]["n"]) == (1, 3)
+    assert found["python-rare4", 0]["false_alarms"]["k"] == 1  # 0 bytes: every design's control
+    text = markdown(
+        {
+            "machine": "m",
+            "environment": {"tensorflow": None},
+            "settings": {"warmup": 3, "reps": 12, "heap_reps": 6},
+            "summary": rows,
+            "peer_summary": [],
+            "cost": {},
+            "targets": [],
+        }
+    )
+    for row in (
+        "| steady | python | leak | 16 KiB | 3/3 | caught 3/3 |",
+        "| rare steps | python-rare4 | leak | 0 (control) | 3/3 | false alarms 1/3 |",
+        "| rare steps | python-rare4 | leak | 16 KiB | 3/3 | caught 2/3 |",
+        "| bounded cache | python-cache3 | control | 16 KiB | 3/3 | false alarms 0/3 |",
+        "| bounded cache | python-cache12 | control | 16 KiB | 3/3 | false alarms 1/3 |",
+    ):
+        assert row in text, row
+    detection = [line for line in text.split("\n\n")[2].splitlines() if line.startswith("|")]
+    assert len(detection) == 2 + len(rows) and len({line.count("|") for line in detection}) == 1
+
+
+def test_targets_and_the_smallest_leak_caught_read_the_steady_designs_only():
+    library = shape_library()  # three runs a case: twelve, as the smallest size caught needs ten
+    rows = stats.summarize([{**o, "run": o["run"] + 3 * i} for o in library for i in range(4)])
+    named = {t["target"].split(":")[0] for t in targets.targets(rows, {}, None)}
+    assert named == {"python", "suite <= 1.5x its floor"}
+    # python-rare4 caught 8 of 12 at 16 KiB: the steady python alone says what no-leak means
+    assert targets.smallest_caught(rows) == 16 * KIB
+
+
+def test_results_from_before_the_shape_library_read_as_steady_leaks():
+    old = [{k: v for k, v in o.items() if k not in ("shape", "leaks")} for o in observations()]
+    rows = stats.summarize(old)
+    assert {(r["shape"], r["leaks"]) for r in rows} == {("steady", True)}
+    stored = [{k: v for k, v in r.items() if k not in ("shape", "leaks", "caught")} for r in rows]
+    text = markdown(
+        {
+            "machine": "m",
+            "environment": {"tensorflow": "2.21.0"},
+            "settings": {"warmup": 3, "reps": 12, "heap_reps": 6},
+            "summary": stored,  # a summary as older result files keep it
+            "peer_summary": [],
+            "cost": {},
+            "targets": [],
+        }
+    )
+    assert "| steady | tensorflow | leak | 1 MiB | 3/3 | caught 3/3 |" in text
+
+
+def test_the_docs_describe_every_design():
+    page = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
+    table = page.split("## The shape library")[1].split("\n## ")[0]
+    for name, design in calibrate.DESIGNS.items():
+        line = next(x for x in table.splitlines() if x.startswith(f"| `{name}` |"))
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert cells[1:4] == [
+            f"`{design.holder}`",
+            design.shape,
+            "leak" if design.leaks else "control",
+        ], line
+    for word in calibrate.GROUPS:
+        assert f"`{word}`" in page
 
 
 @pytest.mark.parametrize(

@@ -162,4 +162,4 @@ def test_calibrate_killed_keeps_valid_json_and_resumes(tmp_path):
     # the runs before the kill were kept, not redone
     for before, after in zip(kept, result["observations"]):
         assert {k: v for k, v in before.items() if v != after.get(k)} == {}
-    assert "| python | 1 MiB | 3/3 |" in stdout
+    assert "| steady | python | leak | 1 MiB | 3/3 | caught " in stdout

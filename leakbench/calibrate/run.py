@@ -1,17 +1,23 @@
 """Calibration: how well the engine sees designed leaks of known size: what one run measures
 (its loop over runs is leakbench.history.rounds).
 
-Designed cases (leakbench/calibrate/designs/): `python_held.py` keeps a bytearray
-of `bytes_per_rep` bytes per repetition, `tensorflow_held.py` keeps the tensor a
-one-element tf.data pipeline yields; `bytes_per_rep = 0` is the control (same
-work, nothing kept; it should read expectation.NO_LEAK). Each case is measured
+Designed cases: a design of DESIGNS (its file in leakbench/calibrate/designs/)
+at a size, `bytes_per_rep`. The steady ones keep exactly that much per
+repetition (`python`: a bytearray in a list; `tensorflow`: the tensor a
+one-element tf.data pipeline yields); the shape library around them keeps it
+in lumps, in a block that moves, in rare steps (designed leaks), or grows and
+stops or falls back (bounded caches, a sawtooth, a one-off jump: controls,
+which should read expectation.NO_LEAK at every size). `bytes_per_rep = 0` is
+every design's control (same work, nothing kept). Each case is measured
 `runs` times, each time in a fresh, capped, timed child at the engine's
 settings (leakbench.measure), one child at a time. Runs go round-robin
 (run 1 of every case, then run 2, ...) so that a spell of load on the machine
 spreads over all cases instead of one. Peers (leakbench.calibrate.peers) run
 on the same cases after the engine, each in its own capped, timed process.
 
-Kept per engine run (`observe`): the case, run number, verdict, signals,
+Kept per engine run (`observe`): the case (its design's name under "holder", as
+results made before the shape library have it; its shape and whether it leaks),
+run number, verdict, signals,
 phase, the last line of an error, wall seconds, the child's seconds per phase,
 its peak RSS (VmHWM, bytes) and max RSS, the TensorFlow it imported, and per
 signal of stats.SIGNALS (held memory, RSS, memray's heap; thresholds from
@@ -37,8 +43,8 @@ leakbench.reporters.calibration's; how to read them is docs/calibration.md.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +60,97 @@ from leakbench.jsonfile import write_atomic
 from leakbench.measure import Settings, measure
 
 FOLDER = Path(__file__).parent / "designs"
-HOLDERS = {
-    "python": FOLDER / "python_held.py",
-    "tensorflow": FOLDER / "tensorflow_held.py",
-    # the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: not measured by default
-    "tensorflow-system-allocator": FOLDER / "tensorflow_system_allocator.py",
+
+
+@dataclass(frozen=True)
+class Design:
+    """A designed case's file and what it is. name: what --holders and the result's "holder" key
+    say; holder: what keeps the bytes ("python" or "tensorflow"); shape: one of stats.SHAPES;
+    params: set over the file's PARAMS (then the size: params_for); leaks: True for a designed
+    leak (BYTES_PER_REP per repetition on average), False for a control shape (bounded cache,
+    sawtooth, one-off jump), which should read no-leak at every size."""
+
+    name: str
+    path: Path
+    holder: str
+    shape: str
+    params: Mapping[str, int] = field(default_factory=dict, hash=False)
+    leaks: bool = True
+
+
+def _designs(*found: Design) -> dict[str, Design]:
+    for d in found:
+        assert d.holder in ("python", "tensorflow") and d.shape in stats.SHAPES, d
+    return {d.name: d for d in found}
+
+
+def _py(name: str, file: str, shape: str, leaks: bool = True, **params: int) -> Design:
+    return Design(name, FOLDER / file, "python", shape, params, leaks)
+
+
+def _tf(name: str, file: str, shape: str, leaks: bool = True, **params: int) -> Design:
+    return Design(name, FOLDER / file, "tensorflow", shape, params, leaks)
+
+
+# The one table of designs (docs/calibration.md, "The shape library"). The first three names are
+# the holders of results made before the shape library: they stay as they are.
+DESIGNS = _designs(
+    _py("python", "python_held.py", "steady"),
+    _tf("tensorflow", "tensorflow_held.py", "steady"),
+    # tensorflow_held.py with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: in no group
+    _tf("tensorflow-system-allocator", "tensorflow_system_allocator.py", "steady"),
+    _py("python-bytearray", "python_bytearray.py", "lumpy"),
+    _py("python-list", "python_list.py", "lumpy"),
+    _py("python-dict", "python_dict.py", "lumpy"),
+    _py("python-numpy", "python_numpy.py", "lumpy"),
+    _tf("tensorflow-concat", "tensorflow_concat.py", "lumpy"),
+    _py("python-moves", "python_mmap_move.py", "moves"),
+    *(_py(f"python-rare{n}", "python_rare_steps.py", "rare steps", every=n) for n in (4, 8)),
+    *(
+        _tf(f"tensorflow-rare{n}", "tensorflow_rare_steps.py", "rare steps", every=n)
+        for n in (4, 8)
+    ),
+    *(
+        _py(f"python-cache{n}", "python_cache.py", "bounded cache", False, entries=n)
+        for n in (3, 6, 12, 24)
+    ),
+    *(
+        _tf(f"tensorflow-cache{n}", "tensorflow_cache.py", "bounded cache", False, entries=n)
+        for n in (3, 6, 12, 24)
+    ),
+    _py("python-sawtooth", "python_sawtooth.py", "sawtooth", False, every=8),
+    _tf("tensorflow-sawtooth", "tensorflow_sawtooth.py", "sawtooth", False, every=8),
+    _py("python-jump", "python_jump.py", "one-off jump", False),
+    _tf("tensorflow-jump", "tensorflow_jump.py", "one-off jump", False),
+)
+# --holders' group words: each stands for these designs, in DESIGNS' order
+_SHAPES = [d for d in DESIGNS.values() if d.name != "tensorflow-system-allocator"]
+GROUPS = {
+    "shapes": [d.name for d in _SHAPES],
+    "python-shapes": [d.name for d in _SHAPES if d.holder == "python"],
+    "tensorflow-shapes": [d.name for d in _SHAPES if d.holder == "tensorflow"],
 }
+
+
+def resolve(words: list[str]) -> list[str]:
+    """--holders' words (design names and GROUPS' words) -> design names, each once, in the order
+    given. Raises ValueError, one line, naming the unknown words (or that none was given)."""
+    unknown = [w for w in words if w not in DESIGNS and w not in GROUPS]
+    if unknown or not words:
+        raise ValueError(
+            f"unknown {', '.join(unknown) or 'none given'} (known: {', '.join(DESIGNS)}; "
+            f"groups: {', '.join(GROUPS)})"
+        )
+    names = [n for w in words for n in GROUPS.get(w, [w])]
+    return list(dict.fromkeys(names))
+
+
+def params_for(design: Design, bytes_per_rep: int) -> dict:
+    """A run's parameters: the design file's PARAMS, then the design's own, then the size."""
+    scenario = read_metadata(design.path)
+    return {**scenario.params, **design.params, scenario.size_param: bytes_per_rep}
+
+
 FORMAT = 2  # 2: the installed TensorFlow kept at the top; committed_fixes counts false_alarms
 
 
@@ -70,7 +161,7 @@ class CalibrateError(ValueError):
 
 @dataclass(frozen=True)
 class Case:
-    holder: str  # key of HOLDERS
+    holder: str  # a design's name: key of DESIGNS
     bytes_per_rep: int  # true bytes kept per repetition (0: the control)
 
 
@@ -82,8 +173,11 @@ def observe(rec: Record, case: Case, run: int) -> dict:
     (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
     first = first_run(rec)
+    design = DESIGNS[case.holder]
     seen = {
         "holder": case.holder,
+        "shape": design.shape,
+        "leaks": design.leaks,
         "bytes_per_rep": case.bytes_per_rep,
         "run": run,
         "verdict": rec["verdict"],
@@ -149,13 +243,13 @@ def calibrate(
     """Measure every run (1 … runs) of every case not yet in `out`, round-robin
     (leakbench.history.rounds), writing `out` after each; return the result.
 
-    holders: keys of HOLDERS; sizes: bytes kept per repetition (0: the control); the cases are
-    every holder at every size, in that order. settings: the engine's (defaults except cap and
-    timeout, for calibration at default settings). resume: keep the observations already in
-    `out`; False measures anew and replaces it. machine: default platform.node(). peer_names:
-    peers (peers.PEERS) to run on the same case after the engine, in runs 1 … peer_runs; their
-    results go to result["peers"]. on_run(i, total, case, run, seen) after each run (seen: an
-    observation, or a peer's result with "peer").
+    holders: design names (keys of DESIGNS; resolve reads group words); sizes: bytes kept per
+    repetition (0: the control); the cases are every design at every size, in that order.
+    settings: the engine's (defaults except cap and timeout, for calibration at default settings).
+    resume: keep the observations already in `out`; False measures anew and replaces it. machine:
+    default platform.node(). peer_names: peers (peers.PEERS) to run on the same case after the
+    engine, in runs 1 … peer_runs; their results go to result["peers"]. on_run(i, total, case,
+    run, seen) after each run (seen: an observation, or a peer's result with "peer").
 
     Raises CalibrateError before measuring anything if `out` cannot be resumed (see the module
     docstring); `out` is then left as it was.
@@ -189,8 +283,9 @@ def calibrate(
 
     def run_one(run: int, cell: Cell) -> Record | dict:
         case, peer = cell
-        scenario = read_metadata(HOLDERS[case.holder])
-        params = {**scenario.params, scenario.size_param: case.bytes_per_rep}
+        design = DESIGNS[case.holder]
+        scenario = read_metadata(design.path)
+        params = params_for(design, case.bytes_per_rep)
         if peer:
             return peers.run_peer(
                 peer,

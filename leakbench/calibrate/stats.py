@@ -4,8 +4,10 @@ read here (the cost is leakbench.calibrate.cost's, the targets
 leakbench.calibrate.targets', what committed records add
 leakbench.calibrate.committed's).
 
-An observation (run.observe) is one engine run of one case: holder,
-bytes_per_rep (true bytes kept per repetition; 0 is the control), run, verdict,
+An observation (run.observe) is one engine run of one case: holder (the
+design's name), shape (one of SHAPES), leaks (a designed leak, or a control
+shape: a control at every size), bytes_per_rep (true bytes kept per
+repetition; 0 is the control), run, verdict,
 signals, phase, wall_seconds, the child's per-phase seconds, peak_rss_bytes
 (VmHWM), and per signal of SIGNALS `<signal>_slope` (bytes/repetition),
 `_moved`, `_reach`, `_trend_only`. Rates come with a 95 % Wilson interval
@@ -15,6 +17,8 @@ docs/measurements.md, "Held memory".
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 from scipy import stats
@@ -30,6 +34,27 @@ SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION) if m.s
 # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
 CONTROL = expectation.NO_LEAK
 ASV_FACTOR = 1.1  # asv continuous / compare: a change past 10 % is reported
+# The shape library's shapes (leakbench.calibrate.run.DESIGNS), in the order the tables group
+# them: steady, in lumps, a block that moves, rare steps (designed leaks); bounded cache,
+# sawtooth, one-off jump (controls: they stop growing or fall back).
+SHAPES = ("steady", "lumpy", "moves", "rare steps", "bounded cache", "sawtooth", "one-off jump")
+STEADY = SHAPES[0]
+
+
+def shape_of(o: dict) -> tuple[str, bool]:
+    """An observation's or a summary row's (shape, leaks). Results made before the shape library
+    have neither key: their designs (python, tensorflow, tensorflow-system-allocator) were steady
+    leaks."""
+    return o.get("shape", STEADY), o.get("leaks", True)
+
+
+def _order(row: tuple) -> tuple:
+    """Rows grouped by shape (SHAPES' order), then by design name with its numbers read as numbers
+    (python-cache3 before python-cache12), then by size."""
+    shape, holder, size = row
+    rank = SHAPES.index(shape) if shape in SHAPES else len(SHAPES)
+    name = [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", holder)]
+    return (rank, shape, name, size)
 
 
 def reach(trend: dict | None) -> float | None:
@@ -86,16 +111,28 @@ def _spread(slopes: list[float], true: int) -> dict:
 
 
 def summarize(observations: list[dict]) -> list[dict]:
-    """One row per (holder, bytes_per_rep), sorted: runs, measured (runs with an RSS slope), verdict
-    counts, leak (the verdict's rate over measured runs), false_alarms (runs CONTROL does not
-    accept, a rate over all runs; None but on the control), per signal detected / trend_only
-    (rates), reach (per run) and slope (_spread), and asv_peakmem (_asv)."""
+    """One row per (holder, bytes_per_rep), grouped by shape (_order): shape and leaks (shape_of),
+    control (the size is 0 or the design a control shape), runs, measured (runs with an RSS slope),
+    verdict counts, leak (the verdict's rate over measured runs), caught (the same, on a designed
+    leak's sizes; None on a control), false_alarms (runs CONTROL does not accept, a rate over all
+    runs; None but on a control), per signal detected / trend_only (rates), reach (per run) and
+    slope (_spread), and asv_peakmem (_asv)."""
     rows = []
-    for holder, size in sorted({(o["holder"], o["bytes_per_rep"]) for o in observations}):
-        done = [o for o in observations if (o["holder"], o["bytes_per_rep"]) == (holder, size)]
+    cases = {(*shape_of(o), o["holder"], o["bytes_per_rep"]) for o in observations}
+    for shape, leaks, holder, size in sorted(cases, key=lambda c: _order((c[0], *c[2:]))):
+        done = [
+            o
+            for o in observations
+            if (o["holder"], o["bytes_per_rep"]) == (holder, size) and shape_of(o) == (shape, leaks)
+        ]
         measured = [o for o in done if o["rss_slope"] is not None]
+        control = not (leaks and size)
+        leak = _rate(sum(o["verdict"] == "leak" for o in measured), len(measured))
         row = {
             "holder": holder,
+            "shape": shape,
+            "leaks": leaks,
+            "control": control,
             "bytes_per_rep": size,
             "runs": len(done),
             "measured": len(measured),
@@ -103,10 +140,11 @@ def summarize(observations: list[dict]) -> list[dict]:
                 v: sum(o["verdict"] == v for o in done)
                 for v in sorted({o["verdict"] for o in done})
             },
-            "leak": _rate(sum(o["verdict"] == "leak" for o in measured), len(measured)),
-            "false_alarms": None
-            if size
-            else _rate(sum(not CONTROL.accepts(o) for o in done), len(done)),
+            "leak": leak,
+            "caught": None if control else leak,
+            "false_alarms": _rate(sum(not CONTROL.accepts(o) for o in done), len(done))
+            if control
+            else None,
         }
         for name in SIGNALS:
             with_signal = [o for o in measured if o[f"{name}_slope"] is not None]

@@ -4,22 +4,30 @@ leakbench.calibrate.cost's figures, leakbench.calibrate.committed's suite
 cost), and the smallest designed leak caught in every run. Pure functions:
 nothing is measured or read here. The bounds are set here; what was measured
 against them on this machine: docs/calibration.md, its committed runs; the
-smallest leak caught: docs/limits.md, "Small leaks".
+smallest leak caught: docs/limits.md, "Small leaks". Both read the steady
+designs' rows only (python, tensorflow, tensorflow-system-allocator): the
+shape library's are the tables' to show, not a target's.
 """
 
 from __future__ import annotations
 
 from leakbench import metrics as registry
-from leakbench.calibrate.stats import CONTROL
+from leakbench.calibrate.stats import CONTROL, STEADY, shape_of
 from leakbench.units import KIB, format_bytes
 
 HELD, HEAP = registry.HELD.signal, registry.HEAP.signal  # the signals the targets name
 
 
+def steady(rows: list[dict]) -> list[dict]:
+    """The rows of steady designs (a summary row without a shape is one: stats.shape_of)."""
+    return [r for r in rows if shape_of(r)[0] == STEADY]
+
+
 def smallest_caught(rows: list[dict]) -> int | None:
     """The smallest designed leak (bytes/repetition) whose verdict read leak in every run (10 runs
-    or more) for every holder in `rows` (summarize's), every larger size caught as well; None if
-    none is. What "no-leak" means: growth below it may go unseen."""
+    or more) for every steady holder in `rows` (summarize's), every larger size caught as well;
+    None if none is. What "no-leak" means: growth below it may go unseen."""
+    rows = steady(rows)
     sizes = sorted({r["bytes_per_rep"] for r in rows if r["bytes_per_rep"]}, reverse=True)
     caught = None
     for size in sizes:
@@ -36,7 +44,9 @@ def _every_run(detected: dict) -> bool:
 
 def targets(rows: list[dict], costs: dict, suite: dict | None) -> list[dict]:
     """The calibration's targets, each {target, measured (text, None if not measured), met (bool,
-    None if not measured)}, from summarize's rows, cost's figures and committed.suite_cost's."""
+    None if not measured)}, from summarize's rows (the steady designs'), cost's figures and
+    committed.suite_cost's."""
+    rows = steady(rows)
 
     def row(holder, size):
         return next((r for r in rows if (r["holder"], r["bytes_per_rep"]) == (holder, size)), None)

@@ -45,9 +45,14 @@ def _sizes(text: str) -> list[int]:
     "--holders",
     default="python,tensorflow",
     show_default=True,
+    metavar="NAMES",
     help=(
-        "What holds the bytes: python (a list of bytearrays), tensorflow (tf.data output tensors), "
-        "tensorflow-system-allocator (the same with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1)."
+        "Designs to measure, comma-separated: python (bytearrays kept in a list), tensorflow "
+        "(tf.data output tensors kept), tensorflow-system-allocator (the same with "
+        "TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1), or a design of the shape library (python-bytearray, "
+        "python-rare4, tensorflow-cache6, ...: docs/calibration.md; an unknown name lists them "
+        "all). Groups: shapes (every design but tensorflow-system-allocator), python-shapes, "
+        "tensorflow-shapes."
     ),
 )
 @click.option(
@@ -126,13 +131,10 @@ def calibrate_command(
         cap_bytes = parse_size(cap)
     except ValueError as e:
         fail(f"--cap: {e}")
-    holder_list = [h.strip() for h in holders.split(",") if h.strip()]
-    unknown = [h for h in holder_list if h not in calibrate.HOLDERS]
-    if unknown or not holder_list:
-        fail(
-            f"--holders: unknown {', '.join(unknown) or 'none given'} "
-            f"(known: {', '.join(calibrate.HOLDERS)})"
-        )
+    try:
+        holder_list = calibrate.resolve([h.strip() for h in holders.split(",") if h.strip()])
+    except ValueError as e:
+        fail(f"--holders: {e}")
     # every option is checked before what the machine lacks (TensorFlow)
     peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
     unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
@@ -143,12 +145,12 @@ def calibrate_command(
             "--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)"
         )
     if (
-        any(h.startswith("tensorflow") for h in holder_list)
+        any(calibrate.DESIGNS[h].holder == "tensorflow" for h in holder_list)
         and importlib.util.find_spec("tensorflow") is None
     ):
         fail(
             f"TensorFlow is not installed for {sys.executable}; "
-            "use --holders python or pip install 'leakbench[tf]'"
+            "use --holders python (or python-shapes) or pip install 'leakbench[tf]'"
         )
     results = results_dir(None)
     machine = machine_of(results, machine)
@@ -176,7 +178,7 @@ def calibrate_command(
                 ("a records file it reads", p)
                 for p in sorted((results / "records").glob("*/tf-*.jsonl"))
             ),
-            *(("a holder's scenario file", calibrate.HOLDERS[h]) for h in holder_list),
+            *(("a design's scenario file", calibrate.DESIGNS[h].path) for h in holder_list),
         ],
     )
     settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)

@@ -1,8 +1,9 @@
 """The calibration's tables in markdown, from the result leakbench.calibrate.run writes.
 
-Nothing is measured or decided here: the detection table (one row per holder
-and size, per signal of leakbench.calibrate.stats.SIGNALS with the registry's
-labels and thresholds), the peers on the same cases, the cost, what the
+Nothing is measured or decided here: the detection table (one row per design
+and size, grouped by shape, each a leak or a control with its verdicts caught
+or its false alarms, and per signal of leakbench.calibrate.stats.SIGNALS with
+the registry's labels and thresholds), the peers on the same cases, the cost, what the
 committed records add (suite cost, fixes' false alarms, noise floor) and the
 targets. Sizes and slopes are shown in KiB (per repetition); rates as k/n
 runs with their 95 % Wilson interval. How to read them: docs/calibration.md,
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from leakbench.analysis import verdict
 from leakbench.calibrate import peers
-from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS
+from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, shape_of
 from leakbench.reporters import markdown_table
 from leakbench.units import KIB, format_bytes
 
@@ -52,12 +53,26 @@ def _about(result: dict) -> list[str]:
     ]
 
 
+def _verdicts(r: dict) -> str:
+    """A summary row's verdicts in words: "caught k/n" (verdict leak) on a designed leak,
+    "false alarms k/n" on a control (size 0, or a control design at any size)."""
+    leaks = shape_of(r)[1]
+    if leaks and r["bytes_per_rep"]:
+        found, words = r.get("caught") or r["leak"], "caught"
+    else:
+        found, words = r.get("false_alarms"), "false alarms"
+    return f"{words} {found['k']}/{found['n']}" if found and found["n"] else "—"
+
+
 def _detection_table(result: dict) -> list[str]:
     labels = [m.label for m in SIGNALS.values()]
     head = [
+        "shape",
         "holder",
+        "leak or control",
         "true /rep",
         "runs",
+        "verdicts",
         "verdict leak",
         *(
             f"{x} {what}"
@@ -68,10 +83,14 @@ def _detection_table(result: dict) -> list[str]:
     ]
     rows = []
     for r in result["summary"]:
+        shape, leaks = shape_of(r)
         cells = [
+            shape,
             r["holder"],
+            "leak" if leaks else "control",
             _case(r["bytes_per_rep"]),
             f"{r['measured']}/{r['runs']}",
+            _verdicts(r),
             _det(r["leak"]),
         ]
         for name in SIGNALS:
@@ -86,11 +105,15 @@ def _detection_table(result: dict) -> list[str]:
             ]
         cells.append(_det(r["asv_peakmem"]["detected"]))
         rows.append(cells)
-    lines = markdown_table(head, rows, "lrrl" + "llrrr" * len(SIGNALS) + "l")
+    lines = markdown_table(head, rows, "lllrrll" + "llrrr" * len(SIGNALS) + "l")
     return lines + [
         "",
-        f"On the control (0 bytes) every detection is a false alarm, and so is every verdict "
-        f"but {CONTROL.label}.",
+        "Leak or control: the design. A designed leak keeps the true size per repetition on "
+        "average (steady, in lumps, in a block that moves, in rare steps); a control shape "
+        "(bounded cache, sawtooth, one-off jump) stops growing or falls back, and is a control "
+        "at every size. Verdicts: on a designed leak, runs whose verdict read leak (caught); "
+        f"on a control, runs whose verdict read other than {CONTROL.label} (false alarms). "
+        "On 0 bytes every detection is a false alarm too.",
         "",
     ]
 
