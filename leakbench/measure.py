@@ -17,7 +17,7 @@ flame graph of the allocations still live at its end (heap.render_flamegraph):
 DIR/<pair>-<variant>.html.
 A leak that rests on one byte signal alone, or on marginal ones, is measured
 once more, longer, in a fresh process before it is called
-(verdict.needs_confirmation, verdict.confirm).
+(looks.needs_confirmation, looks.confirm).
 
 This module joins the two halves below it (docs/layout.md): the engine, whose
 child runs come back as Outcomes, and the analysis, which turns them into a
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from leakbench.analysis import record, verdict
+from leakbench.analysis import looks, record
 from leakbench.analysis.schema import Record
 from leakbench.catalog import Target
 from leakbench.engine import heap, memlimit, preload, runner
@@ -191,10 +191,10 @@ def measure(
         flamegraph=flamegraph,
     )
     candidates = rec["signals"] if rec["verdict"] == "leak" else []
-    if candidates and not verdict.needs_confirmation(rec["metrics"], candidates):
+    if candidates and not looks.needs_confirmation(rec["metrics"], candidates):
         return rec
     if rec["verdict"] == "no-leak":
-        found = verdict.unsettled(rec["metrics"], rec["signals"])
+        found = looks.unsettled(rec["metrics"], rec["signals"])
         candidates = [found] if found else []
     if candidates:
         rec = _confirm(rec, target, params, child, on_message, candidates)
@@ -209,19 +209,19 @@ def _confirm(
     on_message,
     candidates: list[str],
 ) -> Record:
-    """Measure a leak that needs it (verdict.needs_confirmation), or a no-leak that did not
-    settle (verdict.unsettled), again in a fresh process, longer (verdict.confirmation_reps),
-    and return the record verdict.confirm makes of the later half of that run
+    """Measure a leak that needs it (looks.needs_confirmation), or a no-leak that did not
+    settle (looks.unsettled), again in a fresh process, longer (looks.confirmation_reps),
+    and return the record looks.confirm makes of the later half of that run
     (record.confirmed). Where that later half rose without deciding, measure once more, longer
-    again (verdict.extension_reps; record.extended). Neither look runs memray's heap pass: the
+    again (looks.extension_reps; record.extended). Neither look runs memray's heap pass: the
     heap never decides alone (verdict.moved_signals). child: the first size's run settings.
     """
-    reps = verdict.confirmation_reps(child.reps)
+    reps = looks.confirmation_reps(child.reps)
     look = replace(child, reps=reps, heap_reps=0)
     outcome = runner.run_child(target.scenario.path, params, look, on_message)
     rec = record.confirmed(rec, target.scenario, reps, outcome, candidates)
     if rec["confirmation"]["extend"]:
-        reps = verdict.extension_reps(child.reps)
+        reps = looks.extension_reps(child.reps)
         outcome = runner.run_child(
             target.scenario.path, params, replace(look, reps=reps), on_message
         )

@@ -404,6 +404,7 @@ LEVELS = {
 # (fragmentation); and the signals `leakbench check` reads evidence for (leakbench.check.diagnosis).
 HELD = BY_KEY["held_growth"]
 RSS = BY_KEY["rss_growth"]
+MALLOC = BY_KEY["malloc_heap_growth"]  # what an extension reads (leakbench.analysis.looks)
 HEAP = BY_KEY["retained_heap"]
 PEAK = BY_KEY["peak_above_baseline_bytes"]
 TRIM = BY_KEY["trim_returned_bytes"]

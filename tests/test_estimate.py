@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from leakbench.analysis import estimate, record, verdict
+from leakbench.analysis import estimate, looks, record, verdict
 from leakbench.analysis.verdict import (
     COUNT_SLOPE_MIN,
     HEAP_SLOPE_MIN,
@@ -398,7 +398,7 @@ def test_every_leak_on_bytes_alone_needs_confirmation_however_clear():
             "held_growth": trend_dict(line(100 * HELD_SLOPE_MIN)),
             "retained_heap": trend_dict(line(100 * HEAP_SLOPE_MIN)),
         }
-        assert verdict.needs_confirmation(far, signals)
+        assert looks.needs_confirmation(far, signals)
 
 
 def test_a_no_leak_whose_held_memory_rose_in_steps_is_unsettled():
@@ -406,19 +406,19 @@ def test_a_no_leak_whose_held_memory_rose_in_steps_is_unsettled():
     the rate reads 0, but the net rise is the leak's."""
     rare = {**flat_metrics(), "held_growth": trend_dict(stepped({4: 128 * KIB}, n=12))}
     assert verdict.decide(["ok"], rare) == ("no-leak", [])
-    assert verdict.unsettled(rare, []) == "held"
-    assert verdict.unsettled(flat_metrics(), []) is None
-    assert verdict.unsettled(rare, ["held"]) is None  # moved: needs_confirmation's
+    assert looks.unsettled(rare, []) == "held"
+    assert looks.unsettled(flat_metrics(), []) is None
+    assert looks.unsettled(rare, ["held"]) is None  # moved: needs_confirmation's
     old = {k: v for k, v in rare["held_growth"].items() if k != "net_rate"}
-    assert verdict.unsettled({**rare, "held_growth": old}, []) is None  # stored before net_rate
+    assert looks.unsettled({**rare, "held_growth": old}, []) is None  # stored before net_rate
 
 
 def test_count_signals_and_peaks_never_need_confirmation():
     marginal = {**flat_metrics(), "held_growth": trend_dict(line(1.5 * HELD_SLOPE_MIN))}
-    assert not verdict.needs_confirmation(marginal, ["held", "python objects"])
-    assert not verdict.needs_confirmation(marginal, ["held", "threads"])
-    assert not verdict.needs_confirmation(marginal, ["peak"])
-    assert not verdict.needs_confirmation(marginal, [])
+    assert not looks.needs_confirmation(marginal, ["held", "python objects"])
+    assert not looks.needs_confirmation(marginal, ["held", "threads"])
+    assert not looks.needs_confirmation(marginal, ["peak"])
+    assert not looks.needs_confirmation(marginal, [])
 
 
 def held_run(values) -> dict:
@@ -457,38 +457,38 @@ def scenario():
     return type("Scenario", (), {"kind": "growth"})()
 
 
-def decided(decision: verdict.Decision) -> tuple:
+def decided(decision: looks.Decision) -> tuple:
     return decision.verdict, decision.signals, decision.again
 
 
 def test_confirmation_reads_the_later_half_of_a_longer_run():
-    n = verdict.confirmation_reps(12)
+    n = looks.confirmation_reps(12)
     assert n == 36
     steady = noisy(line(1.5 * HELD_SLOPE_MIN, n=n), KIB, seed=1)
     # a creep that levels off: 3 x the bar per repetition for 12 repetitions, then flat
     levelled = np.minimum(line(3 * HELD_SLOPE_MIN, n=n), 3 * HELD_SLOPE_MIN * 12 + BASE)
     assert verdict.moved(trend_dict(levelled[:12]), HELD_SLOPE_MIN)  # a first run of 12 reads leak
     later = record.confirmation_metrics(held_run(noisy(levelled, KIB, seed=2)), scenario())
-    found = verdict.confirm(["held"], "ok", later, flat_metrics(), n)
+    found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found)[:2] == ("no-leak", []) and not found.extend
     assert "stopped growing" in found.why
     later = record.confirmation_metrics(held_run(steady), scenario())
-    assert len(verdict.later_half(list(steady))) == 18
-    found = verdict.confirm(["held"], "ok", later, flat_metrics(), n)
+    assert len(looks.later_half(list(steady))) == 18
+    found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found) == ("leak", ["held"], ["held"]) and "grew steadily" in found.why
 
 
 def test_confirmation_keeps_only_signals_that_moved_twice_and_says_why_it_could_not():
     held_only = {**flat_metrics(), "held_growth": trend_dict(line(3 * HELD_SLOPE_MIN, n=18))}
     first = flat_metrics()
-    found = verdict.confirm(["held", "heap"], "ok", held_only, first)
+    found = looks.confirm(["held", "heap"], "ok", held_only, first)
     assert decided(found) == ("leak", ["held", "heap"], ["held"])  # the heap beside held memory
-    found = verdict.confirm(["held", "heap"], "ok", flat_metrics(), first)
+    found = looks.confirm(["held", "heap"], "ok", flat_metrics(), first)
     assert decided(found)[:2] == ("no-leak", [])  # never the heap alone
     # grew until killed
-    assert decided(verdict.confirm(["held"], "over-cap", None, first))[:2] == ("leak", ["held"])
-    assert verdict.confirm(["held"], "hang", None, first).verdict == "hang"  # never a no-leak
-    assert verdict.confirm(["held"], "error", None, first).verdict == "error"
+    assert decided(looks.confirm(["held"], "over-cap", None, first))[:2] == ("leak", ["held"])
+    assert looks.confirm(["held"], "hang", None, first).verdict == "hang"  # never a no-leak
+    assert looks.confirm(["held"], "error", None, first).verdict == "error"
 
 
 def stepped(steps: dict, n: int = 18, sd: float = KIB, seed: int = 3) -> np.ndarray:
@@ -512,16 +512,16 @@ def extension(malloc: np.ndarray, held: np.ndarray | None = None):
     run = held_run(held if held is not None else malloc)
     run["series"]["malloc_used_bytes"] = list(malloc)
     later = record.confirmation_metrics(run, scenario())
-    half = verdict.later_half(list(malloc))
+    half = looks.later_half(list(malloc))
     envelope = {
         "series": "malloc_used_bytes",
-        "rises": estimate.envelope_rises(half, verdict.EXTEND_WINDOWS),
-        "window": (len(half) - estimate.NET_EDGE) // verdict.EXTEND_WINDOWS,
+        "rises": estimate.envelope_rises(half, looks.EXTEND_WINDOWS),
+        "window": (len(half) - estimate.NET_EDGE) // looks.EXTEND_WINDOWS,
     }
     return later, envelope
 
 
-EXTENDED = verdict.extension_reps(12)
+EXTENDED = looks.extension_reps(12)
 
 
 def test_a_creep_in_a_few_steps_is_measured_longer_and_turned_away():
@@ -535,12 +535,12 @@ def test_a_creep_in_a_few_steps_is_measured_longer_and_turned_away():
     assert not verdict.steady(later, HELD_SLOPE_MIN)
     metrics = {**flat_metrics(), "held_growth": later}
     assert verdict.steady_signals(metrics) == []
-    found = verdict.confirm(["held"], "ok", metrics, flat_metrics(), 36)
+    found = looks.confirm(["held"], "ok", metrics, flat_metrics(), 36)
     assert found.extend and "in lumps" in found.why
     # the extension: held memory goes on stepping now and then, malloc in use stays flat
     held = stepped({10: 2 * MIB, 30: 4 * MIB, 50: 2 * MIB, 65: 2 * MIB}, n=EXTENDED)
     later, envelope = extension(noisy(line(0.0, n=EXTENDED), KIB, seed=9), held)
-    found = verdict.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found) == ("no-leak", [], []) and "the growth stopped" in found.why
 
 
@@ -567,7 +567,7 @@ def lumpy(rate: float, growth: float = 1.125, n: int = EXTENDED) -> np.ndarray:
 )
 def test_a_leak_in_lumps_is_kept_by_its_extension(malloc):
     later, envelope = extension(malloc, stepped({}, n=EXTENDED))
-    found = verdict.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found)[:2] == ("leak", ["held"]) and "in every window" in found.why
 
 
@@ -581,7 +581,7 @@ def test_a_leak_in_lumps_is_kept_by_its_extension(malloc):
 )
 def test_a_cache_a_sawtooth_or_a_jump_is_turned_away_by_its_extension(malloc):
     later, envelope = extension(malloc, stepped({}, n=EXTENDED))
-    found = verdict.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found)[:2] == ("no-leak", [])
 
 
@@ -596,7 +596,7 @@ def test_a_cache_a_sawtooth_or_a_jump_is_turned_away_by_its_extension(malloc):
 def test_a_leak_spread_over_its_repetitions_is_kept(series):
     later = {**flat_metrics(), "held_growth": trend_dict(series)}
     assert verdict.moved(later["held_growth"], HELD_SLOPE_MIN)
-    found = verdict.confirm(["held"], "ok", later, flat_metrics(), 36)
+    found = looks.confirm(["held"], "ok", later, flat_metrics(), 36)
     assert decided(found) == ("leak", ["held"], ["held"])
 
 
@@ -605,7 +605,7 @@ def test_a_leak_in_three_steps_or_fewer_is_measured_longer():
     like a creep: not steady, so it is measured longer instead of read as a no-leak."""
     later = trend_dict(stepped({i: 256 * KIB for i in range(3, 18, 6)}))
     assert verdict.moved(later, HELD_SLOPE_MIN) and not verdict.steady(later, HELD_SLOPE_MIN)
-    found = verdict.confirm(["held"], "ok", {**flat_metrics(), "held_growth": later}, {}, 36)
+    found = looks.confirm(["held"], "ok", {**flat_metrics(), "held_growth": later}, {}, 36)
     assert found.extend
 
 
@@ -627,7 +627,7 @@ def test_a_leak_turned_away_by_its_confirmation_can_still_read_fragmentation():
         "malloc_free_held_bytes": 342 * MIB,
         "malloc_heap_unavailable": None,
     }
-    found = verdict.confirm(["held"], "ok", flat_metrics(), first)
+    found = looks.confirm(["held"], "ok", flat_metrics(), first)
     assert decided(found) == ("fragmentation", [], [])
 
 

@@ -45,7 +45,7 @@ class Trend:
     values less the median of its first NET_EDGE, over the repetitions between them. A leak that
     grows in lumps or rare steps keeps its average rate here where each half's slope may read 0;
     so does a one-off step or a cache that fills, which is why it only asks for a longer look
-    (verdict.unsettled), never decides.
+    (looks.unsettled), never decides.
     """
 
     slope: float

@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import metrics as registry
-from leakbench.analysis import estimate, verdict
+from leakbench.analysis import estimate, looks, verdict
 from leakbench.analysis.schema import SCHEMA, Record
 from leakbench.metrics import SERIES_UNITS
 
@@ -197,8 +197,8 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
 
 def confirmation_metrics(run: dict, scenario) -> dict:
     """Metrics of a confirmation run (run_entry) over the later half of its series
-    (verdict.later_half), the part a confirmation's verdict reads (verdict.confirm)."""
-    series = {name: verdict.later_half(values) for name, values in run["series"].items()}
+    (looks.later_half), the part a confirmation's verdict reads (looks.confirm)."""
+    series = {name: looks.later_half(values) for name, values in run["series"].items()}
     half = len(series["rss_bytes"])
     return metrics([{**run, "series": series}], scenario, half)
 
@@ -295,8 +295,8 @@ def build(
 
 
 def confirmed(rec: Record, scenario, reps: int, outcome, candidates: list[str]) -> Record:
-    """A new record: `rec` (a leak that needed it, verdict.needs_confirmation, or an unsettled
-    no-leak, verdict.unsettled) with the decision its confirmation run gives (verdict.confirm,
+    """A new record: `rec` (a leak that needed it, looks.needs_confirmation, or an unsettled
+    no-leak, looks.unsettled) with the decision its confirmation run gives (looks.confirm,
     from the later half of that run).
 
     reps: the confirmation run's measured repetitions; outcome: its Outcome; candidates: the
@@ -307,14 +307,14 @@ def confirmed(rec: Record, scenario, reps: int, outcome, candidates: list[str]) 
     """
     run = run_entry(outcome)
     later = confirmation_metrics(run, scenario) if outcome.result else None
-    decision = verdict.confirm(candidates, outcome.status, later, rec["metrics"], reps)
+    decision = looks.confirm(candidates, outcome.status, later, rec["metrics"], reps)
     look = _look(reps, outcome, run, decision, candidates)
     return {**rec, **_decided(rec, decision, outcome), "confirmation": look}
 
 
 def extended(rec: Record, scenario, reps: int, outcome) -> Record:
     """A new record: `rec` (its confirmation rose without deciding) with the decision its
-    extension run gives (verdict.extended), under "extension" as under "confirmation", with
+    extension run gives (looks.extended), under "extension" as under "confirmation", with
     the envelope it read: series, rises (bytes, of its later half's lower envelope per window:
     estimate.envelope_rises), window (repetitions)."""
     run = run_entry(outcome)
@@ -322,14 +322,14 @@ def extended(rec: Record, scenario, reps: int, outcome) -> Record:
     envelope = None
     if later is not None:
         name = _envelope_series(later)
-        half = verdict.later_half(run["series"][name])
+        half = looks.later_half(run["series"][name])
         envelope = {
             "series": name,
-            "rises": estimate.envelope_rises(half, verdict.EXTEND_WINDOWS),
-            "window": (len(half) - estimate.NET_EDGE) // verdict.EXTEND_WINDOWS,
+            "rises": estimate.envelope_rises(half, looks.EXTEND_WINDOWS),
+            "window": (len(half) - estimate.NET_EDGE) // looks.EXTEND_WINDOWS,
         }
     candidates = rec["confirmation"]["candidates"]
-    decision = verdict.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
+    decision = looks.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
     look = {**_look(reps, outcome, run, decision, candidates), "envelope": envelope}
     return {**rec, **_decided(rec, decision, outcome), "extension": look}
 
@@ -338,7 +338,7 @@ def _envelope_series(metrics: dict) -> str:
     """The series whose lower envelope an extension reads: malloc's bytes in use, or the basis
     series (RSS) where glibc's counters are n/a."""
     if verdict.memory_basis(metrics).metric is registry.HELD:
-        series = registry.BY_KEY["malloc_heap_growth"].series
+        series = registry.MALLOC.series
     else:
         series = registry.RSS.series
     assert series is not None
@@ -360,9 +360,26 @@ def _look(reps: int, outcome, run: dict, decision, candidates: list[str]) -> dic
 
 
 def _decided(rec: Record, decision, outcome) -> dict:
-    """The fields of a record a longer look's decision (verdict.Decision) sets."""
+    """The fields of a record a longer look's decision (looks.Decision) sets."""
     return {
         "verdict": decision.verdict,
         "signals": decision.signals if decision.verdict == "leak" else [],
         "seconds": rec["seconds"] + outcome.wall_seconds,
     }
+
+
+LOOKS = ("confirmation", "extension")  # a record's longer looks, in the order they were made
+
+
+def longer_looks(rec) -> list[tuple[str, dict]]:
+    """The longer looks a record holds, [(key of LOOKS, look)], each with its "why" (older
+    records lack it: then the signals that grew steadily, in words)."""
+    found = []
+    for key in LOOKS:
+        look = rec.get(key)
+        if look:
+            why = look.get("why") or (
+                f"grew steadily in its later half: {', '.join(look['signals']) or 'nothing'}"
+            )
+            found.append((key, {**look, "why": why}))
+    return found

@@ -11,15 +11,9 @@ in docs/verdicts.md; the thresholds of the growth signals are the registry's
   peak rose by PEAK_RISE_MIN between the smallest and the largest size;
 - memray's heap never calls a leak alone: its pass is short, and a bounded cache
   that turns over more slowly than it reads as growth (moved_signals);
-- a leak that rests on byte signals alone is measured again, longer
-  (needs_confirmation, CONFIRM_REPS_FACTOR times the repetitions), and so is a
-  no-leak whose held memory rose by its bar net of lumps (`unsettled`); it
-  stays a leak only if the signal grows steadily in the later half of that
-  longer series (`confirm`). Where that later half still rose but in lumps,
-  a drop or a levelling that may not have finished, it is measured longer
-  again (EXTEND_REPS_FACTOR) and decided on the lower envelope of malloc's
-  bytes in use (`extended`): a leak allocates in every window, a creep or a
-  cache that filled does not;
+- a leak that rests on byte signals alone, and a no-leak whose held memory
+  rose by its bar net of lumps, are measured again, longer, before any
+  verdict (leakbench.analysis.looks);
 - fragmentation: nothing that holds memory moved, and malloc_trim gave back
   most of what RSS gained or malloc keeps most of it as free bytes
   (`fragmented`, TRIM_SHARE_MIN, TRIM_HELD_MIN and FREE_HELD_MIN).
@@ -31,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leakbench import metrics as registry
-from leakbench.analysis.estimate import STEP_RISES
 
 # re-exported: the tests read the thresholds here (verdict.HEAP_SLOPE_MIN)
 from leakbench.metrics import COUNT_SLOPE_MIN as COUNT_SLOPE_MIN
@@ -41,7 +34,7 @@ from leakbench.metrics import HELD_SLOPE_MIN as HELD_SLOPE_MIN
 from leakbench.metrics import OBJECT_SLOPE_MIN as OBJECT_SLOPE_MIN
 from leakbench.metrics import PEAK_RISE_MIN, rate
 from leakbench.metrics import RSS_SLOPE_MIN as RSS_SLOPE_MIN
-from leakbench.units import KIB, MIB
+from leakbench.units import MIB
 
 # The closed set of verdicts, each with what it means: the one text every view shows.
 VERDICTS = {
@@ -72,12 +65,6 @@ FREE_HELD_MIN = 96 * MIB
 # reads both numbers (docs/verdicts.md, "Steady growth").
 STEADY_RISE_SHARE = 0.5
 STEP_SHARE_MAX = 0.9
-CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first run's series
-# The extension, where a confirmation's later half rose without deciding: 6x a first run's
-# repetitions (72 at the defaults), whose later half is read in EXTEND_WINDOWS windows (of 18):
-# each must hold one of a lumpy leak's lumps (docs/verdicts.md, "Lumps and levelling").
-EXTEND_REPS_FACTOR = 6
-EXTEND_WINDOWS = 2
 
 # metric key -> (signal name, threshold in the metric's unit), from the registry
 # (leakbench.metrics). These decide; with glibc's
@@ -241,218 +228,6 @@ def _unmoved(metrics: dict) -> tuple[str, list[str]]:
     if fragmented(metrics, grew=rss_grew):
         return "fragmentation", [rss.signal] if rss_grew else []
     return "no-leak", []
-
-
-def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
-    """True if a leak rests only on byte signals (held memory, RSS, memray's heap, the GPU's).
-
-    A count signal (exact) or a peak that scales is evidence enough; bytes are measured again
-    (leakbench.measure). Not even two byte signals far past their bars: a bounded cache of
-    24 entries grows by its entry every repetition of a first run (15 calls) and of memray's
-    pass, in held memory and in the heap alike, and fills only later (calibration, "bounded
-    cache"). One byte signal alone is no better: a buffer AUTOTUNE widens now and then can pass
-    it in both halves of one run, and not in the next (oversized_prefetch's fix).
-    """
-    if not signals or registry.PEAK_SIGNAL in signals or any(s in COUNT_SIGNALS for s in signals):
-        return False
-    return True
-
-
-def unsettled(metrics: dict, signals: list[str]) -> str | None:
-    """The memory signal to measure again where nothing moved but the evidence did not decide,
-    else None.
-
-    Unsettled: no signal moved, yet the memory series the verdict rests on (memory_basis) rose
-    by its bar per repetition net of its shape (estimate.Trend.net_rate): growth in lumps or rare
-    steps leaves a half of 6 repetitions flat, so the rate (the least of the halves) reads
-    nothing, and `no-leak` would be a guess. A trend stored before net_rate was is settled.
-    """
-    if signals:
-        return None
-    metric = memory_basis(metrics).metric
-    trend = metrics.get(metric.key)
-    assert metric.threshold is not None  # the basis decides: it has a bar
-    if trend and trend.get("net_rate", 0.0) >= metric.threshold:
-        return metric.signal
-    return None
-
-
-def confirmation_reps(reps: int) -> int:
-    """Measured repetitions of a confirmation run, for a first run of `reps`."""
-    return reps * CONFIRM_REPS_FACTOR
-
-
-def extension_reps(reps: int) -> int:
-    """Measured repetitions of an extension run, for a first run of `reps`."""
-    return reps * EXTEND_REPS_FACTOR
-
-
-def later_half(values: list) -> list:
-    """The part of a confirmation run's series (one value per repetition) its verdict reads: the
-    later half. A creep that levels off (a buffer AUTOTUNE widens, a cache that fills) has spent
-    its growth before it; a leak goes on at its rate (docs/verdicts.md, "Confirmation")."""
-    return values[len(values) // 2 :]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What a longer look (a confirmation, an extension) decided.
-
-    verdict and signals: the record's. again: the signals that grew steadily in the look's later
-    half (steady_signals). why: one sentence a user can check against the record's series.
-    extend: the look rose without deciding; measure longer (extended) before any verdict.
-    """
-
-    verdict: str
-    signals: list[str]
-    again: list[str]
-    why: str
-    extend: bool = False
-
-
-def _kept(first: list[str], again: list[str]) -> list[str]:
-    """The first run's signals a longer look keeps: those that grew steadily again, and memray's
-    heap beside them where it moved in the first run (the looks run no heap pass: it never
-    decides alone, moved_signals)."""
-    kept = [s for s in first if s in again]
-    heap = registry.HEAP.signal
-    return [s for s in first if s in kept or (s == heap and kept)]
-
-
-def _per_rep(metric: registry.Metric, value: float) -> str:
-    return f"{metric.display(value, sign=True)} {metric.shown}"
-
-
-def _looked(status: str, later: dict | None, reps: int, first: list[str]) -> Decision | None:
-    """The decision of a look whose run did not end with a measurement to read, else None."""
-    if status == "over-cap":
-        return Decision("leak", first, [], f"the {reps} more repetitions went over the memory cap")
-    if later is None:
-        word = status if status != "ok" else "error"
-        return Decision(word, first, [], f"the {reps} more repetitions ended ({word}) unmeasured")
-    return None
-
-
-def confirm(
-    first: list[str], status: str, later: dict | None, metrics: dict, reps: int = 0
-) -> Decision:
-    """Decision on a leak that needed confirmation (or an unsettled no-leak), from its
-    confirmation run.
-
-    first: the signals that moved in the first run (for an unsettled one: `unsettled`'s);
-    metrics: the first run's (as for decide). status: the confirmation run's status. later:
-    metrics of the confirmation run's later half (record.confirmation_metrics), None if its
-    measurement never came. reps: the confirmation's measured repetitions (for `why`).
-
-    A signal is kept if it grows steadily in the later half (steady_signals): leak. A run cut
-    short by the cap confirms the leak (it grew until killed); one that hung or failed before
-    its measurement came gives its status. Otherwise, if the later half still rose by the bar
-    net of its shape, in held memory (or the basis in its place) or in malloc's bytes in use
-    (lumps, a drop, a levelling not finished), the evidence has not decided: extend. Otherwise
-    the growth stopped, and the first run reads as if nothing had moved: fragmentation by its
-    rule, else no-leak (shuffle_fragmentation, whose RSS is malloc's free bytes, still reads
-    fragmentation after a step in held memory is turned away).
-    """
-    done = _looked(status, later, reps, first)
-    if done:
-        return done
-    assert later is not None
-    again = steady_signals(later)
-    kept = _kept(first, again)
-    basis = memory_basis(later).metric
-    trend = later.get(basis.key) or {}
-    if kept:
-        why = f"{', '.join(kept)} grew steadily in the later half of {reps} more repetitions"
-        if basis.signal in kept:
-            median = _per_rep(basis, trend["median_rise"])
-            why += f": {_per_rep(basis, rate(trend))}, median rise {median}"
-        return Decision("leak", kept, again, why)
-    assert basis.threshold is not None
-    rises = {
-        m: (later.get(m.key) or {}).get("net_rate", 0.0)
-        for m in (basis, registry.BY_KEY["malloc_heap_growth"])
-        if later.get(m.key)
-    }
-    shape = _shape(trend, basis)
-    if any(value >= basis.threshold for value in rises.values()):
-        rose = ", ".join(f"{m.label} {_per_rep(m, v)}" for m, v in rises.items())
-        return Decision(
-            "leak",
-            first,
-            again,
-            f"the later half of {reps} more repetitions rose ({rose}) {shape}",
-            extend=True,
-        )
-    word, signals = _unmoved(metrics)
-    bar = _per_rep(basis, basis.threshold)
-    why = (
-        f"{basis.label} stopped growing: {_per_rep(basis, rises.get(basis, 0.0))} net over the "
-        f"later half of {reps} more repetitions, under the bar of {bar}"
-    )
-    return Decision(word, signals, again, why)
-
-
-def _shape(trend: dict, basis: registry.Metric) -> str:
-    """Why a rise did not decide, in words: lumps, or a half that did not rise."""
-    if not trend:
-        return "without a trend"
-    if trend.get("top_rises_share", 0.0) >= STEP_SHARE_MAX:
-        share = trend["top_rises_share"]
-        return f"in lumps (its {STEP_RISES} largest rises carry {share:.0%} of it)"
-    slower = min(trend["first_half"], trend["second_half"])
-    return f"unevenly (its slower half {_per_rep(basis, slower)})"
-
-
-def extended(
-    first: list[str],
-    status: str,
-    later: dict | None,
-    envelope: dict | None,
-    metrics: dict,
-    reps: int,
-) -> Decision:
-    """Decision on a leak whose confirmation rose without deciding, from its extension run.
-
-    first: the candidate signals; metrics: the first run's. later: metrics of the extension's
-    later half; envelope: {"series": the series read, "rises": estimate.envelope_rises of its
-    later half in EXTEND_WINDOWS windows, "window": repetitions per window}, None without a
-    measurement. reps: the extension's measured repetitions.
-
-    Kept if a signal grows steadily in the later half (as in confirm), or if the lower envelope
-    of malloc's bytes in use (the basis series where glibc's counters are n/a) rose in every
-    window by STEADY_RISE_SHARE of the bar per repetition and over them all by the bar: a leak
-    allocates in every window, lumps or not; a creep that touches pages of a block already
-    allocated, a cache that filled, a sawtooth or a one-off step do not.
-    """
-    done = _looked(status, later, reps, first)
-    if done:
-        return done
-    assert later is not None and envelope is not None
-    again = steady_signals(later)
-    kept = _kept(first, again)
-    basis = memory_basis(later).metric
-    assert basis.threshold is not None
-    series = registry.SERIES_BY_NAME[envelope["series"]]
-    rises, window = envelope["rises"], envelope["window"]
-    shown = " and ".join(format(r / KIB, ",.0f") for r in rises)
-    total = sum(rises) / (window * len(rises))
-    lows = (
-        f"the lows of {series.label} rose {shown} KiB in its {len(rises)} windows of {window} "
-        f"repetitions ({_per_rep(basis, total)})"
-    )
-    if kept:
-        return Decision(
-            "leak",
-            kept,
-            again,
-            f"{', '.join(kept)} grew steadily in the later half of {reps} more repetitions; {lows}",
-        )
-    if min(rises) >= STEADY_RISE_SHARE * basis.threshold * window and total >= basis.threshold:
-        signal = basis.signal if basis.signal in first else first[0]
-        found = _kept(first, [signal])
-        return Decision("leak", found, again, f"measured {reps} more: {lows}, in every window")
-    word, signals = _unmoved(metrics)
-    return Decision(word, signals, again, f"measured {reps} more: {lows}: the growth stopped")
 
 
 def fragmented(metrics: dict, grew: bool = True) -> bool:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from leakbench import metrics as registry
-from leakbench.analysis import estimate, verdict
+from leakbench.analysis import estimate, looks, verdict
 from leakbench.analysis.schema import Record, first_run
 from leakbench.calibrate import committed, cost, peers, stats, targets
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
@@ -191,7 +191,7 @@ def observe(rec: Record, case: Case, run: int) -> dict:
         "tensorflow": rec["environment"]["tensorflow"],
         "heap_source": (first.get("heap") or {}).get("heap_source"),
     }
-    # A deciding signal of a record measured again (verdict.confirm) is caught only if it also
+    # A deciding signal of a record measured again (looks.confirm) is caught only if it also
     # moved, steadily, in the confirmation's later half.
     again = (rec.get("confirmation") or {}).get("signals")
     deciding = verdict.deciding_signals(m) if m else {}
@@ -206,13 +206,13 @@ def observe(rec: Record, case: Case, run: int) -> dict:
         seen[f"{name}_trend"] = trend  # slope, interval, p, halves: everything the verdict read
         seen[f"{name}_reach"] = stats.reach(trend)
         seen[f"{name}_trend_only"] = stats.trend_only(trend)
-    # held memory over the confirmation's later half, the series verdict.confirm read (median
+    # held memory over the confirmation's later half, the series looks.confirm read (median
     # rise and the share of its largest rises included: verdict.steady)
     confirmation = rec.get("confirmation")
     held = registry.HELD.series
     assert held is not None  # held memory is the trend of a sample series
     later = confirmation and confirmation["run"]["series"].get(held)
-    found = later and estimate.trend(verdict.later_half(later))
+    found = later and estimate.trend(looks.later_half(later))
     seen["confirmation_held_trend"] = found.as_dict() if found else None
     return seen
 

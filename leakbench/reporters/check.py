@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from leakbench import metrics
+from leakbench.analysis import record
 from leakbench.analysis.schema import Record
 from leakbench.engine.pytypes import TYPE_GROWTH_MIN
 from leakbench.units import KIB, MIB, format_bytes
@@ -86,13 +87,11 @@ def check_view(rec: Record) -> list:
                 "repetitions and over each half)"
             )
         )
-    confirmation = rec.get("confirmation")
-    if confirmation:
+    for key, look in record.longer_looks(rec):
         out.append(
             Text(
-                f"confirmation: {confirmation['reps']} repetitions in a fresh process "
-                f"({confirmation['seconds']:.1f} s): grew steadily in its later half: "
-                f"{', '.join(confirmation['signals']) or 'nothing'}"
+                f"{key}: {look['reps']} repetitions in a fresh process "
+                f"({look['seconds']:.1f} s): {look['why']}"
             )
         )
     att = (d.get("attribution") or {}) if m else {}
@@ -189,10 +188,7 @@ def check_summary(rec: Record) -> str:
     if error := rec.get("error"):
         parts.append(f"error: {error.strip().splitlines()[-1]}")
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
-    if rec.get("confirmation"):
-        parts.append(
-            f"confirmation: grew steadily: {', '.join(rec['confirmation']['signals']) or 'nothing'}"
-        )
+    parts += [f"{key}: {look['why']}" for key, look in record.longer_looks(rec)]
     for metric in CHECK_SERIES:
         if m.get(metric.key):
             parts.append(f"{metric.label} {metric.display(m[metric.key]['slope'])} {metric.shown}")
