@@ -58,6 +58,7 @@ from leakbench.contract import read_metadata
 from leakbench.history import pin, rounds
 from leakbench.jsonfile import write_atomic
 from leakbench.measure import Settings, measure
+from leakbench.repeat import hog
 
 FOLDER = Path(__file__).parent / "designs"
 
@@ -239,6 +240,7 @@ def calibrate(
     machine: str | None = None,
     peer_names: tuple = (),
     peer_runs: int = 0,
+    cpu_hog: int = 0,
 ) -> dict:
     """Measure every run (1 … runs) of every case not yet in `out`, round-robin
     (leakbench.history.rounds), writing `out` after each; return the result.
@@ -259,6 +261,9 @@ def calibrate(
         "machine": machine or platform.node(),
         "tensorflow": tensorflow_version(),
         "settings": settings.stored(),
+        # busy processes beside the runs (leakbench.repeat.hog); kept only where there were some,
+        # so that a file made without them resumes as before
+        **({"cpu_hog": cpu_hog} if cpu_hog else {}),
     }
     result = rounds.open_result(
         out, made, FORMAT, "calibrate", "a calibration result", CalibrateError, resume
@@ -314,17 +319,18 @@ def calibrate(
         if on_run:
             on_run(i, total, cell[0], run, seen)
 
-    return rounds.measure_rounds(
-        out,
-        result,
-        cells,
-        key=key,
-        done=done,
-        run_one=run_one,
-        keep=keep,
-        finish=lambda result: _finish(result, settings),
-        on_run=told,
-    )
+    with hog.cpu_hog(cpu_hog):
+        return rounds.measure_rounds(
+            out,
+            result,
+            cells,
+            key=key,
+            done=done,
+            run_one=run_one,
+            keep=keep,
+            finish=lambda result: _finish(result, settings),
+            on_run=told,
+        )
 
 
 def add_context(

@@ -115,8 +115,27 @@ def _sizes(text: str) -> list[int]:
     default=None,
     help="Runs per case for each peer. Default: --runs.",
 )
+@click.option(
+    "--cpu-hog",
+    type=click.IntRange(0, 256),
+    default=0,
+    show_default=True,
+    help="Keep this many busy processes running beside the runs (one per core: every core "
+    "busy), to see the verdicts on a loaded machine.",
+)
 def calibrate_command(
-    runs, sizes, holders, cap, timeout, out, machine, resume, suite_records, peer_names, peer_runs
+    runs,
+    sizes,
+    holders,
+    cap,
+    timeout,
+    out,
+    machine,
+    resume,
+    suite_records,
+    peer_names,
+    peer_runs,
+    cpu_hog,
 ) -> None:
     """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
     settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
@@ -210,6 +229,7 @@ def calibrate_command(
             machine=machine,
             peer_names=peer_list,
             peer_runs=runs if peer_runs is None else peer_runs,
+            cpu_hog=cpu_hog,
         )
     except calibrate.CalibrateError as e:
         fail(str(e))

@@ -48,7 +48,12 @@ def _about(result: dict) -> list[str]:
         + f" only where held memory is n/a), Mann–Kendall p < {verdict.TREND_P_MAX}. "
         "Detected: k/n runs [95 % Wilson interval]. Trend only: p < 0.01 and both halves rising, "
         "no size threshold. Bias: mean slope − true. CV: std/mean of slopes. "
-        f"asv peakmem: peak RSS > {ASV_FACTOR}× the control's median.",
+        f"asv peakmem: peak RSS > {ASV_FACTOR}× the control's median."
+        + (
+            f" Measured beside {result['cpu_hog']} busy processes (--cpu-hog): every core busy."
+            if result.get("cpu_hog")
+            else ""
+        ),
         "",
     ]
 
