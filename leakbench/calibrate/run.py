@@ -58,7 +58,6 @@ from leakbench.contract import read_metadata
 from leakbench.history import pin, rounds
 from leakbench.jsonfile import write_atomic
 from leakbench.measure import Settings, measure
-from leakbench.repeat import hog
 
 FOLDER = Path(__file__).parent / "designs"
 
@@ -261,7 +260,7 @@ def calibrate(
         "machine": machine or platform.node(),
         "tensorflow": tensorflow_version(),
         "settings": settings.stored(),
-        # busy processes beside the runs (leakbench.repeat.hog); kept only where there were some,
+        # busy processes the caller runs beside (leakbench.repeat.hog); kept only where some are,
         # so that a file made without them resumes as before
         **({"cpu_hog": cpu_hog} if cpu_hog else {}),
     }
@@ -319,18 +318,17 @@ def calibrate(
         if on_run:
             on_run(i, total, cell[0], run, seen)
 
-    with hog.cpu_hog(cpu_hog):
-        return rounds.measure_rounds(
-            out,
-            result,
-            cells,
-            key=key,
-            done=done,
-            run_one=run_one,
-            keep=keep,
-            finish=lambda result: _finish(result, settings),
-            on_run=told,
-        )
+    return rounds.measure_rounds(
+        out,
+        result,
+        cells,
+        key=key,
+        done=done,
+        run_one=run_one,
+        keep=keep,
+        finish=lambda result: _finish(result, settings),
+        on_run=told,
+    )
 
 
 def add_context(

@@ -141,6 +141,7 @@ def calibrate_command(
     settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
 
     from leakbench.calibrate import run as calibrate
+    from leakbench.repeat import hog
 
     try:
         size_list = _sizes(sizes)
@@ -218,19 +219,20 @@ def calibrate_command(
         )
 
     try:
-        result = calibrate.calibrate(
-            holder_list,
-            size_list,
-            runs,
-            settings,
-            out,
-            resume=resume,
-            on_run=progress,
-            machine=machine,
-            peer_names=peer_list,
-            peer_runs=runs if peer_runs is None else peer_runs,
-            cpu_hog=cpu_hog,
-        )
+        with hog.cpu_hog(cpu_hog):
+            result = calibrate.calibrate(
+                holder_list,
+                size_list,
+                runs,
+                settings,
+                out,
+                resume=resume,
+                on_run=progress,
+                machine=machine,
+                peer_names=peer_list,
+                peer_runs=runs if peer_runs is None else peer_runs,
+                cpu_hog=cpu_hog,
+            )
     except calibrate.CalibrateError as e:
         fail(str(e))
     result = calibrate.add_context(result, out, settings, suite_records, results / "records")
