@@ -69,6 +69,29 @@ def _verdicts(r: dict) -> str:
     return f"{words} {found['k']}/{found['n']}" if found and found["n"] else "—"
 
 
+def _shape_table(result: dict) -> list[str]:
+    """Verdicts by shape: one row per design, one column per size, each cell _verdicts' k/n
+    ("caught" on a leak, "false alarms" on a control); the first table a reader wants."""
+    rows: dict[tuple, dict] = {}
+    for r in result["summary"]:
+        shape, leaks = shape_of(r)
+        rows.setdefault((shape, r["holder"], leaks), {})[r["bytes_per_rep"]] = r
+    sizes = sorted({size for cells in rows.values() for size in cells})
+    if not rows:
+        return []
+    head = ["shape", "design", "leak or control", *(_case(size) for size in sizes)]
+    body = (
+        [
+            shape,
+            design,
+            "leak" if leaks else "control",
+            *(_verdicts(cells[size]) if size in cells else "—" for size in sizes),
+        ]
+        for (shape, design, leaks), cells in rows.items()
+    )
+    return ["### Verdicts by shape", "", *markdown_table(head, body), ""]
+
+
 def _detection_table(result: dict) -> list[str]:
     labels = [m.label for m in SIGNALS.values()]
     head = [
@@ -271,6 +294,7 @@ def markdown(result: dict) -> str:
     """
     lines = (
         _about(result)
+        + _shape_table(result)
         + _detection_table(result)
         + _peer_table(result)
         + _cost(result)
