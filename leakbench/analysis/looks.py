@@ -97,7 +97,7 @@ def extension_reps(reps: int) -> int:
 def later_half(values: list) -> list:
     """The part of a confirmation run's series (one value per repetition) its verdict reads: the
     later half. A creep that levels off (a buffer AUTOTUNE widens, a cache that fills) has spent
-    its growth before it; a leak goes on at its rate (docs/verdicts.md, "Confirmation")."""
+    its growth before it; a leak goes on at its rate (docs/verdicts.md, "Longer looks")."""
     return values[len(values) // 2 :]
 
 

@@ -11,6 +11,7 @@ import click
 from leakbench import jsonfile
 from leakbench.cli.base import fail, main, say
 from leakbench.cli.files import apart, machine_of, results_dir, writable
+from leakbench.cli.options import CPU_HOG_OPTION
 from leakbench.cli.types import FINITE_SECONDS
 from leakbench.history.store import records_path
 from leakbench.measure import FIXED_CAP_BYTES, Settings
@@ -115,14 +116,7 @@ def _sizes(text: str) -> list[int]:
     default=None,
     help="Runs per case for each peer. Default: --runs.",
 )
-@click.option(
-    "--cpu-hog",
-    type=click.IntRange(0, 256),
-    default=0,
-    show_default=True,
-    help="Keep this many busy processes running beside the runs (one per core: every core "
-    "busy), to see the verdicts on a loaded machine.",
-)
+@CPU_HOG_OPTION
 def calibrate_command(
     runs,
     sizes,

@@ -16,6 +16,15 @@ from leakbench.contract_rules import MIN_SERIES
 from leakbench.measure import Settings
 from leakbench.units import parse_size
 
+# busy processes beside the runs (leakbench.repeat.hog): repeat's and calibrate's
+CPU_HOG_OPTION = click.option(
+    "--cpu-hog",
+    type=click.IntRange(0, 256),
+    default=0,
+    show_default=True,
+    help="Keep this many busy processes running beside the runs (one per core: every core "
+    "busy), to see the verdicts on a loaded machine.",
+)
 SCALES_OPTION = click.option(
     "--scales",
     default="1,4",

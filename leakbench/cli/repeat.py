@@ -10,7 +10,7 @@ import click
 from leakbench import jsonfile
 from leakbench.cli.base import fail, main, say, targets_of
 from leakbench.cli.files import apart, machine_of, results_dir, writable
-from leakbench.cli.options import measurement_options, sizes_fit
+from leakbench.cli.options import CPU_HOG_OPTION, measurement_options, sizes_fit
 
 
 @main.command("repeat")
@@ -53,14 +53,7 @@ from leakbench.cli.options import measurement_options, sizes_fit
     help="Keep the runs already in --out (same settings) and measure only the missing ones; "
     "--fresh measures anew and replaces it.",
 )
-@click.option(
-    "--cpu-hog",
-    type=click.IntRange(0, 256),
-    default=0,
-    show_default=True,
-    help="Keep this many busy processes running beside the runs (one per core: every core "
-    "busy), to see the verdicts on a loaded machine.",
-)
+@CPU_HOG_OPTION
 def repeat_command(
     names,
     runs,
