@@ -217,7 +217,9 @@ def _confirm(
     heap never decides alone (verdict.moved_signals). child: the first size's run settings.
     """
     reps = looks.confirmation_reps(child.reps)
-    look = replace(child, reps=reps, heap_reps=0)
+    # no heap pass (the heap never decides alone) and no evidence readings (the first run's stand)
+    options = {**(child.child_options or {}), "evidence": False}
+    look = replace(child, reps=reps, heap_reps=0, child_options=options)
     outcome = runner.run_child(target.scenario.path, params, look, on_message)
     rec = record.confirmed(rec, target.scenario, reps, outcome, candidates)
     if rec["confirmation"]["extend"]:

@@ -169,20 +169,22 @@ def main(config: dict) -> int:
         # memory per tf.data stage on one fresh iterator (buffers.read_stages), then what keeps
         # the type that grew most alive (references.reference_chain:
         # it unfreezes the import's objects).
-        channel.send(progress="stages")
-        start = time.perf_counter()
-        readings = _evidence(buffers.read_stages, state)
-        stages = buffers.stages(readings)
-        seconds["stages"] = time.perf_counter() - start
-        if extra is not None:
-            extra["target_kind"] = getattr(module, "kind", None)
-            extra["attribution"] = buffers.attribution_from(readings)
-        del readings
-        channel.send(progress="reference chain")
-        start = time.perf_counter()
-        chain = _evidence(references.reference_chain, type_growth, state, candidates)
+        stages = chain = None
+        if config.get("evidence", True):  # a longer look (leakbench.analysis.looks) reads none
+            channel.send(progress="stages")
+            start = time.perf_counter()
+            readings = _evidence(buffers.read_stages, state)
+            stages = buffers.stages(readings)
+            seconds["stages"] = time.perf_counter() - start
+            if extra is not None:
+                extra["target_kind"] = getattr(module, "kind", None)
+                extra["attribution"] = buffers.attribution_from(readings)
+            del readings
+            channel.send(progress="reference chain")
+            start = time.perf_counter()
+            chain = _evidence(references.reference_chain, type_growth, state, candidates)
+            seconds["reference_chain"] = time.perf_counter() - start
         del candidates
-        seconds["reference_chain"] = time.perf_counter() - start
 
         channel.send(
             result={
