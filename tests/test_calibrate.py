@@ -674,3 +674,34 @@ def test_run_output_says_what_no_leak_means(tmp_path):
     )
     (tmp_path / "vm-tf-2.20.0.json").write_text("[1")  # not a calibration result: says nothing
     assert "not calibrated" in committed.sensitivity(tmp_path, "vm", "2.20.0")
+
+
+# --- the longer looks on real series (Python-held shapes: no TensorFlow, ~1 s each) ----------
+
+
+@pytest.mark.parametrize(
+    "design, size, word, look",
+    [
+        # a block every 8 repetitions: the first run's halves read nothing, its net rise does;
+        # the confirmation rises in lumps; the extension's malloc lows rise in both windows
+        ("python-rare8", 16 * KIB, "leak", "extension"),
+        ("python-bytearray", 16 * KIB, "leak", "confirmation"),
+        # a cache of 24 entries of 512 KiB passes every bar while it fills, then holds
+        ("python-cache24", 512 * KIB, "no-leak", "extension"),
+        ("python-jump", 64 * KIB, "no-leak", "confirmation"),
+        ("python-sawtooth", 64 * KIB, "no-leak", None),
+    ],
+)
+def test_a_shape_reads_its_verdict_through_the_engines_looks(design, size, word, look):
+    """Measured, capped and timed like any variant: a leak shape reads leak and a control shape
+    no-leak, and the record says which look decided and why."""
+    from leakbench.catalog import Target
+    from leakbench.measure import measure
+
+    found = calibrate.DESIGNS[design]
+    scenario = contract.read_metadata(found.path)
+    rec = measure(Target(scenario, "file"), calibrate.params_for(found, size), SETTINGS)
+    made = [k for k in ("confirmation", "extension") if k in rec]
+    assert rec["verdict"] == word, [rec[k]["why"] for k in made]
+    assert made[-1:] == ([look] if look else [])  # the look that decided, and no more
+    assert all(rec[k]["why"] and rec[k]["status"] == "ok" for k in made)
