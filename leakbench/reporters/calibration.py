@@ -50,7 +50,8 @@ def _about(result: dict) -> list[str]:
         "no size threshold. Bias: mean slope − true. CV: std/mean of slopes. "
         f"asv peakmem: peak RSS > {ASV_FACTOR}× the control's median."
         + (
-            f" Measured beside {result['cpu_hog']} busy processes (--cpu-hog): every core busy."
+            f" Measured beside {result['cpu_hog']} busy "
+            f"process{'es' if result['cpu_hog'] != 1 else ''} (--cpu-hog {result['cpu_hog']})."
             if result.get("cpu_hog")
             else ""
         ),
