@@ -191,7 +191,7 @@ def measure(
         flamegraph=flamegraph,
     )
     candidates = rec["signals"] if rec["verdict"] == "leak" else []
-    if candidates and not looks.needs_confirmation(rec["metrics"], candidates):
+    if candidates and not looks.needs_confirmation(candidates):
         return rec
     if rec["verdict"] == "no-leak":
         found = looks.unsettled(rec["metrics"], rec["signals"])

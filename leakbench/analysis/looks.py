@@ -40,8 +40,9 @@ EXTEND_REPS_FACTOR = 6
 EXTEND_WINDOWS = 2
 
 
-def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
-    """True if a leak rests only on byte signals (held memory, RSS, memray's heap, the GPU's).
+def needs_confirmation(signals: list[str]) -> bool:
+    """True if a leak (its signals: record["signals"]) rests only on byte signals (held memory,
+    RSS, memray's heap, the GPU's), however far past their bars.
 
     A count signal (exact) or a peak that scales is evidence enough; bytes are measured again
     (leakbench.measure). Not even two byte signals far past their bars: a bounded cache of
@@ -50,9 +51,8 @@ def needs_confirmation(metrics: dict, signals: list[str]) -> bool:
     cache"). One byte signal alone is no better: a buffer AUTOTUNE widens now and then can pass
     it in both halves of one run, and not in the next (oversized_prefetch's fix).
     """
-    if not signals or registry.PEAK_SIGNAL in signals or any(s in COUNT_SIGNALS for s in signals):
-        return False
-    return True
+    exact = registry.PEAK_SIGNAL in signals or any(s in COUNT_SIGNALS for s in signals)
+    return bool(signals) and not exact
 
 
 def unsettled(metrics: dict, signals: list[str]) -> str | None:
@@ -78,10 +78,15 @@ def unsettled(metrics: dict, signals: list[str]) -> str | None:
     return None
 
 
+def envelope_metric(basis: registry.Metric) -> registry.Metric:
+    """The metric whose series an extension's lower envelope reads (`extended`): malloc's bytes
+    in use where held memory is the basis (glibc's counters are there), else the basis (RSS)."""
+    return registry.MALLOC if basis is registry.HELD else basis
+
+
 def _rising(basis: registry.Metric) -> tuple[registry.Metric, ...]:
-    """The series whose net rise asks for a longer look: the basis, and malloc's bytes in use
-    where held memory is the basis (glibc's counters are there)."""
-    return (basis, registry.MALLOC) if basis is registry.HELD else (basis,)
+    """The series whose net rise asks for a longer look: the basis, and envelope_metric's."""
+    return tuple(dict.fromkeys((basis, envelope_metric(basis))))
 
 
 def confirmation_reps(reps: int) -> int:

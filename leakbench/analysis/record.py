@@ -321,7 +321,8 @@ def extended(rec: Record, scenario, reps: int, outcome) -> Record:
     later = confirmation_metrics(run, scenario) if outcome.result else None
     envelope = None
     if later is not None:
-        name = _envelope_series(later)
+        name = looks.envelope_metric(verdict.memory_basis(later).metric).series
+        assert name is not None  # a basis or malloc in use: each the trend of a sample series
         half = looks.later_half(run["series"][name])
         envelope = {
             "series": name,
@@ -332,17 +333,6 @@ def extended(rec: Record, scenario, reps: int, outcome) -> Record:
     decision = looks.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
     look = {**_look(reps, outcome, run, decision, candidates), "envelope": envelope}
     return {**rec, **_decided(rec, decision, outcome), "extension": look}
-
-
-def _envelope_series(metrics: dict) -> str:
-    """The series whose lower envelope an extension reads: malloc's bytes in use, or the basis
-    series (RSS) where glibc's counters are n/a."""
-    if verdict.memory_basis(metrics).metric is registry.HELD:
-        series = registry.MALLOC.series
-    else:
-        series = registry.RSS.series
-    assert series is not None
-    return series
 
 
 def _look(reps: int, outcome, run: dict, decision, candidates: list[str]) -> dict:

@@ -48,6 +48,12 @@ def shape_of(o: dict) -> tuple[str, bool]:
     return o.get("shape", STEADY), o.get("leaks", True)
 
 
+def is_control(o: dict) -> bool:
+    """True for a control case (an observation's or a summary row's): size 0, or a control
+    shape's design at any size; its verdicts other than CONTROL's are false alarms."""
+    return not (shape_of(o)[1] and o["bytes_per_rep"])
+
+
 def _order(row: tuple) -> tuple:
     """Rows grouped by shape (SHAPES' order), then by design name with its numbers read as numbers
     (python-cache3 before python-cache12), then by size."""
@@ -126,7 +132,7 @@ def summarize(observations: list[dict]) -> list[dict]:
             if (o["holder"], o["bytes_per_rep"]) == (holder, size) and shape_of(o) == (shape, leaks)
         ]
         measured = [o for o in done if o["rss_slope"] is not None]
-        control = not (leaks and size)
+        control = is_control({"leaks": leaks, "bytes_per_rep": size})
         leak = _rate(sum(o["verdict"] == "leak" for o in measured), len(measured))
         row = {
             "holder": holder,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from leakbench.analysis import verdict
 from leakbench.calibrate import peers
-from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, shape_of
+from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, is_control, shape_of
 from leakbench.reporters import markdown_table
 from leakbench.units import KIB, format_bytes
 
@@ -62,8 +62,7 @@ def _about(result: dict) -> list[str]:
 def _verdicts(r: dict) -> str:
     """A summary row's verdicts in words: "caught k/n" (verdict leak) on a designed leak,
     "false alarms k/n" on a control (size 0, or a control design at any size)."""
-    leaks = shape_of(r)[1]
-    if leaks and r["bytes_per_rep"]:
+    if not is_control(r):
         found, words = r.get("caught") or r["leak"], "caught"
     else:
         found, words = r.get("false_alarms"), "false alarms"
