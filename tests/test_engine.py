@@ -461,7 +461,7 @@ def test_record_is_json_with_schema_environment_and_units():
     back = json.loads(text)
     assert back["verdict"] == rec["verdict"] == "leak"
 
-    assert rec["schema"] == record.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (None, None)
+    assert rec["schema"] == record.SCHEMA == 3 and (rec["expects"], rec["requires"]) == (None, None)
     assert rec["pair"] == "python_leak" and rec["variant"] == "file"
     assert rec["kind"] == "growth" and rec["size_param"] == "bytes_per_rep"
     assert rec["params"] == {"bytes_per_rep": 1048576}
@@ -525,7 +525,7 @@ def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
         "check",
         "one call of the function",
     )
-    assert list(rec)[-2:] == ["seconds", "flamegraph"]
+    assert list(rec)[-3:] == ["seconds", "flamegraph", "decision"]
     plain = record.build(
         t.scenario, "file", {}, {"reps": 6}, [runner.Outcome("error", "import", {}, 1.0)]
     )

@@ -141,7 +141,7 @@ def test_a_bad_record_is_one_line_naming_the_first_problem(case, committed_line)
 def test_a_newer_schema_is_named_before_its_types():
     line = json.dumps(
         {
-            "schema": 3,
+            "schema": 4,
             "pair": "p",
             "variant": "new",
             "verdict": "new",
@@ -150,7 +150,7 @@ def test_a_newer_schema_is_named_before_its_types():
         }
     )
     with pytest.raises(
-        schema.SchemaError, match="record schema 3; this leakbench reads schemas 1 to 2"
+        schema.SchemaError, match="record schema 4; this leakbench reads schemas 1 to 3"
     ):
         schema.loads(line)
 

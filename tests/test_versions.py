@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from leakbench import cli, metrics
-from leakbench.analysis import verdict
+from leakbench.analysis import schema, verdict
 from leakbench.history import builds, compare, matrix, pin, store, sweep
 from leakbench.reporters import history as history_md
 
@@ -547,7 +547,7 @@ def _stub_engine(monkeypatch, seen_tf="2.21.0"):
             "verdict": "no-leak",
             "metrics": {},
             "signals": [],
-            "schema": 2,
+            "schema": schema.SCHEMA,
             "expects": None,
             "requires": None,
             "environment": {"tensorflow": seen_tf},
@@ -649,7 +649,6 @@ def test_record_pairs_checks_the_records_file_before_measuring(tmp_path, monkeyp
 
 
 def test_schema_1_records_migrate_on_read():
-    from leakbench.analysis import schema
 
     v1 = {
         "schema": 1,
@@ -661,13 +660,13 @@ def test_schema_1_records_migrate_on_read():
         "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}],
     }
     rec = schema.loads(json.dumps(v1))
-    assert rec["schema"] == schema.SCHEMA == 2 and (rec["expects"], rec["requires"]) == (
+    assert rec["schema"] == schema.SCHEMA == 3 and (rec["expects"], rec["requires"]) == (
         None,
         "GPU",
     )
     assert rec["runs"][0]["series"]["malloc_used_bytes"] == [15, None]
     # the schema-1 fixtures, migrated
-    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 2
+    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 3
 
 
 def test_committed_records_load_in_the_current_schema():
@@ -676,7 +675,7 @@ def test_committed_records_load_in_the_current_schema():
     releases = [v for v in found if not builds.is_nightly(v)]
     # 2.12–2.21 and a nightly column
     assert len(releases) == 10 and any(builds.is_nightly(v) for v in found)
-    assert all(r["schema"] == 2 for recs in found.values() for r in recs)
+    assert all(r["schema"] == 3 for recs in found.values() for r in recs)
     frag = next(
         r
         for r in found["2.21.0"]

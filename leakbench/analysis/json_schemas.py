@@ -163,6 +163,33 @@ def schema_of(kind: str) -> dict:
                 "seconds": NUM,
             }
         )
+        # the number the verdict rests on (leakbench.analysis.decision); schema 3 on
+        signal_row = _obj(
+            {
+                "signal": STR,
+                "value": NUM,
+                "bar": NUM,
+                "moved": BOOL,
+                "steady": BOOL,
+                "confirmed": _opt(BOOL),
+            }
+        )
+        decision = _obj(
+            {
+                "verdict": {"enum": list(VERDICTS)},
+                "signal": _opt(STR),
+                "label": _opt(STR),
+                "value": _opt(NUM),
+                "unit": _opt(STR),
+                "bar": _opt(NUM),
+                "exponent": _opt(NUM),
+                "k_bar": NUM,
+                "source": {"enum": ["first run", "confirmation", "extension"]},
+                "why": _opt(STR),
+                "signals": _list(signal_row),
+            },
+            required=("verdict", "signal", "value", "unit", "bar", "source", "why", "signals"),
+        )
         return _obj(
             {
                 "schema": INT,
@@ -191,6 +218,7 @@ def schema_of(kind: str) -> dict:
                 "seconds": NUM,
                 "confirmation": confirmation,
                 "extension": confirmation,
+                "decision": decision,
                 "flamegraph": ANY_DICT,
                 "diagnosis": ANY_DICT,
             },

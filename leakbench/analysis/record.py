@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import metrics as registry
-from leakbench.analysis import estimate, looks, verdict
+from leakbench.analysis import decision, estimate, looks, verdict
 from leakbench.analysis.schema import SCHEMA, Record
 from leakbench.metrics import SERIES_UNITS
 
@@ -291,7 +291,7 @@ def build(
     }
     if flamegraph:
         rec["flamegraph"] = flamegraph
-    return rec
+    return with_decision(rec)
 
 
 def confirmed(rec: Record, scenario, reps: int, outcome, candidates: list[str]) -> Record:
@@ -307,53 +307,62 @@ def confirmed(rec: Record, scenario, reps: int, outcome, candidates: list[str]) 
     """
     run = run_entry(outcome)
     later = confirmation_metrics(run, scenario) if outcome.result else None
-    decision = looks.confirm(candidates, outcome.status, later, rec["metrics"], reps)
-    look = _look(reps, outcome, run, decision, candidates)
-    return {**rec, **_decided(rec, decision, outcome), "confirmation": look}
+    decided = looks.confirm(candidates, outcome.status, later, rec["metrics"], reps)
+    look = _look(reps, outcome, run, decided, candidates)
+    return with_decision({**rec, **_decided(rec, decided, outcome), "confirmation": look})
 
 
 def extended(rec: Record, scenario, reps: int, outcome) -> Record:
     """A new record: `rec` (its confirmation rose without deciding) with the decision its
     extension run gives (looks.extended), under "extension" as under "confirmation", with
-    the envelope it read: series, rises (bytes, of its later half's lower envelope per window:
-    estimate.envelope_rises), window (repetitions)."""
+    the envelope it read (envelope_of)."""
     run = run_entry(outcome)
     later = confirmation_metrics(run, scenario) if outcome.result else None
-    envelope = None
-    if later is not None:
-        name = looks.envelope_metric(verdict.memory_basis(later).metric).series
-        assert name is not None  # a basis or malloc in use: each the trend of a sample series
-        half = looks.later_half(run["series"][name])
-        envelope = {
-            "series": name,
-            "rises": estimate.envelope_rises(half, looks.EXTEND_WINDOWS),
-            "window": (len(half) - estimate.NET_EDGE) // looks.EXTEND_WINDOWS,
-        }
+    envelope = envelope_of(run, later) if later is not None else None
     candidates = rec["confirmation"]["candidates"]
-    decision = looks.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
-    look = {**_look(reps, outcome, run, decision, candidates), "envelope": envelope}
-    return {**rec, **_decided(rec, decision, outcome), "extension": look}
+    decided = looks.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
+    look = {**_look(reps, outcome, run, decided, candidates), "envelope": envelope}
+    return with_decision({**rec, **_decided(rec, decided, outcome), "extension": look})
 
 
-def _look(reps: int, outcome, run: dict, decision, candidates: list[str]) -> dict:
+def envelope_of(run: dict, later: dict) -> dict:
+    """What an extension reads of its run's later half (looks.extended): series (the name read,
+    looks.envelope_metric's), rises (bytes, of that series' lower envelope per window:
+    estimate.envelope_rises), window (repetitions), basis_rises (the same of the memory basis's
+    series: held memory's). later: the run's later-half metrics (confirmation_metrics)."""
+    basis = verdict.memory_basis(later).metric
+    name = looks.envelope_metric(basis).series
+    assert name is not None and basis.series is not None  # trends of sample series
+    half = looks.later_half(run["series"][name])
+    return {
+        "series": name,
+        "rises": estimate.envelope_rises(half, looks.EXTEND_WINDOWS),
+        "window": (len(half) - estimate.NET_EDGE) // looks.EXTEND_WINDOWS,
+        "basis_rises": estimate.envelope_rises(
+            looks.later_half(run["series"][basis.series]), looks.EXTEND_WINDOWS
+        ),
+    }
+
+
+def _look(reps: int, outcome, run: dict, decided, candidates: list[str]) -> dict:
     """A longer look as the record keeps it (confirmed, extended)."""
     return {
         "reps": reps,
         "status": outcome.status,
-        "signals": decision.again,
+        "signals": decided.again,
         "candidates": candidates,
-        "why": decision.why,
-        "extend": decision.extend,
+        "why": decided.why,
+        "extend": decided.extend,
         "run": run,
         "seconds": outcome.wall_seconds,
     }
 
 
-def _decided(rec: Record, decision, outcome) -> dict:
+def _decided(rec: Record, decided, outcome) -> dict:
     """The fields of a record a longer look's decision (looks.Decision) sets."""
     return {
-        "verdict": decision.verdict,
-        "signals": decision.signals if decision.verdict == "leak" else [],
+        "verdict": decided.verdict,
+        "signals": decided.signals if decided.verdict == "leak" else [],
         "seconds": rec["seconds"] + outcome.wall_seconds,
     }
 
@@ -373,3 +382,42 @@ def longer_looks(rec) -> list[tuple[str, dict]]:
             )
             found.append((key, {**look, "why": why}))
     return found
+
+
+def with_decision(rec) -> Record:
+    """The record with "decision" (leakbench.analysis.decision.decide): the number its verdict
+    rests on, from the last longer look where one decided (the metrics of that look's later
+    half, as it read them), else from the first run. Built here, once; every view reads it."""
+    found = longer_looks(rec)
+    later, look = None, None
+    if found:
+        key, look = found[-1]
+        look = {**look, "key": key}
+        run = look.get("run") or {}
+        series = _summed(run.get("series") or {})
+        if (
+            look.get("status") == "ok"
+            and series.get("rss_bytes")
+            and set(SERIES_UNITS) <= set(series)
+        ):
+            later = confirmation_metrics(
+                {**run, "series": series}, _Kind(rec.get("kind") or "growth")
+            )
+    return {**rec, "decision": decision.decide(rec, later, look)}
+
+
+def _summed(series: dict) -> dict:
+    """A run's series with the sums older looks lack (Series.sum_of: malloc in use)."""
+    found = dict(series)
+    for s in registry.SERIES:
+        if s.name not in found and s.sum_of and all(p in found for p in s.sum_of):
+            parts = zip(*(found[p] for p in s.sum_of))
+            found[s.name] = [None if None in vs else sum(vs) for vs in parts]
+    return found
+
+
+class _Kind:
+    """What `metrics` reads of a scenario for one run: its kind."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind

@@ -12,6 +12,9 @@ Schemas:
        copied like `reported`: what the variant should read is judged from the
        record alone, leakbench.expectation), and the sample series
        `malloc_used_bytes` (heap_used_bytes + mmap_used_bytes) in every run.
+    3  adds `decision`: the number the verdict rests on (leakbench.analysis.decision), written
+       once by the engine; a record of schema 2 gets it computed from its own metrics and looks
+       by the same function as it is read.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any, TypedDict
 from leakbench import jsonfile
 from leakbench.analysis import validate
 
-SCHEMA = 2
+SCHEMA = 3
 REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
 
 
@@ -63,6 +66,7 @@ class Record(TypedDict, total=False):
     extension: dict  # only where the confirmation rose without deciding (leakbench.measure)
     flamegraph: dict  # only where memray drew one
     diagnosis: dict  # only from leakbench check
+    decision: dict  # the number the verdict rests on (leakbench.analysis.decision), schema 3 on
 
 
 def first_run(rec: Mapping[str, Any] | None) -> dict:
@@ -78,7 +82,8 @@ def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
     # Schema 1 had no EXPECTED in the contract, and skipped only what REQUIRES a device.
     rec["expects"] = None
     rec["requires"] = "GPU" if rec["verdict"] == "skipped" else None
-    for run in rec.get("runs") or []:
+    looks = [rec[k]["run"] for k in ("confirmation", "extension") if (rec.get(k) or {}).get("run")]
+    for run in [*(rec.get("runs") or []), *looks]:
         series = run.get("series") or {}
         if "heap_used_bytes" in series and "malloc_used_bytes" not in series:
             mapped = series.get("mmap_used_bytes") or [None] * len(series["heap_used_bytes"])
@@ -90,7 +95,15 @@ def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-_MIGRATIONS = {1: _from_1}
+def _from_2(rec: dict[str, Any]) -> dict[str, Any]:
+    from leakbench.analysis import record  # record builds on this module: imported when needed
+
+    rec = record.with_decision(rec)
+    rec["schema"] = 3
+    return rec
+
+
+_MIGRATIONS = {1: _from_1, 2: _from_2}
 
 
 def migrate(rec: dict[str, Any]) -> Record:

@@ -50,15 +50,21 @@ POLL_SECONDS = 0.05  # at 1 GB/s of allocation a run overshoots the cap by ~50 M
 # The tokens of the supervised runs a process descends from, space-separated (a run
 # supervised inside a measured child adds its own to its parent's).
 RUNS_VARIABLE = "LEAKBENCH_RUNS"
+TF_SYSTEM_ALLOCATOR = "TF_ONEDNN_USE_SYSTEM_ALLOCATOR"
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 KILL_ROUNDS = 20  # killing a tree that keeps forking: each round kills what the last one found
 
 
 def child_env(extra: dict | None = None) -> dict:
-    """This process's environment for a child: leakbench
-    importable, TensorFlow's banner off, `extra` on top."""
+    """This process's environment for a child: leakbench importable, TensorFlow's banner off,
+    TensorFlow's CPU tensors on malloc (TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1, read by
+    tensorflow/core/util/onednn_env_vars.cc since TF 2.9) unless already set, `extra` on top."""
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up banner out of logs
+    # oneDNN's pool keeps tensors of 256 KiB and more out of malloc, where held memory and
+    # malloc's counters would see them: a leak of such tensors hid in it in some runs and not
+    # others (docs/limits.md, "oneDNN's pool"). A caller's own setting wins.
+    env.setdefault(TF_SYSTEM_ALLOCATOR, "1")
     package_parent = str(Path(leakbench.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env.update(extra or {})
