@@ -208,5 +208,5 @@ def test_a_record_without_held_memory_reads_rss_in_every_view(found):
     assert verdict.memory_basis(found).words.startswith("rss (held memory ")
     assert verdict.moved_signals(found) == ["rss"]
     assert table.decided_by({**rec, "signals": []}) == "rss +600 KiB/rep"
-    assert matrix.cell(rec)["memory_rate_bytes_per_rep"] == 600 * 1024
+    assert matrix.cell({**rec, "signals": []})["decision"]["value"] == 600 * 1024
     assert readings.rate_of({**rec, "signals": []}) == ("RSS", 600 * 1024, "bytes/repetition")

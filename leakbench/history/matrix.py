@@ -1,11 +1,9 @@
 """`leakbench matrix`: the pair × TensorFlow release table of verdicts, from the record store.
 
 Each cell keeps the verdict, whether it is what the variant should read
-(leakbench.expectation), the rate the verdict compared with its bar for the
-memory signal it rests on (verdict.memory_rate: held memory, or RSS where held
-is n/a), the peak's exponent for peak pairs, and the fragmentation evidence
-(the registry's MATRIX metrics, under their keys). Rendering is
-leakbench.reporters.history's.
+(leakbench.expectation), the record's decision (the number the verdict rests on:
+leakbench.analysis.decision), and the fragmentation evidence (the registry's MATRIX
+metrics, under their keys). Rendering is leakbench.reporters.history's.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from leakbench import expectation, jsonfile, metrics
-from leakbench.analysis import verdict
+from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
 from leakbench.history import builds, store
 from leakbench.history.compare import order
@@ -39,14 +37,12 @@ def verdict_runs(verdicts: dict, versions: list) -> list[tuple[str, str, str]]:
 def cell(rec: Record) -> dict:
     """One matrix cell of a record (see the module docstring); numbers in bytes and bytes/repetition
     (a trend's as metrics.value reads it)."""
-    scaling = (rec["metrics"] or {}).get("peak_scaling") or {}
     return {
         "verdict": rec["verdict"],
         "expected": expectation.accepts(rec),
         "expectation": expectation.for_record(rec).label,
         "kind": rec.get("kind"),
-        "memory_rate_bytes_per_rep": verdict.memory_rate(rec["metrics"] or {}),
-        "peak_exponent": scaling.get("exponent"),
+        "decision": decision.of(rec),
         **{m.key: metrics.value(rec, m.key) for m in metrics.metrics_in(metrics.MATRIX)},
         "signals": rec.get("signals", []),
         "skip_reason": rec.get("skip_reason"),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from leakbench import metrics
+from leakbench.analysis import decision
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
 from leakbench.history.matrix import changes
 from leakbench.reporters import markdown_table
 
-MEMORY = metrics.HELD  # how a memory rate shows (RSS, which stands in for it, shows the same)
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
 
 
@@ -60,16 +60,14 @@ def compare_markdown(c: Comparison) -> str:
 
 
 def matrix_cell(cell: dict | None) -> str:
-    """A matrix cell in words: verdict (bold if not expected), the number it rests on, evidence."""
+    """A matrix cell in words: verdict (bold if not expected), the number it rests on
+    (decision.number: "held +1 KiB/rep"), and for fragmentation or a surprise the evidence."""
     if cell is None:
         return "—"
     word = cell["verdict"] if cell["expected"] else f"**{cell['verdict']}**"
     if not cell["expected"] and cell["signals"]:
         word += f" ({', '.join(cell['signals'])})"  # which signal moved, where it should not have
-    if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
-        word += f" k={cell['peak_exponent']:.2f}"
-    elif cell["memory_rate_bytes_per_rep"] is not None:
-        word += f" {MEMORY.display(cell['memory_rate_bytes_per_rep'], sign=True)}"
+    word += f" · {decision.number(cell['decision'])}"
     # the evidence for leak vs fragmentation
     if cell["verdict"] == "fragmentation" or not cell["expected"]:
         for m in metrics.metrics_in(metrics.MATRIX):
@@ -85,12 +83,13 @@ def matrix_markdown(m: dict) -> str:
     lines = [
         f"## leakbench matrix: verdict per TensorFlow version{where}",
         "",
-        "Growth pairs: the rate of held memory (anonymous RSS less malloc's free bytes; RSS where "
-        "held memory is n/a or in records made before it), "
-        "KiB/repetition, as the verdict compares it with its "
-        "bar (the least of the whole series' slope and each half's). Peak pairs: k in peak ∝ "
-        "size^k. **Bold**: not what the variant should read "
-        "(leakbench.expectation: a scenario leaks, or reads "
+        "Each cell: the verdict, then the number it rests on (docs/verdicts.md, \"The number "
+        "beside a verdict\"): a leak's deciding signal, at or over its bar; a no-leak's memory "
+        "rate (held memory, RSS where held memory is n/a), under its bar unless it says why; a "
+        "peak pair's rise of the peak from the smallest to the largest size, with k in peak ∝ "
+        "size^k. Rates are per repetition, as the verdict compares them with their bars (the "
+        "least of the whole series' slope and each half's). **Bold**: not what the variant "
+        "should read (leakbench.expectation: a scenario leaks, or reads "
         "what it declares; a fix does not). Cells reading fragmentation, and bold ones, add "
         "glibc's malloc in use growth (KiB/repetition) "
         "and what malloc_trim gave back at the end (MiB).",
