@@ -252,7 +252,9 @@ def test_result_names_the_rate_and_the_commits():
         133.0,
         "objects/repetition",
     )
-    assert views.rate_text(leak) == "+133 objects/rep"
+    # the decision's words; a bisect stored before readings kept them: the rate in its unit
+    assert views.rate_text(leak) == "python objects +133/rep"
+    assert views.rate_text({**leak, "decided": None}) == "+133 objects/rep"
     nightly = Build("2.23.0.dev20261026", "tf-nightly", "2026-10-26")
     assert readings.git_ref(nightly, "v1.12.1-148158-gef696751006") == "ef696751006"
     assert readings.git_ref(nightly, None) is None

@@ -125,7 +125,7 @@ def test_a_pair_without_reported_shows_its_title_and_first_paragraph(checkout):
     assert "Shuffle buffer as large as the dataset, over small elements." in claim  # TITLE
     # the docstring's first paragraph
     assert "hundreds of bytes per element" in claim
-    assert "k in peak above baseline ∝ num_elements^k" in block
+    assert "k in peak ∝ num_elements^k" in block
     assert (
         "The leaky variant reads leak on every release measured (2.12.1–nightly 2026-10-26)."
         in block
@@ -178,7 +178,7 @@ def test_every_number_in_a_block_comes_from_the_records(checkout):
 
 def test_a_leak_resting_on_other_signals_names_them(checkout):
     block = block_of("generator_per_step")
-    assert "(by python objects)" in table(block)["2.21.0"][0]
+    assert table(block)["2.21.0"][0] == "leak · python objects +133/rep"
     assert "(by …): the signals the leak rests on" in block
 
 

@@ -47,7 +47,7 @@ from conftest import CHROMIUM, need_chromium
 from markupsafe import escape
 
 from leakbench import cli, contract, metrics
-from leakbench.analysis import verdict
+from leakbench.analysis import decision, verdict
 from leakbench.engine import heap
 from leakbench.history import store
 from leakbench.repeat import run as repeat
@@ -313,19 +313,27 @@ def test_matrix_cells(built, results):
         for v, p in store.available(results).items()
     }
 
-    # the rate the verdict rests on: RSS's here (no held memory in these records)
+    # the number the verdict rests on, the record's decision: RSS's here (no held memory in
+    # these records)
     def kib(version, pair, variant):
         rec = recs[version][(pair, variant)]
         assert metrics.value(rec, "held_growth") is None
-        return f"{verdict.rate(rec['metrics']['rss_growth']) / 1024:+,.0f}"
+        found = decision.of(rec)
+        assert found["signal"] == "rss" and found["value"] == verdict.rate(
+            rec["metrics"]["rss_growth"]
+        )
+        return decision.number(found)
 
     assert cells["stateful_map"] == [
         f"leaky: leak {kib(v, 'stateful_map', 'leaky')} "
         f"fixed: no-leak {kib(v, 'stateful_map', 'fixed')}"
         for v in ("2.15.1", "2.16.2")
     ]
-    # a peak pair shows its exponent; the fixed variant's unexpected verdict would be marked "!"
-    assert cells["xss_pair"] == ["leaky: — fixed: —", "leaky: leak k=0.88 fixed: no-leak k=-0.24"]
+    # a peak pair shows the peak's rise (and k for a leak); an unexpected verdict is marked "!"
+    assert cells["xss_pair"] == [
+        "leaky: — fixed: —",
+        "leaky: leak peak +213.9 MiB, k=0.88 fixed: no-leak peak -8.6 MiB (under 32 MiB)",
+    ]
     assert 'class="verdict v-leak"' in index and 'class="verdict v-no-leak"' in index
     # the filter: one radio per seed source present, rows carry theirs
     assert 'value="stateful functions"' in index and 'value="tensorflow/tensorflow#44176"' in index
@@ -652,14 +660,16 @@ def test_memory_charts_share_their_axes_and_say_what_they_show():
     )
     assert set(drawn) == {"leaky", "fixed"}
     label = re.search(r'aria-label="([^"]+)"', drawn["leaky"]).group(1)
+    # the lines in words from their values alone: no slope, no bar (the verdict's number is the
+    # record's decision)
     assert label.startswith(
-        "leaky variant, 12 repetitions, MiB above the process before setup: held memory rises "
-        "4.0 MiB per repetition to 48 MiB; malloc free bytes stays flat"
-    )
-    assert "memray heap grows 4.0 MiB per repetition" in label and label.endswith(
+        "leaky variant, 12 repetitions, MiB above the process before setup: held memory from 4 "
+        "to 48 MiB; malloc free bytes from 0 to 0 MiB"
+    ), label
+    assert "memray heap from 0 to 20 MiB" in label and label.endswith(
         "malloc_trim gives back 10.0 MiB"
     )
-    assert "malloc free bytes rises 8.0 MiB per repetition" in re.search(
+    assert "malloc free bytes from 8 to 96 MiB" in re.search(
         r'aria-label="([^"]+)"', drawn["fixed"]
     ).group(1)
     ticks = {
@@ -673,7 +683,7 @@ def test_memory_charts_share_their_axes_and_say_what_they_show():
         and 'id="mem-leaky-' in drawn["leaky"]
     )
     assert memory.charts({"leaky": {}, "fixed": {}}) is None
-    # a series that goes up and down more than along its trend (fragmentation's free bytes) swings
+    # a series that goes up and down (fragmentation's free bytes): its lowest and highest too
     jumpy = [mib * v for v in (100, 300, 120, 320, 110, 310)]
     assert memory.describe(
         "leaky",
@@ -685,8 +695,8 @@ def test_memory_charts_share_their_axes_and_say_what_they_show():
             "na": None,
         },
     ) == (
-        "leaky variant, 6 repetitions, MiB above the process before setup: held memory stays flat "
-        "near 1 MiB; malloc free bytes swings between 100 and 320 MiB"
+        "leaky variant, 6 repetitions, MiB above the process before setup: held memory from 1 "
+        "to 1 MiB; malloc free bytes from 100 to 310 MiB (lowest 100, highest 320)"
     )
 
 

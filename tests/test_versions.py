@@ -232,10 +232,16 @@ def test_matrix_markdown():
     lines = result.output.splitlines()
     assert "| pair | variant | 2.13.1 | 2.21.0 | 2.99.0 |" in lines
     assert (
-        "| growing | fixed | no-leak +4 | no-leak +9 | "
-        "**leak** (rss) +900 · malloc +880 · trim 3.0 MiB |" in lines
+        "| growing | fixed | no-leak · rss +4 KiB/rep | no-leak · rss +9 KiB/rep | "
+        "**leak** (rss) · rss +900 KiB/rep · malloc +880 · trim 3.0 MiB |" in lines
     )
-    assert "| peaking | leaky | leak k=0.80 | leak k=0.80 | leak k=0.80 |" in lines
+    peak = "leak · peak +180.0 MiB, k=0.80"
+    assert f"| peaking | leaky | {peak} | {peak} | {peak} |" in lines
+    assert (
+        "| peaking | fixed | no-leak · peak +75.0 MiB, k=0.05 (under 0.5) | "
+        "no-leak · peak +90.0 MiB, k=0.07 (under 0.5) | "
+        "no-leak · peak +240.0 MiB, k=0.10 (under 0.5) |" in lines
+    )
 
 
 def test_matrix_json():
@@ -245,7 +251,7 @@ def test_matrix_json():
         "cells"
     ]["2.99.0"]
     assert cell["verdict"] == "leak" and cell["expected"] is False
-    assert cell["memory_rate_bytes_per_rep"] == 900 * 1024 and cell["expectation"] == "no-leak"
+    assert cell["decision"]["value"] == 900 * 1024 and cell["expectation"] == "no-leak"
 
 
 def test_matrix_marks_a_version_without_a_pair(tmp_path):
@@ -324,14 +330,14 @@ def test_matrix_shows_fragmentation_with_its_evidence():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
     # undeclared (no EXPECTED = "fragmentation" in its
     # contract): neither side should read it, evidence shown
-    frag = "**fragmentation** (rss) {} · malloc {} · trim {} MiB"
+    frag = "**fragmentation** (rss) · trim gave back {} MiB · malloc {}"
     assert (
-        f"| fragmenting | leaky | {frag.format('+600', '+2', '9.0')} | "
-        f"{frag.format('+600', '+2', '9.0')} | {frag.format('+600', '+2', '9.0')} |" in lines
+        f"| fragmenting | leaky | {frag.format('9.0', '+2')} | "
+        f"{frag.format('9.0', '+2')} | {frag.format('9.0', '+2')} |" in lines
     )
     assert (
-        f"| fragmenting | fixed | no-leak +8 | no-leak +8 | {frag.format('+500', '+1', '6.5')} |"
-        in lines
+        "| fragmenting | fixed | no-leak · rss +8 KiB/rep | no-leak · rss +8 KiB/rep | "
+        f"{frag.format('6.5', '+1')} |" in lines
     )
     found = matrix.matrix(RESULTS)
     cell = next(r for r in found["rows"] if (r["pair"], r["variant"]) == ("fragmenting", "leaky"))[
@@ -349,7 +355,8 @@ def test_matrix_shows_fragmentation_with_its_evidence():
 def test_skipped_pair_in_matrix_and_compare():
     lines = invoke("matrix", "--results", RESULTS).output.splitlines()
     # not bold: nothing unexpected
-    assert "| gpu_only | leaky | skipped | skipped | skipped |" in lines
+    skipped = "skipped · no GPU visible to TensorFlow"
+    assert f"| gpu_only | leaky | {skipped} | {skipped} | {skipped} |" in lines
     cell = next(r for r in matrix.matrix(RESULTS)["rows"] if r["pair"] == "gpu_only")["cells"][
         "2.21.0"
     ]
@@ -469,7 +476,8 @@ def test_asv_machine_follows_asv(tmp_path, monkeypatch):
 
 def test_committed_records_are_per_machine():
     committed = Path(__file__).resolve().parents[1] / "results"
-    assert store.machines(committed) == ["vm"]  # asv's results/vm/machine.json
+    # asv's results/vm/machine.json; the Intel Xeon's records under their own name (test_machines)
+    assert store.machines(committed) == ["vm", "vm-intel-xeon-processor-2c"]
     assert (committed / "vm" / "machine.json").is_file()
     assert not list((committed / "records").glob("tf-*.jsonl"))
 

@@ -188,7 +188,7 @@ def _why(verdict: str, found: dict, metrics: dict) -> str | None:
     if found.get("signal") == registry.PEAK_SIGNAL:
         k, k_bar = found.get("exponent"), found.get("k_bar")
         if verdict != "leak" and value >= bar and k is not None and k_bar is not None:
-            return f"the peak did not scale with the data: k={k:.2f}, under {k_bar:g}"
+            return f"the peak did not scale with the size: k={k:.2f}, under {k_bar:g}"
         return None
     if verdict == "leak" and value < bar:
         return "under its bar in this number; a longer look decided"
@@ -224,7 +224,8 @@ def number(decision: Mapping[str, Any]) -> str:
             return f"{shown}, k={decision['exponent']:.2f}"
         if value < decision["bar"]:
             return f"{shown} (under {format_bytes(decision['bar'], unit=MIB, whole=True)})"
-        return f"{shown}: {decision['why']}" if decision.get("why") else shown
+        k, k_bar = decision.get("exponent"), decision.get("k_bar")
+        return shown if k is None else f"{shown}, k={k:.2f} (under {k_bar:g})"
     metric = registry.BY_KEY.get(_key(decision) or "") or registry.HELD
     unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
     name = metric.signal or metric.short or metric.label

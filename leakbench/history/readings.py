@@ -16,8 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from leakbench import metrics
-from leakbench.analysis import verdict as verdicts
+from leakbench.analysis import decision
 from leakbench.history.registry import Build
 
 UNUSABLE = ("error", "hang", "skipped")
@@ -33,21 +32,12 @@ def usable(record: Mapping[str, Any]) -> bool:
 
 
 def rate_of(record: Mapping[str, Any]) -> tuple[str | None, float | None, str | None]:
-    """(what, rate, unit) the verdict rests on: the first signal that moved (the peak's exponent k
-    for a peak), else the memory metric the verdict compares with
-    its bar (verdict.memory_basis); Nones without metrics."""
-    found = record.get("metrics") or {}
-    signals = record.get("signals") or []
-    scaling = found.get("peak_scaling") or {}
-    if metrics.PEAK_SIGNAL in signals and scaling.get("exponent") is not None:
-        return "peak exponent", scaling["exponent"], "k"
-    keys = [metrics.BY_SIGNAL[s].key for s in signals if s in metrics.BY_SIGNAL] + (
-        [verdicts.memory_basis(found).metric.key] if found else []
-    )
-    for key in keys:
-        if found.get(key):
-            return metrics.BY_KEY[key].label, verdicts.rate(found[key]), metrics.BY_KEY[key].unit
-    return None, None, None
+    """(what, number, unit) the verdict rests on: the record's decision (its label, value and
+    unit: leakbench.analysis.decision); Nones where nothing was measured."""
+    found = decision.of(record) if record.get("metrics") is not None or "decision" in record else {}
+    if found.get("value") is None:
+        return None, None, None
+    return found["label"], found["value"], found["unit"]
 
 
 @dataclass
@@ -65,6 +55,7 @@ class Reading:
     rate_label: str | None = None
     rate: float | None = None
     rate_unit: str | None = None
+    decided: str | None = None  # the number in words (leakbench.analysis.decision.number)
     signals: list = field(default_factory=list)
     seconds: float | None = None
     install_seconds: float = 0.0
@@ -91,6 +82,7 @@ def reading_of(
         label,
         rate,
         unit,
+        decision.number(decision.of(record)) if record.get("metrics") is not None else None,
         list(record.get("signals") or []),
         record.get("seconds"),
         round(install_seconds, 1),

@@ -13,8 +13,11 @@ from leakbench.units import GIB, KIB, format_bytes
 
 
 def rate_text(m: dict) -> str:
-    """The rate a reading rests on, in its unit per repetition:
-    '+133 objects/rep', '+5.8 KiB/rep', 'k 0.92'."""
+    """The number a reading rests on: its decision in words (Reading.decided), or for a bisect
+    stored before readings kept it, its rate in its unit per repetition: '+133 objects/rep',
+    '+5.8 KiB/rep', 'k 0.92'."""
+    if m.get("decided"):
+        return m["decided"]
     rate, unit = m.get("rate"), m.get("rate_unit") or ""
     if rate is None:
         return "—"
@@ -43,7 +46,7 @@ def _build(end: dict | None) -> str:
 
 def reading_line(n: int, m: dict) -> str:
     """One measurement as the terminal shows it while the bisection runs."""
-    rests = f"{m['rate_label']} {rate_text(m)}" if m.get("rate_label") else ""
+    rests = m.get("decided") or (f"{m['rate_label']} {rate_text(m)}" if m.get("rate_label") else "")
     installed = f", install {m['install_seconds']:.0f} s" if m.get("install_seconds") else ""
     took = f"{m['seconds']:.0f} s" if m.get("seconds") is not None else "not measured"
     why = f" ({m['phase']}: {m['error']})" if m.get("error") else ""

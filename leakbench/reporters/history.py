@@ -71,8 +71,9 @@ def matrix_cell(cell: dict | None) -> str:
     # the evidence for leak vs fragmentation
     if cell["verdict"] == "fragmentation" or not cell["expected"]:
         for m in metrics.metrics_in(metrics.MATRIX):
-            # a rate signed (its unit in the table's words), a level with its unit
-            if cell.get(m.key) is not None:
+            # a rate signed (its unit in the table's words), a level with its unit; not the
+            # decision's own number again (a fragmentation's trim)
+            if cell.get(m.key) is not None and m.label != cell["decision"].get("label"):
                 word += f" · {m.short} {m.display(cell[m.key], sign=m.per_repetition)}"
                 word += "" if m.per_repetition else f" {m.shown}"
     return word
@@ -83,7 +84,7 @@ def matrix_markdown(m: dict) -> str:
     lines = [
         f"## leakbench matrix: verdict per TensorFlow version{where}",
         "",
-        "Each cell: the verdict, then the number it rests on (docs/verdicts.md, \"The number "
+        'Each cell: the verdict, then the number it rests on (docs/verdicts.md, "The number '
         "beside a verdict\"): a leak's deciding signal, at or over its bar; a no-leak's memory "
         "rate (held memory, RSS where held memory is n/a), under its bar unless it says why; a "
         "peak pair's rise of the peak from the smallest to the largest size, with k in peak ∝ "

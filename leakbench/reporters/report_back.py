@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from leakbench import metrics
-from leakbench.analysis.verdict import MEMORY_METRICS, VERDICTS
+from leakbench.analysis.verdict import VERDICTS
 from leakbench.contract import Scenario
 from leakbench.history import builds
 from leakbench.history.matrix import verdict_runs
@@ -23,8 +23,6 @@ ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _ISSUE = re.compile(r"([\w.-]+/[\w.-]+)#(\d+)")
 # The clone line's address: this checkout names no remote, so the block says what to put there.
 CLONE = "git clone <leakbench repository URL> leakbench"
-# a growth cell's number is one's rate (verdict.memory_rate)
-MEMORY_SIGNALS = tuple(m.signal for m in MEMORY_METRICS)
 LAST_LINE = "Measured with leakbench; the verdict rules are in docs/verdicts.md."
 
 
@@ -87,23 +85,8 @@ def claim(scenario: Scenario, docstring: str | None) -> list[str]:
 
 
 def cell_text(cell: dict | None) -> str:
-    """A matrix cell as the matrix's markdown shows it; a growth leak that rests on other signals
-    than memory also names them (its number, held memory's rate, did not decide it)."""
-    text = matrix_cell(cell)
-    return text + f" (by {', '.join(cell['signals'])})" if cell and _rests_elsewhere(cell) else text
-
-
-def _rests_elsewhere(cell: dict | None) -> bool:
-    """An expected growth leak none of whose signals is
-    memory (matrix_cell names them only when unexpected)."""
-    return bool(
-        cell
-        and cell["expected"]
-        and cell["verdict"] == "leak"
-        and cell["kind"] != "peak"
-        and cell["signals"]
-        and not set(cell["signals"]) & set(MEMORY_SIGNALS)
-    )
+    """A matrix cell as the matrix's markdown shows it (the verdict and the number it rests on)."""
+    return matrix_cell(cell)
 
 
 def segments(cells: dict, versions: list) -> list[tuple[str, str, str]]:
@@ -174,19 +157,20 @@ def machine_line(environments: list[dict], versions: list, machine: str | None) 
 
 def _numbers_line(scenario: Scenario) -> str:
     if scenario.kind == "peak":
-        return f"Each cell: the verdict and k in peak above baseline ∝ {scenario.size_param}^k."
+        return (
+            "Each cell: the verdict and the number it rests on: the rise of the peak above "
+            f"baseline from the smallest to the largest {scenario.size_param}, and k in peak ∝ "
+            f"{scenario.size_param}^k."
+        )
     return (
-        "Each cell: the verdict and the growth it rests on, held memory (RSS where held memory is "
-        f"n/a) in KiB per repetition; one repetition is {scenario.repetition}."
+        "Each cell: the verdict and the number it rests on, per repetition (held memory, or the "
+        "signal that decided a leak); one repetition is "
+        f"{scenario.repetition}."
     )
 
 
 def _legend(cells: list) -> list[str]:
     found = []
-    if any(_rests_elsewhere(c) for c in cells):
-        found.append(
-            "(by …): the signals the leak rests on; held memory did not rise past its bar."
-        )
     if any(c and not c["expected"] for c in cells):
         found.append("**Bold**: not what the variant should read (docs/verdicts.md).")
     if any(

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from leakbench import expectation, metrics
-from leakbench.analysis import verdict
+from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
 from leakbench.reporters import markdown_table
 
@@ -32,26 +32,9 @@ def _word(rec: Record) -> str:
 
 
 def decided_by(rec: Record) -> str:
-    """The signal and number the verdict rests on: "peak k=0.87" for a peak pair; else the first
-    signal that moved with its rate (verdict.rate), e.g. "held +4,137 KiB/rep"; else the memory
-    signal's rate, which stayed under its bar."""
-    m = rec["metrics"] or {}
-    scaling = m.get("peak_scaling") or {}
-    if rec.get("kind") == "peak" and scaling.get("exponent") is not None:
-        return f"peak k={scaling['exponent']:.2f}"
-    moved = [
-        s for s in rec["signals"] if s in metrics.BY_SIGNAL and m.get(metrics.BY_SIGNAL[s].key)
-    ]
-    if moved:
-        metric = metrics.BY_SIGNAL[moved[0]]
-        found: float | None = verdict.rate(m[metric.key])
-    else:
-        found = verdict.memory_rate(m) if m else None
-        metric = verdict.memory_basis(m).metric
-    if found is None:
-        return "—"
-    unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
-    return f"{metric.signal} {metric.display(found, sign=True)}{unit}"
+    """The signal and number the verdict rests on: the record's decision
+    (leakbench.analysis.decision.number), e.g. "held +4,137 KiB/rep", "peak +91.0 MiB, k=1.08"."""
+    return decision.number(decision.of(rec))
 
 
 def _metric(rec: Record, metric: metrics.Metric) -> str:

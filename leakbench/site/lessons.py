@@ -20,7 +20,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from leakbench import catalog, contract, expectation, metrics
-from leakbench.analysis import verdict
+from leakbench.analysis import decision, verdict
 from leakbench.analysis.schema import Record
 from leakbench.site import charts, memory, stacks, stages
 
@@ -28,7 +28,6 @@ ISSUE_URL = "https://github.com/{repo}/issues/{number}"
 _REPORT = re.compile(r"\b([\w.-]+/[\w.-]+)#(\d+)\b")
 # The lesson's table per TF version: the registry's LESSON metrics, then the peak exponent k.
 HISTORY = metrics.metrics_in(metrics.LESSON)
-MEMORY_RATE = metrics.HELD  # how a matrix cell's memory rate shows (RSS's display is the same)
 
 
 def source_link(source: str) -> str | None:
@@ -113,18 +112,12 @@ def _growth(metric: metrics.Metric, value) -> str:
 def cell_view(cell: dict | None) -> dict | None:
     """A cell of the history matrix (leakbench.history.matrix.cell) as the index shows it:
     {"verdict", "css", "expected": bool, "expectation": what the variant should read, in words,
-    "number": "k=<exponent>" for a peak pair, else the rate of the memory signal the verdict rests
-    on (held memory, or RSS where held is n/a) in KiB/repetition, "" if none,
+    "number": the number the verdict rests on (decision.number: "held +1 KiB/rep"),
     "signals": comma-joined}. None for None (not measured)."""
     if cell is None:
         return None
     word = cell["verdict"]
-    if cell["kind"] == "peak" and cell["peak_exponent"] is not None:
-        number = f"k={cell['peak_exponent']:.2f}"
-    elif cell["memory_rate_bytes_per_rep"] is not None:
-        number = _growth(MEMORY_RATE, cell["memory_rate_bytes_per_rep"])
-    else:
-        number = ""
+    number = decision.number(cell["decision"])
     return {
         "verdict": word,
         "css": verdict_css(word),
@@ -138,7 +131,8 @@ def cell_view(cell: dict | None) -> dict | None:
 def verdict_view(rec: Record | None) -> dict | None:
     """A record's verdict as a page shows it: {"verdict", "css", "expected": the verdict is one
     its variant may read (leakbench.expectation), "should":
-    that expectation in words}; None for None."""
+    that expectation in words, "number": the number it rests on (decision.number)}; None for
+    None."""
     if not rec:
         return None
     return {
@@ -146,6 +140,7 @@ def verdict_view(rec: Record | None) -> dict | None:
         "css": verdict_css(rec["verdict"]),
         "expected": expectation.accepts(rec),
         "should": expectation.for_record(rec).label,
+        "number": decision.number(decision.of(rec)),
     }
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from leakbench import metrics
-from leakbench.analysis import estimate
 from leakbench.analysis.schema import Record, first_run
 from leakbench.site import colours, svg
 from leakbench.units import MIB, format_bytes
@@ -45,9 +44,6 @@ HELP = {key: _SERIES[name].help for key, name in LINES} | {
 }
 # what is n/a, in words
 NA_LABEL = ", ".join(LABELS[k] for k in GLIBC[:-1]) + f" and {LABELS[GLIBC[-1]]}"
-FLAT = metrics.HELD_SLOPE_MIN  # bytes/repetition: a slower line "stays flat" in the words
-# bytes: a line that moves this much, and twice its trend, "swings between" two values
-SWING = metrics.TRIM_FLOOR
 NO_MALLOC_VALUES = "the record has no malloc heap values"
 Y_LABEL = "MiB above the process before setup"
 
@@ -114,53 +110,35 @@ def decomposition(rec: Record | None) -> dict:
     }
 
 
-def rate(values: list) -> float | None:
-    """The Theil–Sen slope (leakbench.analysis.estimate.trend) of a series, bytes/repetition; None
-    if it has fewer than 3 values or a missing one."""
-    found = estimate.trend(values) if values else None
-    return found.slope if found else None
+def _span(values: list) -> str | None:
+    """A line in words, from its values alone (no slope, no bar: the verdict and its number are
+    the record's decision): "from 10 to 54 MiB (lowest 9, highest 55)"."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    mib = [format_bytes(v, unit=MIB, digits=0, label=False) for v in (known[0], known[-1])]
+    low, high = (format_bytes(v, unit=MIB, digits=0, label=False) for v in (min(known), max(known)))
+    edge = "" if {low, high} <= set(mib) else f" (lowest {low}, highest {high})"
+    return f"from {mib[0]} to {mib[1]} MiB{edge}"
 
 
 def _words(key: str, values: list) -> str | None:
-    slope, known = rate(values), [v for v in values if v is not None]
-    if slope is None:
-        return None
-    spread = max(known) - min(known)
-    # up and down more than along a trend
-    if spread >= SWING and spread > 2 * abs(slope) * (len(known) - 1):
-        return (
-            f"{LABELS[key]} swings between "
-            f"{format_bytes(min(known), unit=MIB, digits=0, label=False)} and "
-            f"{format_bytes(max(known), unit=MIB, digits=0)}"
-        )
-    if abs(slope) < FLAT:
-        return f"{LABELS[key]} stays flat near {format_bytes(known[-1], unit=MIB, digits=0)}"
-    return (
-        f"{LABELS[key]} {'rises' if slope > 0 else 'falls'} {format_bytes(abs(slope))} per "
-        f"repetition to {format_bytes(known[-1], unit=MIB, digits=0)}"
-    )
+    span = _span(values)
+    return f"{LABELS[key]} {span}" if span else None
 
 
 def describe(variant: str, found: dict) -> str:
-    """The chart's alt text, e.g. "leaky variant, 12
-    repetitions, MiB above the process before setup:
-    held memory rises 4.0 MiB per repetition to 54 MiB; ...; malloc_trim gives back 2.5 MiB"."""
+    """The chart's alt text, e.g. "leaky variant, 12 repetitions, MiB above the process before
+    setup: held memory from 10 to 54 MiB; ...; malloc_trim gives back 2.5 MiB"."""
     if not found:
         return f"{variant} variant: not measured"
     # from the top line down: the reverse of the order drawn (held memory first)
     parts = [w for key, _ in reversed(LINES) if (w := _words(key, found["lines"][key]))]
     if found["na"]:
         parts.insert(0, f"{NA_LABEL} are n/a")
-    heap = rate(found["heap"])
-    if heap is not None:
-        parts.append(
-            "memray heap stays flat"
-            if abs(heap) < FLAT
-            else (
-                f"memray heap {'grows' if heap > 0 else 'shrinks'} "
-                f"{format_bytes(abs(heap))} per repetition"
-            )
-        )
+    heap = _span(found["heap"])
+    if heap:
+        parts.append(f"memray heap {heap}")
     if found["trim"]:
         parts.append(
             f"malloc_trim gives back {format_bytes(found['trim'][0] - found['trim'][1], unit=MIB)}"
