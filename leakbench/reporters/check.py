@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from leakbench import metrics
-from leakbench.analysis import record
+from leakbench.analysis import decision, record
 from leakbench.analysis.schema import Record
 from leakbench.engine.pytypes import TYPE_GROWTH_MIN
 from leakbench.units import KIB, MIB, format_bytes
@@ -22,7 +22,13 @@ def check_view(rec: Record) -> list:
     d = rec.get("diagnosis") or {}
     word = rec["verdict"] + (f" (in {rec['phase']})" if rec.get("phase") else "")
     style = {"leak": "bold red", "no-leak": "bold green"}.get(rec["verdict"], "bold yellow")
-    head = Text.assemble(("leakbench check ", "bold"), rec["pair"], ": ", (word, style))
+    head = Text.assemble(
+        ("leakbench check ", "bold"),
+        rec["pair"],
+        ": ",
+        (word, style),
+        f" · {decision.number(decision.of(rec))}",
+    )
     kind = d.get("target_kind")
     about = f"{rec['repetition']}" + (f" ({kind} target)" if kind else "")
     m = rec["metrics"] or {}
@@ -183,7 +189,9 @@ def check_summary(rec: Record) -> str:
     """Plain text of a check record's verdict, slopes and hints (for assertion messages)."""
     m = rec["metrics"] or {}
     parts = [
-        f"{rec['pair']}: {rec['verdict']}" + (f" in {rec['phase']}" if rec.get("phase") else "")
+        f"{rec['pair']}: {rec['verdict']}"
+        + (f" in {rec['phase']}" if rec.get("phase") else "")
+        + f" · {decision.number(decision.of(rec))}"
     ]
     if error := rec.get("error"):
         parts.append(f"error: {error.strip().splitlines()[-1]}")

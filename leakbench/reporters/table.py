@@ -2,8 +2,8 @@
 
 By default the few columns a person decides on, within 120 characters: pair,
 variant, verdict, what the variant should read (leakbench.expectation), the
-signal and number the verdict rests on (its rate per repetition, verdict.rate;
-k of peak ∝ size^k for a peak pair), the registry's TABLE metrics (peak above
+signal and number the verdict rests on (the record's decision,
+leakbench.analysis.decision), the registry's TABLE metrics (peak above
 baseline, MiB) and seconds. `wide=True` adds the signals and the registry's
 WIDE metrics (leakbench.metrics), and is what the markdown table written with
 `leakbench run --markdown` holds. Records themselves stay data.
