@@ -13,7 +13,7 @@ from leakbench.analysis import decision
 from leakbench.history import matrix, store
 from leakbench.reporters import history as history_md
 from leakbench.reporters import table
-from leakbench.site import lessons
+from leakbench.site import lessons, stages
 
 PACKAGE = Path(decision.__file__).resolve().parents[1]
 VIEWS = ("reporters", "site", "history")
@@ -124,3 +124,55 @@ def test_no_committed_cell_contradicts_its_verdict():
                 found["exponent"] is None or found["exponent"] < found["k_bar"]
             )
             assert value < bar or peak_bounded or found["why"], where
+
+
+def test_a_lesson_opens_with_the_chart_that_decided():
+    """generator_per_step's leak rests on Python objects (its held memory is flat): its lesson's
+    first chart is the Python objects panel; stateful_map's rests on held memory: the memory
+    chart."""
+    recs = {
+        (r["pair"], r["variant"]): r
+        for r in store.read_records(RESULTS / "records" / "vm" / "tf-2.21.0.jsonl")
+    }
+    for pair, panel in (("generator_per_step", "python_objects"), ("stateful_map", None)):
+        charted = {v: recs[(pair, v)] for v in ("leaky", "fixed")}
+        found = lessons.deciding_chart(charted, ["drawn"] * 3)
+        drawn = None if found["panel"] is None else lessons.charts.PANELS[found["panel"]].key
+        assert drawn == panel, pair
+        assert found["words"]["leaky"] == decision.number(decision.of(charted["leaky"]))
+
+
+def test_a_chain_both_variants_share_is_not_shown_as_the_holder():
+    """stateful_map on 2.21.0: both variants reach a ReferenceType from TensorFlow's mode_keys
+    module (its ABC registry), so the lesson names no holder from it."""
+    recs = {
+        (r["pair"], r["variant"]): r
+        for r in store.read_records(RESULTS / "records" / "vm" / "tf-2.21.0.jsonl")
+    }
+    found = stages.reference_chains({v: recs[("stateful_map", v)] for v in ("leaky", "fixed")})
+    assert [c["variant"] for c in found] == ["leaky", "fixed"]
+    assert all("chain" not in c and "mode_keys" in c["why"] for c in found)
+
+
+def test_a_reference_chain_prefers_the_pipelines_own_module(tmp_path, monkeypatch):
+    """The instance is reachable from a library module (json) in three links and from the
+    pipeline's own module in four: the chain shown starts at the pipeline's."""
+    import json
+    import sys
+    import types
+
+    from leakbench.engine import chain
+
+    class Grown:
+        pass
+
+    kept = Grown()
+    own = types.ModuleType("leakbench_test_pipeline")
+    own.__file__ = str(tmp_path / "leakbench_test_pipeline.py")
+    own.KEPT = [kept]
+    monkeypatch.setitem(sys.modules, own.__name__, own)
+    monkeypatch.setattr(json, "_leakbench_test_kept", kept, raising=False)
+    growth = [{"type": Grown.__qualname__, "per_repetition": 100.0}]
+    found = chain.reference_chain(growth, None, [kept])
+    assert found["chain"][0] == "module leakbench_test_pipeline", found
+    assert chain._library(json) and not chain._library(own)

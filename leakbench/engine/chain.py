@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import sysconfig
 import time
 import types
 from array import array
@@ -73,7 +74,8 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
     running frames are invisible to gc.get_referrers). Unfreezes the import's objects (gc.freeze
     hides them from the search; they stay unfrozen), so each step scans every object:
     REFERENCE_DEPTH links and REFERENCE_SECONDS at most. Returns {"type", "chain": [str] (root
-    first, `describe_chain`), "seconds"} or {"na": why}.
+    first, `describe_chain`), "seconds"} or {"na": why}. A chain from the state or a module of
+    the pipeline's own code is preferred to a shorter one from a library's module (`_library`).
     """
     name = followed(growth)
     if name is None:
@@ -97,20 +99,28 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
     def is_root(obj) -> bool:
         return obj is state or objgraph.is_proper_module(obj)
 
+    def is_own_root(obj) -> bool:  # the state, or a module outside the installed libraries
+        return obj is state or (objgraph.is_proper_module(obj) and not _library(obj))
+
     find = getattr(objgraph, "_find_chain", None)
     ignore = (id(growth), id(candidates))
     chain: list = []
     try:
         while candidates and len(chain) < 2:  # the next instance if one has no chain
             instance = candidates.pop()
-            if find is not None:  # objgraph's own search, with a clock on each step
-                chain = find(
-                    instance, is_root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
-                )
-            else:
-                chain = objgraph.find_backref_chain(
-                    instance, is_root, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
-                )
+            # first from the pipeline's own code (what a user can change), then from any module:
+            # a chain from TensorFlow's modules, shortest though it may be, is rarely the holder
+            for root in (is_own_root, is_root):
+                if find is not None:  # objgraph's own search, with a clock on each step
+                    chain = find(
+                        instance, root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
+                    )
+                else:
+                    chain = objgraph.find_backref_chain(
+                        instance, root, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
+                    )
+                if len(chain) >= 2:
+                    break
             del instance
     except _OutOfTime:
         return {"na": f"no root found within {REFERENCE_SECONDS:g} s for {name}"}
@@ -122,6 +132,22 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
             "na": f"no chain from a module or the state to {name} within {REFERENCE_DEPTH} links"
         }
     return {"type": name, "chain": describe_chain(chain, state), "seconds": seconds}
+
+
+_PACKAGE = __name__.split(".")[0]  # leakbench: the engine's modules hold no pipeline's objects
+_LIBRARIES = tuple(
+    {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+
+def _library(module: types.ModuleType) -> bool:
+    """True for a module of the standard library, an installed package (TensorFlow, numpy) or
+    leakbench itself: its file lies under one of the interpreter's library paths (a built-in
+    one has no file), or its name is under this package's."""
+    path = getattr(module, "__file__", None)
+    name = module.__name__
+    ours = name == _PACKAGE or name.startswith(_PACKAGE + ".")
+    return ours or path is None or str(path).startswith(_LIBRARIES)
 
 
 def describe_chain(chain: list, state=None) -> list[str]:

@@ -218,7 +218,9 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
     charted = {v: newest[v][1] for v in catalog.VARIANT_DIRS}
     decomposed = {v: memory.decomposition(charted[v]) for v in catalog.VARIANT_DIRS}
     stack_views = {v: stacks.stack_view(charted[v]) for v in catalog.VARIANT_DIRS}
+    counts = charts.count_svg({v: charts.series_of(charted[v]) for v in catalog.VARIANT_DIRS})
     return {
+        "decided": deciding_chart(charted, counts),
         "name": name,
         "title": leaky_meta.title if leaky_meta else some.get("title") or name,
         "fixed_title": fixed_meta.title if fixed_meta else (newest["fixed"][1] or {}).get("title"),
@@ -240,7 +242,7 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         ],
         "memory": memory.charts(decomposed),
         "memory_keys": memory.legend(),
-        "counts": charts.count_svg({v: charts.series_of(charted[v]) for v in catalog.VARIANT_DIRS}),
+        "counts": counts,
         "count_panels": charts.PANELS,
         "stacks": stack_views,
         "stack_charts": stacks.stack_charts(stack_views),
@@ -269,4 +271,22 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
             for v in found["versions"]
         ],
         "signals": [(s, metrics.signal_help(s)) for s in signals],
+    }
+
+
+def deciding_chart(charted: dict, counts: list | None) -> dict:
+    """What a lesson opens with: the decision of each charted record (decision.number), and which
+    chart shows the leaky variant's deciding signal: {"words": {variant: text}, "verdicts":
+    {variant: verdict_view}, "panel": the count panel (charts.PANELS index) of a count signal
+    that decided, else None (the memory chart, where held memory, RSS or the peak decided)}."""
+    leaky = decision.of(charted["leaky"]) if charted.get("leaky") else {}
+    series = (metrics.BY_SIGNAL.get(leaky.get("signal") or "") or metrics.HELD).series
+    panel = next((i for i, p in enumerate(charts.PANELS) if p.key == series), None)
+    return {
+        "words": {
+            v: decision.number(decision.of(rec)) if rec else "not measured"
+            for v, rec in charted.items()
+        },
+        "verdicts": {v: verdict_view(rec) for v, rec in charted.items()},
+        "panel": panel if counts and panel is not None else None,
     }

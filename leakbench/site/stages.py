@@ -24,6 +24,11 @@ STAGES_ABSENT = (
     "not in this record: it was measured before leakbench recorded memory per pipeline stage"
 )
 CHAIN_ABSENT = "not in this record: it was measured before leakbench searched for a reference chain"
+# both variants' chains start at one root: what the fix keeps too is not what holds the leak
+SHARED = (
+    "not shown: both variants reach {type} from {root}, so that root is not what holds the leak "
+    "(the fix keeps it too)"
+)
 
 
 def _depth(stage: dict, by_name: dict) -> int:
@@ -93,7 +98,9 @@ def stage_table(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> dict:
 
 def reference_chains(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> list[dict]:
     """What keeps the leak alive, per variant: [{"variant", "type", "chain": [str], "seconds"} or
-    {"variant", "why": the "na" reason, CHAIN_ABSENT or "not measured"}]."""
+    {"variant", "why": the "na" reason, CHAIN_ABSENT, SHARED or "not measured"}]. Where every
+    variant's chain starts at the same root (a TensorFlow module's registry in stateful_map's
+    records), it is not the holder: the fix has it too, so each says SHARED instead."""
     found = []
     for variant in variants:
         rec = recs.get(variant)
@@ -118,4 +125,11 @@ def reference_chains(recs: dict, variants: tuple = tuple(VARIANT_DIRS)) -> list[
                     "seconds": chain.get("seconds"),
                 }
             )
+    roots = {(c["chain"] or [None])[0] for c in found if "chain" in c}
+    if len(found) > 1 and all("chain" in c for c in found) and len(roots) == 1:
+        root = roots.pop()
+        return [
+            {"variant": c["variant"], "why": SHARED.format(type=c["type"], root=root)}
+            for c in found
+        ]
     return found
