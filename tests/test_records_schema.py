@@ -428,3 +428,25 @@ def test_calibration_signals_are_calibrations():
 def test_an_unknown_kind_is_a_programming_error():
     with pytest.raises(ValueError, match="no schema for 'nope'"):
         validate.problem("nope", {})
+
+
+def test_the_trend_schema_is_estimates_trend_and_requires_what_the_verdict_reads():
+    """One source for a trend's shape: estimate.Trend. A trend the engine writes validates; one
+    without a key the verdict indexes (metrics.rate, verdict.moved) is refused on read, not met
+    as a KeyError in a view."""
+    from leakbench.analysis import estimate
+
+    found = estimate.trend([0, 1, 2, 3, 5, 8]).as_dict()
+    rec = {
+        "schema": 3,
+        "pair": "p",
+        "variant": "leaky",
+        "verdict": "no-leak",
+        "metrics": {"held_growth": {**found, "unit": "bytes/repetition"}},
+        "environment": {},
+    }
+    assert validate.problem("record", rec) is None
+    for key in ("slope", "first_half", "second_half", "p_increasing"):
+        broken = {k: v for k, v in found.items() if k != key}
+        problem = validate.problem("record", {**rec, "metrics": {"held_growth": broken}})
+        assert problem == f"metrics.held_growth.{key}: missing", problem

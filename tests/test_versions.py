@@ -1,6 +1,7 @@
 """TF version comparison on hand-made record files (tests/data/results/): the
-TF pin check, `leakbench compare` (exit 0 unchanged, 1 regression, 2 bad
-input; markdown and JSON) and `leakbench matrix`. No TensorFlow needed.
+TF pin check, `leakbench compare` (exit 0 without a regression, 1 on one, 2 bad
+input; markdown and JSON; the gate's classification: tests/test_gate.py) and
+`leakbench matrix`. No TensorFlow needed.
 
 The fixture records (tests/data/results/records/fixture/, asv machine
 `fixture`): 2.13.1 is the reference; 2.21.0 moves numbers by less than 1.5×
@@ -120,21 +121,27 @@ def test_versions_sort_numerically():
 def test_compare_unchanged_exits_0_markdown():
     result = invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS)
     assert result.exit_code == 0, result.output
+    # the summary first, then every metric
+    assert result.output.index("**Exit 0: no regression.**") < result.output.index("| pair |")
     assert "| pair | variant | metric | 2.13.1 | 2.21.0 | ratio |  |" in result.output
     # below the floor
     assert "| growing | fixed | RSS (KiB/rep) | 4.00 | 9.00 | 2.25× |  |" in result.output
     assert (
         "| peaking | fixed | peak above baseline (MiB) | 25.0 | 30.0 | 1.20× |  |" in result.output
     )
-    assert "exit 0" in result.output
 
 
 def test_compare_regression_exits_1_and_names_it():
     result = invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS)
     assert result.exit_code == 1, result.output
     assert "| growing | fixed | verdict | no-leak | leak |  | **changed** |" in result.output
-    assert "growing (fixed): verdict no-leak → leak: the fix leaks again" in result.output
-    assert "peaking (fixed): peak above baseline 25.0 → 80.0 MiB, past 1.5×" in result.output
+    regressions = result.output.split("### Regressions: 2")[1].split("###")[0]
+    assert (
+        "- growing (fixed): no-leak · rss +4 KiB/rep → leak · rss +900 KiB/rep: "
+        "the fix leaks again" in regressions
+    )
+    assert "peaking (fixed)" in regressions
+    assert ": peak above baseline 25.0 → 80.0 MiB, past 1.5×" in regressions
     assert "▲ regressed" in result.output
 
 
@@ -144,14 +151,13 @@ def test_compare_factor_is_configurable():
         invoke("compare", "2.13.1", "2.21.0", "--results", RESULTS, "--factor", "1.1").exit_code
         == 0
     )
-    # 25 → 80 MiB is 3.2×: at 4× the peak is no failure, the verdict change still is
+    # 25 → 80 MiB is 3.2×: at 4× the peak is no regression, the fix that leaks still is
     result = invoke(
         "compare", "2.13.1", "2.99.0", "--results", RESULTS, "--factor", "4", "--format", "json"
     )
     assert result.exit_code == 1
     assert json.loads(result.output)["failures"] == [
-        "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak",
-        "growing (fixed): verdict no-leak → leak: the fix leaks again",
+        "growing (fixed): no-leak · rss +4 KiB/rep → leak · rss +900 KiB/rep: the fix leaks again",
     ]
 
 
@@ -160,6 +166,7 @@ def test_compare_json():
     found = json.loads(result.output)
     assert found["exit_code"] == 1 == result.exit_code
     assert (found["old"], found["new"], found["factor"]) == ("2.13.1", "2.99.0", 1.5)
+    assert found["counts"]["regression"] == 2 and found["counts"]["skipped"] == 2
     row = next(
         r
         for r in found["rows"]
@@ -178,8 +185,9 @@ def test_compare_accepts_record_files():
 def test_compare_improvement_is_marked_and_passes():
     result = invoke("compare", "2.99.0", "2.13.1", "--results", RESULTS)
     assert "▼ improved" in result.output
-    # the verdict changed (leak → no-leak): a change is reported either way
-    assert result.exit_code == 1
+    # the fix read leak and reads no-leak again: a change, shown, that does not count
+    assert result.exit_code == 0, result.output
+    assert "- growing (fixed): leak · rss +900 KiB/rep → no-leak · rss +4 KiB/rep" in result.output
 
 
 @pytest.mark.parametrize(
@@ -317,9 +325,11 @@ def test_compare_shows_fragmentation_apart_from_leak():
         "fragmentation (fixed)" not in result.output
         and verdict.VERDICTS["fragmentation"] in result.output
     )
+    # a fix that fragments is not what it should read, but holds nothing: no regression
+    changes = result.output.split("### Changes that do not count: 1")[1].split("###")[0]
     assert (
-        "fragmenting (fixed): verdict no-leak → fragmentation: it should read no-leak"
-        in result.output
+        "- fragmenting (fixed): no-leak · rss +8 KiB/rep → fragmentation · trim gave back "
+        "6.5 MiB: it should read no-leak" in changes
     )
     assert "the fix leaks again" not in next(
         ln for ln in result.output.splitlines() if ln.startswith("- fragmenting")
@@ -386,7 +396,8 @@ def test_a_skip_against_a_measurement_is_shown_not_failed(tmp_path):
         if (r["pair"], r["variant"], r["metric"]) == ("gpu_only", "fixed", "verdict")
     )
     assert (row["old"], row["new"], row["marker"]) == ("no-leak", "skipped", compare.CHANGED)
-    assert found.failures == []
+    assert found.failures == [] and found.exit_code == 0
+    assert [e["outcome"] for e in found.entries if e["pair"] == "gpu_only"] == [compare.SKIPPED] * 2
 
 
 # --- records per asv machine ------------------------------------------------------
@@ -503,10 +514,16 @@ def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp
                 "schema": 1,
                 "environment": {"tensorflow": "2.21.0"},
             }
+
+        def line(slope: float) -> dict:  # a trend as the record stores one (the keys it needs)
+            return dict.fromkeys(("slope", "low", "high", "first_half", "second_half"), slope) | {
+                "p_increasing": 1e-4
+            }
+
         metrics = {
-            "malloc_heap_growth": {"slope": 300 * 1024.0},
+            "malloc_heap_growth": line(300 * 1024.0),
             "trim_returned_bytes": 5 << 20,
-            "rss_growth": {"slope": 310 * 1024.0},
+            "rss_growth": line(310 * 1024.0),
         }
         return {
             "pair": target.scenario.name,

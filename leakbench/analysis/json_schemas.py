@@ -4,7 +4,10 @@ leakbench.analysis.validate compiles them and says what is wrong with a file (se
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from leakbench import metrics as registry
+from leakbench.analysis.estimate import Trend
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.contract import KINDS
@@ -13,6 +16,7 @@ from leakbench.contract import KINDS
 # calibration's designed cases) and `leakbench check`'s target.
 VARIANTS = (*VARIANT_DIRS, "file", "check")
 KINDS_OF_FILE = ("record", "repeat", "calibrate", "bisect")
+TREND_FIELDS = tuple(f.name for f in fields(Trend))  # a trend as record.metrics stores it
 # leakbench.calibrate.stats.SIGNALS' names, derived the
 # same way (that module is not imported: numpy, scipy)
 CALIBRATION_SIGNALS = tuple(m.signal for m in registry.metrics_in(registry.CALIBRATION))
@@ -51,21 +55,11 @@ def _obj(fields: dict, required: tuple = ()) -> dict:
 
 def schema_of(kind: str) -> dict:
     """The JSON Schema of a file of `kind` (KINDS_OF_FILE)."""
+    # estimate.Trend's fields, and its unit; required: what the verdict reads of every trend
+    # (metrics.rate, verdict.moved); the rises and net rate came later (older records lack them)
     trend = _obj(
-        {
-            "slope": NUM,
-            "low": NUM,
-            "high": NUM,
-            "p_increasing": NUM,
-            "p_value": NUM,
-            "first_half": NUM,
-            "second_half": NUM,
-            "median_rise": NUM,
-            "top_rises_share": NUM,
-            "net_rate": NUM,
-            "unit": STR,
-        },
-        required=("slope",),
+        {**dict.fromkeys(TREND_FIELDS, NUM), "unit": STR},
+        required=("slope", "low", "high", "p_increasing", "first_half", "second_half"),
     )
     if kind == "record":
         scaling = _obj(
