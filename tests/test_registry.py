@@ -164,7 +164,6 @@ def _trend(slope: float) -> dict:
         "low": slope,
         "high": slope,
         "p_increasing": 1e-4,
-        "p_increasing": 2e-4,
         "first_half": slope,
         "second_half": slope,
         "unit": "bytes/repetition",
