@@ -24,12 +24,12 @@ from packaging.tags import sys_tags
 from leakbench import catalog, jsonfile
 from leakbench.cli.base import fail, main, say
 from leakbench.cli.files import RESULTS_OPTION, apart, results_dir, writable
-from leakbench.cli.types import FINITE_SECONDS
+from leakbench.cli.options import settings_or_fail
 from leakbench.contract import ContractError
 from leakbench.engine import memlimit
 from leakbench.history import bisect as bisecting
 from leakbench.history import builds, installer, registry, store
-from leakbench.measure import Settings
+from leakbench.measure import MIN_SECONDS, Settings
 from leakbench.reporters import bisect as views
 from leakbench.units import parse_size
 
@@ -132,10 +132,11 @@ def _lock(path: Path):
 )
 @click.option(
     "--timeout",
-    type=FINITE_SECONDS,
+    type=float,
     default=Settings.timeout_seconds,
     show_default=True,
-    help="Seconds a measurement's child run may go without progress (per step, as for run).",
+    help="Seconds a measurement's child run may go without progress (per step, as for run; "
+    f"at least {MIN_SECONDS:g}).",
 )
 @click.option(
     "--venv",
@@ -194,6 +195,8 @@ def bisect(
     except ContractError as e:
         fail(str(e))
     cap_bytes = _size("--cap", cap) if cap is not None else memlimit.default_cap_bytes()
+    # every measurement's settings (`leakbench run --cap --timeout` in the virtualenv), checked here
+    settings = settings_or_fail(cap_bytes=cap_bytes, timeout_seconds=timeout)
     budget = _size("--disk-budget", disk_budget)
     venv_path = (venv_dir or installer.default_venv()).absolute()
     _check_venv(venv_path)
@@ -254,7 +257,9 @@ def bisect(
         found = bisecting.search(
             candidates,
             env.install,
-            lambda build: env.measure(root, pair, variant, cap_bytes, timeout),
+            lambda build: env.measure(
+                root, pair, variant, settings.cap_bytes, settings.timeout_seconds
+            ),
             confirm=confirm,
             on_reading=shown,
         )
@@ -277,8 +282,8 @@ def bisect(
         "started": started.isoformat(timespec="seconds"),
         "seconds": round(time.monotonic() - clock, 1),
         "disk_budget_bytes": budget,
-        "cap_bytes": cap_bytes,
-        "timeout_seconds": timeout,
+        "cap_bytes": settings.cap_bytes,
+        "timeout_seconds": settings.timeout_seconds,
         "confirm": confirm,
         "distributions": [registry.RELEASE_DIST, registry.NIGHTLY_DIST],
         **found.as_dict(),

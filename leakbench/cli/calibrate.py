@@ -11,10 +11,9 @@ import click
 from leakbench import jsonfile
 from leakbench.cli.base import fail, main, say
 from leakbench.cli.files import apart, machine_of, results_dir, writable
-from leakbench.cli.options import CPU_HOG_OPTION
-from leakbench.cli.types import FINITE_SECONDS
+from leakbench.cli.options import CPU_HOG_OPTION, settings_or_fail
 from leakbench.history.store import records_path
-from leakbench.measure import FIXED_CAP_BYTES, Settings
+from leakbench.measure import FIXED_CAP_BYTES, MIN_SECONDS, Settings
 from leakbench.reporters import calibration as calibration_view
 from leakbench.units import format_bytes, parse_size
 
@@ -65,11 +64,11 @@ def _sizes(text: str) -> list[int]:
 )
 @click.option(
     "--timeout",
-    type=FINITE_SECONDS,
+    type=float,
     default=Settings.timeout_seconds,
     show_default=True,
     help="Seconds an engine child run may go without progress (per step, as for run); "
-    "a peer's child (--peers) gets them for its whole run.",
+    f"a peer's child (--peers) gets them for its whole run (at least {MIN_SECONDS:g}).",
 )
 @click.option(
     "--out",
@@ -145,6 +144,7 @@ def calibrate_command(
         cap_bytes = parse_size(cap)
     except ValueError as e:
         fail(f"--cap: {e}")
+    settings = settings_or_fail(cap_bytes=cap_bytes, timeout_seconds=timeout)
     try:
         holder_list = calibrate.resolve([h.strip() for h in holders.split(",") if h.strip()])
     except ValueError as e:
@@ -195,7 +195,6 @@ def calibrate_command(
             *(("a design's scenario file", calibrate.DESIGNS[h].path) for h in holder_list),
         ],
     )
-    settings = Settings(cap_bytes=cap_bytes, timeout_seconds=timeout)
 
     def progress(i, total, case, run, seen):
         if "peer" in seen:

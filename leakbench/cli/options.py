@@ -1,19 +1,20 @@
 """The measurement options `run`, `check` and `repeat` share (measurement_options), read into
-one Settings (settings_of); bad values end in one line, exit 2 (leakbench.cli.base.fail)."""
+one Settings (settings_of); bad values end in one line, exit 2 (leakbench.cli.base.fail).
+
+Every rule of a setting is Settings' own (leakbench.measure): click only reads the type (a whole
+number, a float), and each command that measures (these three, calibrate, bisect) builds its
+Settings through settings_or_fail, which says Settings' refusal in the options' names."""
 
 from __future__ import annotations
 
 import functools
-import math
 from pathlib import Path
 
 import click
 
 from leakbench.cli.base import fail
 from leakbench.cli.files import takes_a_file
-from leakbench.cli.types import FINITE_SECONDS
-from leakbench.contract_rules import MIN_SERIES
-from leakbench.measure import Settings
+from leakbench.measure import MAX_REPS, MIN_REPS, MIN_SECONDS, Settings, SettingsError
 from leakbench.units import parse_size
 
 # busy processes beside the runs (leakbench.repeat.hog): repeat's and calibrate's
@@ -33,6 +34,28 @@ SCALES_OPTION = click.option(
 )
 
 
+# Each Settings field as the command line names it, for Settings' refusals (settings_or_fail).
+OPTION_NAMES = {
+    "warmup": "--warmup",
+    "reps": "--reps",
+    "heap_reps": "--heap-reps",
+    "cap_bytes": "--cap",
+    "timeout_seconds": "--timeout",
+    "scales": "--scales",
+    "teardown_timeout_seconds": "--teardown-timeout",
+    "flamegraph_dir": "--flamegraph-dir",
+}
+
+
+def settings_or_fail(**fields) -> Settings:
+    """Settings(**fields); its refusal (SettingsError) ends here, one line naming the option,
+    exit 2."""
+    try:
+        return Settings(**fields)
+    except SettingsError as e:
+        fail(e.line(OPTION_NAMES))
+
+
 def measurement_options(scales: bool = False):
     """The options `run`, `check` and `repeat` share: repetitions, memory cap, timeouts, the
     flame graph's folder, and with scales --scales. The command gets them as one `settings`
@@ -40,20 +63,26 @@ def measurement_options(scales: bool = False):
     options = [
         click.option(
             "--reps",
-            type=click.IntRange(MIN_SERIES, 10_000),
+            type=int,
             default=Settings.reps,
             show_default=True,
-            help="Measured repetitions per child run.",
+            help=f"Measured repetitions per child run ({MIN_REPS} to {MAX_REPS}).",
         ),
         click.option(
-            "--warmup", type=click.IntRange(0, 10_000), default=Settings.warmup, show_default=True
+            "--warmup",
+            type=int,
+            default=Settings.warmup,
+            show_default=True,
+            help="Repetitions after setup and before the measured ones, to fill caches and "
+            f"pools; none is measured (0 to {MAX_REPS}).",
         ),
         click.option(
             "--heap-reps",
-            type=click.IntRange(0, 10_000),
+            type=int,
             default=Settings.heap_reps,
             show_default=True,
-            help=f"Repetitions of the memray heap pass (0: skip it; else at least {MIN_SERIES}).",
+            help=f"Repetitions of the memray heap pass (0: skip it; else {MIN_REPS} to "
+            f"{MAX_REPS}).",
         ),
         click.option(
             "--cap",
@@ -65,19 +94,20 @@ def measurement_options(scales: bool = False):
         ),
         click.option(
             "--timeout",
-            type=FINITE_SECONDS,
+            type=float,
             default=Settings.timeout_seconds,
             show_default=True,
             help="Seconds a child run may go without progress (a phase begun, "
             "a repetition done) before it is killed as a hang: per step, "
-            "not for the whole run.",
+            f"not for the whole run (at least {MIN_SECONDS:g}).",
         ),
         click.option(
             "--teardown-timeout",
-            type=FINITE_SECONDS,
+            type=float,
             default=Settings.teardown_timeout_seconds,
             show_default=True,
-            help="Seconds a child may take to tear down once its measurement is in.",
+            help="Seconds a child may take to tear down once its measurement is in "
+            f"(at least {MIN_SECONDS:g}).",
         ),
         click.option(
             "--flamegraph-dir",
@@ -113,18 +143,9 @@ def scales_of(text: str) -> tuple:
     """'1,4' -> (1.0, 4.0); bad input ends here (Settings says what scales may be)."""
     try:
         found = tuple(float(s) for s in text.split(","))
-        bad = next(
-            (s.strip() for s, number in zip(text.split(","), found) if not math.isfinite(number)),
-            None,
-        )
-        if bad is not None:
-            fail(f"--scales: {bad!r} is not a finite number")
-        Settings(scales=found)
     except ValueError:
-        fail(
-            f"--scales: {text!r} is not two or more positive "
-            "multiples in increasing order, e.g. 1,4"
-        )
+        fail(f"--scales: {text!r} is not a list of numbers, e.g. 1,4")
+    settings_or_fail(scales=found)
     return found
 
 
@@ -148,24 +169,7 @@ def settings_of(
         cap_bytes = parse_size(cap) if cap is not None else 0  # "" is bad input, not the default
     except ValueError as e:
         fail(f"--cap: {e}")
-    if 0 < heap_reps < MIN_SERIES:
-        fail(
-            f"--heap-reps: {heap_reps} is too few for a heap "
-            f"trend; use 0 to skip the pass, or >= {MIN_SERIES}"
-        )
-    if flamegraph_dir is not None:
-        if heap_reps == 0:
-            fail(
-                "--flamegraph-dir: the flame graph is drawn "
-                "from the heap pass; --heap-reps 0 skips it"
-            )
-        try:
-            flamegraph_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            fail(f"--flamegraph-dir: cannot write in {flamegraph_dir}: {e.strerror or e}")
-        # a folder that exists but takes no file would fail only after the measurement
-        takes_a_file("--flamegraph-dir", flamegraph_dir)
-    return Settings(
+    settings = settings_or_fail(
         warmup=warmup,
         reps=reps,
         heap_reps=heap_reps,
@@ -175,3 +179,11 @@ def settings_of(
         flamegraph_dir=str(flamegraph_dir) if flamegraph_dir is not None else None,
         **more,
     )
+    if flamegraph_dir is not None:  # made only once every setting is good
+        try:
+            flamegraph_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f"--flamegraph-dir: cannot write in {flamegraph_dir}: {e.strerror or e}")
+        # a folder that exists but takes no file would fail only after the measurement
+        takes_a_file("--flamegraph-dir", flamegraph_dir)
+    return settings
