@@ -88,7 +88,7 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
     changed = [line for line in lines if line.startswith("**Changed at")]
     assert changed == [
         "**Changed at 2.16.2** (the first release whose leaky verdict differs from the one "
-        "before): leak 2.12.1–2.15.1 → no-leak 2.16.2–nightly 2026-10-26."
+        "before): leak 2.15.1 → no-leak 2.16.2–nightly 2026-10-26."
     ]
     rows = table(block)
     assert list(rows) == [
@@ -105,11 +105,14 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
         "nightly 2026-10-26",
     ]
     assert rows["2.15.1"][0].startswith("leak ") and rows["2.16.2"][0].startswith("no-leak ")
+    # 2.12.1–2.14.1 and 2.18.1 were measured on another machine (records/vm-intel-xeon-processor-2c)
+    assert rows["2.12.1"] == ("—", "—") and rows["2.18.1"] == ("—", "—")
     assert 'make run ARGS="py_function_map"' in block
     # a release where it still leaks
     assert 'make run TF_VERSION=2.15.1 ARGS="py_function_map"' in block
     assert "diff scenarios/py_function_map.py fixes/py_function_map.py" in block
-    assert "Intel(R) Xeon(R) Processor, 2 cores" in block and "Python 3.11.7" in block
+    assert "AMD EPYC, 2 cores" in block and "Python 3.11.7" in block
+    assert "Intel" not in block  # one machine per name
     assert "tensorflow-cpu 2.12.1–2.21.0 and tf-nightly (2026-10-26)" in block
     assert lines[-1] == "Measured with leakbench; the verdict rules are in docs/verdicts.md."
     assert len(lines) <= 35
@@ -148,6 +151,9 @@ def test_numbers_in_a_block_are_the_matrix_numbers(checkout, committed_matrix, p
         version = columns[column]
         for variant, text in zip(("leaky", "fixed"), cells):
             cell = rows[variant][version]
+            if cell is None:  # not measured on this machine
+                assert text == "—", (version, variant, text)
+                continue
             assert text.lstrip("*").startswith(cell["verdict"]), (version, variant, text)
             assert decision.number(cell["decision"]) in text, (version, variant, text)
 

@@ -10,6 +10,15 @@ where <machine> is asv's machine name, as in asv's own results/<machine>/
 by accident). compare, matrix and the site read those files, from the only
 machine present or the one named. Every record is read through
 leakbench.analysis.schema.loads, which migrates older schemas.
+
+One machine name is one machine: a machine is its CPU model and its number of
+logical cores, as each record's environment keeps them (environment.cpu,
+environment.cores; this_machine for the running one). Reading a machine's
+records (available, so by_version and resolve too) refuses a folder that holds
+records of more than one, and write_records refuses to add records of another
+to a folder; default_machine names the folder leakbench's own writes go to so
+that neither happens. A record whose environment names no CPU model is left
+out of both checks (nothing to compare). Every refusal is a VersionError, one line.
 """
 
 from __future__ import annotations
@@ -17,7 +26,10 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from leakbench import jsonfile
 from leakbench.analysis import schema
@@ -48,6 +60,123 @@ def asv_machine(results: Path) -> str:
     return written[-1].parent.name if written else platform.uname().node
 
 
+def this_machine() -> tuple[str, int | None]:
+    """The running machine as records name it: (CPU model, logical cores), read where
+    leakbench.analysis.record.environment reads them for every record."""
+    # imported here: the analysis (scipy) is slow to import, and reading records never needs it
+    from leakbench.analysis import record
+
+    env = record.environment(None)
+    return env["cpu"], env["cores"]
+
+
+def machine_of(rec: Mapping[str, Any]) -> tuple[str, int | None] | None:
+    """A record's machine: (environment.cpu, environment.cores); None where it names no CPU model
+    (or, in a line not yet checked by the schema, names one that is not a string)."""
+    env = rec.get("environment")
+    if not isinstance(env, dict):
+        return None
+    cpu, cores = env.get("cpu"), env.get("cores")
+    if not isinstance(cpu, str) or not cpu:
+        return None
+    return cpu, cores if isinstance(cores, int) and not isinstance(cores, bool) else None
+
+
+def describe(machine: tuple) -> str:
+    """'AMD EPYC, 2 cores': a machine (machine_of) in a message."""
+    cpu, cores = machine
+    return f"{cpu}, {cores if cores is not None else 'unknown'} cores"
+
+
+def machine_slug(machine: tuple) -> str:
+    """'intel-xeon-processor-2c' for ('Intel(R) Xeon(R) Processor', 2): the CPU model in lower
+    case without (r) and (tm), every run of other characters than a-z and 0-9 a '-', then the
+    cores."""
+    cpu, cores = machine
+    text = re.sub(r"\((r|tm)\)", "", str(cpu).lower())
+    text = re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "cpu"
+    return f"{text}-{cores}c" if cores is not None else text
+
+
+def default_machine(results: Path) -> tuple[str, str | None]:
+    """The machine name leakbench's own writes (leakbench run, sweep) file records under, and why
+    it is not asv's (None where it is).
+
+    asv's name (asv_machine) when results/records/<that name>/ holds no record of another machine
+    than this one (this_machine); else "<asv name>-<machine_slug>", e.g.
+    "vm-intel-xeon-processor-2c", so that a default never mixes two machines in one folder.
+    """
+    asv = asv_machine(results)
+    mine = this_machine()
+    folder = Path(results) / RECORDS_DIR / asv
+    others = [m for m in _machines_in(folder) if m != mine] if folder.is_dir() else []
+    if not others:
+        return asv, None
+    name = f"{asv}-{machine_slug(mine)}"
+    why = (
+        f"{folder} holds records of {', '.join(map(describe, others))}, not of this machine "
+        f"({describe(mine)}): its records go under {name} (--machine names another)"
+    )
+    return name, why
+
+
+def _scan(path: Path) -> Counter:
+    """machine_of -> records, for the lines of one records file that parse: a quick look at
+    environment.cpu and environment.cores alone (read_records tells what else is wrong)."""
+    found: Counter = Counter()
+    try:
+        lines = jsonfile.read_text(path).splitlines()
+    except jsonfile.Unreadable:
+        return found
+    for line in lines:
+        try:
+            rec = jsonfile.parse(line) if line.strip() else None
+        except jsonfile.BadJSON:
+            continue
+        if isinstance(rec, dict) and (machine := machine_of(rec)) is not None:
+            found[machine] += 1
+    return found
+
+
+def _machines_in(folder: Path, skip: str | None = None) -> dict[tuple, dict[str, int]]:
+    """machine_of -> {file name: records} over the tf-*.jsonl files of a machine folder
+    (but `skip`, a file name), files in version order."""
+    found: dict[tuple, dict[str, int]] = {}
+    files = sorted(_version_files(folder).items(), key=lambda kv: version_key(kv[0]))
+    for _, path in files:
+        if path.name == skip:
+            continue
+        for machine, count in _scan(path).items():
+            found.setdefault(machine, {})[path.name] = count
+    return found
+
+
+def _files(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
+def _one_machine(where: Path, found: dict[tuple, dict[str, int]]) -> None:
+    """Raise VersionError (one line) where `found` (_machines_in of `where`, a machine folder or a
+    records file) holds several machines: each with its records, and the files of all but the
+    most numerous."""
+    if len(found) < 2:
+        return
+    ranked = sorted(found.items(), key=lambda kv: (-sum(kv[1].values()), str(kv[0])))
+    (most, its_files), rest = ranked[0], ranked[1:]
+    parts = [f"{sum(its_files.values())} of {describe(most)} ({_files(len(its_files))})"]
+    parts += [
+        f"{sum(files.values())} of {describe(m)} in "
+        + ", ".join(f"{name} ({n})" for name, n in files.items())
+        for m, files in rest
+    ]
+    raise VersionError(
+        f"{where} mixes records of {len(found)} machines under one name: {'; '.join(parts)}; "
+        f"file each machine's records under a name of its own "
+        f"(e.g. {Path(where).parent.name if Path(where).is_file() else Path(where).name}-"
+        f"{machine_slug(rest[0][0])} for {rest[0][0][0]})"
+    )
+
+
 def records_path(results: Path, machine: str, version: str) -> Path:
     """results/records/<machine>/tf-<version>.jsonl. Raises
     VersionError for a machine name that is no folder."""
@@ -72,16 +201,69 @@ def existing(path: Path) -> list[Record]:
         ) from None
 
 
+def check_same_machine(
+    path: Path, records: Iterable[Record], staying: Iterable[Record] = ()
+) -> None:
+    """Raise VersionError (one line) where `records`, to be written to `path` (a records file in
+    its machine folder), are of several machines (machine_of), or of another than the records
+    that stay in that folder: its other files', and `staying`, the records of `path` that they
+    do not replace."""
+    path = Path(path)
+    ours = Counter(m for rec in records if (m := machine_of(rec)) is not None)
+    if len(ours) > 1:
+        raise VersionError(
+            f"records to write to {path} are of {len(ours)} machines: "
+            + "; ".join(f"{n} of {describe(m)}" for m, n in ours.items())
+        )
+    if ours:
+        (mine,) = ours
+        _refuse_other(path, mine, f"{sum(ours.values())} of {describe(mine)}", staying)
+
+
+def check_writable(results: Path, machine: str, version: str) -> Path:
+    """The records file write_records would write this machine's (this_machine) records of
+    `version` to under `machine`, checked before anything is measured. Raises VersionError (one
+    line) where write_records would: a machine name that is no folder, a file that cannot be
+    read whole (existing), a folder holding another machine's records."""
+    path = records_path(results, machine, version)
+    mine = this_machine()
+    _refuse_other(path, mine, f"records of {describe(mine)}", existing(path))
+    return path
+
+
+def _refuse_other(path: Path, mine: tuple, ours: str, staying: Iterable[Record]) -> None:
+    """Raise VersionError where the folder of `path` (its other files, and `staying` for `path`)
+    holds records of another machine than `mine`; `ours` says what was to be written."""
+    theirs = _machines_in(path.parent, skip=path.name) if path.parent.is_dir() else {}
+    for m, n in Counter(m for rec in staying if (m := machine_of(rec)) is not None).items():
+        theirs.setdefault(m, {})[path.name] = n
+    held = "; ".join(
+        f"{sum(files.values())} of {describe(m)} ({_files(len(files))})"
+        for m, files in theirs.items()
+        if m != mine
+    )
+    if held:
+        raise VersionError(
+            f"{path.parent} holds records of another machine ({held}); {ours} would mix two "
+            f"under one name: file them under a name of their own, "
+            f"e.g. {path.parent.name}-{machine_slug(mine)}"
+        )
+
+
 def write_records(results: Path, machine: str, version: str, records: list[Record]) -> Path:
     """Store one environment's records under its machine: replace those of the same
     pair and variant, keep the others, rewrite the file atomically (a rerun never
     appends duplicates; a run of a few pairs does not drop the rest). Records of an
-    older schema in the file are kept, migrated. Raises VersionError (before writing
-    anything) for a bad machine name or a file that cannot be read whole (existing)."""
+    older schema in the file are kept, migrated. Returns the file written.
+
+    Raises VersionError (before writing anything) for a bad machine name, a file that
+    cannot be read whole (existing), or records of another machine than the folder's
+    (check_same_machine)."""
     path = records_path(results, machine, version)
-    kept = {(r["pair"], r["variant"]): r for r in existing(path)}
-    for rec in records:
-        kept[(rec["pair"], rec["variant"])] = rec
+    old = {(r["pair"], r["variant"]): r for r in existing(path)}
+    new = {(r["pair"], r["variant"]): r for r in records}
+    check_same_machine(path, new.values(), [r for k, r in old.items() if k not in new])
+    kept = {**old, **new}
     path.parent.mkdir(parents=True, exist_ok=True)
     jsonfile.write_text_atomic(
         path, "".join(schema.dumps(kept[key]) + "\n" for key in sorted(kept))
@@ -134,10 +316,11 @@ def machines(results: Path) -> list[str]:
 
 
 def pick_machine(results: Path, machine: str | None = None) -> str:
-    """`machine` if `results` holds its records, else the only machine there.
+    """`machine` if `results` holds its records; else the only machine there; else, of several,
+    asv's machine (asv_machine), as the asv suite names this one, where it has records there.
 
     Raises VersionError (one line) when there is none, when `machine` is not
-    there, or when several are there and none was named.
+    there, or when several are there, none was named and asv's is not among them.
     """
     results = Path(results)
     # a name no filesystem takes raises OSError: the CLI's main group says it in one line
@@ -156,12 +339,14 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
             "run the asv suite first, or pass --results"
         )
     if machine is None:
-        if len(found) > 1:
-            raise VersionError(
-                f"{results} holds records of {len(found)} machines ({', '.join(found)}): "
-                "pick one with --machine"
-            )
-        return found[0]
+        if len(found) == 1:
+            return found[0]
+        if (asv := asv_machine(results)) in found:
+            return asv
+        raise VersionError(
+            f"{results} holds records of {len(found)} machines ({', '.join(found)}): "
+            "pick one with --machine"
+        )
     if machine not in found:
         raise VersionError(
             f"no records of machine {machine!r} in {results} (have: {', '.join(found)})"
@@ -172,9 +357,12 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
 def available(results: Path, machine: str | None = None) -> dict[str, Path]:
     """TF version -> records file of one machine in `results` (pick_machine), sorted by version.
 
-    Raises VersionError when `results` is not a directory of leakbench records.
+    Raises VersionError when `results` is not a directory of leakbench records, or when the
+    machine's folder holds records of several machines (CPU model and cores: the module
+    docstring), naming them.
     """
     folder = Path(results) / RECORDS_DIR / pick_machine(results, machine)
+    _one_machine(folder, _machines_in(folder))
     return dict(sorted(_version_files(folder).items(), key=lambda kv: version_key(kv[0])))
 
 
@@ -199,6 +387,8 @@ def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, 
         if not is_file:
             raise VersionError(f"no records file at {path}")
         recs = read_records(path)
+        counts = Counter(m for r in recs if (m := machine_of(r)) is not None)
+        _one_machine(path, {m: {path.name: n} for m, n in counts.items()})
         return builds.label(
             recs[0]["environment"].get("tensorflow") or path.stem[len("tf-") :]
         ), recs

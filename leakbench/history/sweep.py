@@ -34,7 +34,8 @@ def record_pairs(
     as soon as it is measured, so a pin that did not hold stops the sweep at the
     first child and nothing of this call is filed. Then, when `results` is given,
     all the records are written at once (store.write_records) under `machine`, or
-    under store.asv_machine(results) when None.
+    under store.default_machine(results) when None (asv's name, unless its folder
+    holds another machine's records).
 
     Returns (the pinned TensorFlow version, the records in measurement order,
     the records file written or None). Raises store.VersionError (no TensorFlow
@@ -46,7 +47,7 @@ def record_pairs(
     pin.check_tf_version([], pinned)  # no TensorFlow installed: nothing to measure
     assert pinned  # check_tf_version raised otherwise
     if results is not None:
-        machine = machine or store.asv_machine(results)
+        machine = machine or store.default_machine(results)[0]
         store.existing(store.records_path(results, machine, pinned))
     records = []
     for target in catalog.targets(Path(root), list(names), "both"):
@@ -60,5 +61,5 @@ def record_pairs(
         records.append(rec)
     if results is None:
         return pinned, records, None
-    machine = machine or store.asv_machine(results)  # set above: asv_machine is not asked again
+    assert machine  # set above, where results was given
     return pinned, records, store.write_records(results, machine, pinned, records)

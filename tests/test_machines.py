@@ -1,0 +1,225 @@
+"""One machine name is one machine (leakbench.history.store): a machine is the CPU model and the
+cores a record's environment names. Reading a folder that holds two (matrix, compare, report-back,
+the site) is refused in one line naming the files, CPU models and counts; write_records refuses to
+add another machine's records to a folder; the default name of leakbench's own writes
+(store.default_machine) is asv's unless its folder holds another machine. No TensorFlow needed:
+the fixture records (tests/data/results/records/fixture/), given a CPU model and cores here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import state
+
+from leakbench import cli
+from leakbench.analysis import record, schema
+from leakbench.history import store
+
+FILES = Path(__file__).parent / "data" / "results" / "records" / "fixture"
+COMMITTED = Path(__file__).resolve().parents[1] / "results"
+AMD = ("AMD EPYC", 2)
+INTEL = ("Intel(R) Xeon(R) Processor", 2)
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args])
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
+    return lines[0]
+
+
+def on(machine: tuple, recs: list) -> list:
+    """The records as measured on `machine` (CPU model, cores)."""
+    cpu, cores = machine
+    return [{**r, "environment": {**r["environment"], "cpu": cpu, "cores": cores}} for r in recs]
+
+
+def fixture(version: str) -> list:
+    return store.read_records(FILES / f"tf-{version}.jsonl")
+
+
+def write_lines(path: Path, recs: list) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(schema.dumps(r) + "\n" for r in recs))
+
+
+def mixed(tmp_path) -> Path:
+    """results/records/box/: 2.13.1 all AMD; 2.21.0 three AMD records and five Intel ones."""
+    results = tmp_path / "results"
+    write_lines(results / "records" / "box" / "tf-2.13.1.jsonl", on(AMD, fixture("2.13.1")))
+    newer = fixture("2.21.0")
+    write_lines(
+        results / "records" / "box" / "tf-2.21.0.jsonl", on(AMD, newer[:3]) + on(INTEL, newer[3:])
+    )
+    return results
+
+
+# --- reading ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("matrix",), ("compare", "2.13.1", "2.21.0"), ("report-back",)],
+    ids=["matrix", "compare", "report-back"],
+)
+def test_a_folder_of_two_cpu_models_is_refused_naming_both(tmp_path, args):
+    results = mixed(tmp_path)
+    line = one_error_line(invoke(*args, "--results", results, "--machine", "box"))
+    assert f"{results / 'records' / 'box'} mixes records of 2 machines under one name" in line
+    # the most numerous with its count, the other with its files and counts
+    assert "11 of AMD EPYC, 2 cores (2 files)" in line
+    assert "5 of Intel(R) Xeon(R) Processor, 2 cores in tf-2.21.0.jsonl (5)" in line
+    assert "box-intel-xeon-processor-2c" in line
+
+
+def test_the_store_refuses_what_every_view_reads(tmp_path):
+    results = mixed(tmp_path)
+    for read in (
+        lambda: store.by_version(results, "box"),
+        lambda: store.available(results),
+        lambda: store.resolve(results, "2.13.1", "box"),  # a clean file, in a mixed folder
+    ):
+        with pytest.raises(store.VersionError, match="mixes records of 2 machines"):
+            read()
+
+
+def test_a_records_file_of_two_cpu_models_is_refused(tmp_path):
+    path = mixed(tmp_path) / "records" / "box" / "tf-2.21.0.jsonl"
+    line = one_error_line(invoke("compare", FILES / "tf-2.13.1.jsonl", path))
+    assert f"{path} mixes records of 2 machines" in line
+    assert "Intel(R) Xeon(R) Processor, 2 cores" in line and "AMD EPYC, 2 cores" in line
+
+
+def test_records_naming_no_cpu_are_left_out_of_the_check(tmp_path):
+    results = mixed(tmp_path)
+    folder = results / "records" / "box"
+    write_lines(folder / "tf-2.21.0.jsonl", fixture("2.21.0"))  # no environment.cpu
+    assert list(store.by_version(results, "box")) == ["2.13.1", "2.21.0"]
+
+
+def test_the_same_cpu_with_other_cores_is_another_machine(tmp_path):
+    results = tmp_path / "results"
+    folder = results / "records" / "box"
+    write_lines(folder / "tf-2.13.1.jsonl", on(AMD, fixture("2.13.1")))
+    write_lines(folder / "tf-2.21.0.jsonl", on(("AMD EPYC", 4), fixture("2.21.0")))
+    with pytest.raises(store.VersionError, match=r"8 of AMD EPYC, 4 cores in tf-2\.21\.0\.jsonl"):
+        store.by_version(results, "box")
+
+
+def test_committed_records_hold_one_machine_per_name():
+    names = store.machines(COMMITTED)
+    assert names == ["vm", "vm-intel-xeon-processor-2c"]
+    seen = set()
+    for name in names:
+        recs = [r for recs in store.by_version(COMMITTED, name).values() for r in recs.values()]
+        (machine,) = {store.machine_of(r) for r in recs}  # one machine, none unnamed
+        seen.add(machine)
+    assert seen == {AMD, INTEL}
+    # several machines, none named: asv's (results/vm/machine.json), as the committed tables read
+    assert store.pick_machine(COMMITTED) == "vm"
+
+
+# --- writing ------------------------------------------------------------------------
+
+
+def test_write_records_refuses_to_add_another_machine(tmp_path):
+    results = tmp_path / "results"
+    store.write_records(results, "box", "2.13.1", on(AMD, fixture("2.13.1")))
+    before = state(results)
+    with pytest.raises(store.VersionError) as refused:
+        store.write_records(results, "box", "2.21.0", on(INTEL, fixture("2.21.0")[:2]))
+    line = str(refused.value)
+    assert "\n" not in line
+    assert "holds records of another machine (8 of AMD EPYC, 2 cores (1 file))" in line
+    assert "2 of Intel(R) Xeon(R) Processor, 2 cores would mix two under one name" in line
+    assert "box-intel-xeon-processor-2c" in line
+    assert state(results) == before  # nothing written
+
+
+def test_write_records_refuses_to_mix_within_one_file(tmp_path):
+    results = tmp_path / "results"
+    path = store.write_records(results, "box", "2.21.0", on(AMD, fixture("2.21.0")))
+    before = path.read_bytes()
+    with pytest.raises(store.VersionError, match="another machine"):  # 7 AMD records stay
+        store.write_records(results, "box", "2.21.0", on(INTEL, fixture("2.21.0")[:1]))
+    with pytest.raises(store.VersionError, match="are of 2 machines"):
+        store.write_records(
+            results,
+            "box",
+            "2.21.0",
+            on(INTEL, fixture("2.21.0")[:1]) + on(AMD, fixture("2.21.0")[1:2]),
+        )
+    assert path.read_bytes() == before
+    # replacing every record of the only file: nothing of the other machine stays
+    store.write_records(results, "box", "2.21.0", on(INTEL, fixture("2.21.0")))
+    assert {store.machine_of(r) for r in store.read_records(path)} == {INTEL}
+
+
+def test_write_records_of_the_same_machine_replace_as_before(tmp_path):
+    results = tmp_path / "results"
+    store.write_records(results, "box", "2.13.1", on(AMD, fixture("2.13.1")))
+    store.write_records(results, "box", "2.21.0", on(AMD, fixture("2.21.0")))
+    store.write_records(results, "box", "2.21.0", on(AMD, fixture("2.21.0")[:1]))
+    assert [len(v) for v in store.by_version(results, "box").values()] == [8, 8]
+
+
+def test_check_writable_says_before_measuring(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "this_machine", lambda: INTEL)
+    results = tmp_path / "results"
+    store.write_records(results, "box", "2.13.1", on(AMD, fixture("2.13.1")))
+    with pytest.raises(store.VersionError, match="records of Intel.* would mix two"):
+        store.check_writable(results, "box", "2.21.0")
+    assert store.check_writable(results, "other", "2.21.0") == (
+        results / "records" / "other" / "tf-2.21.0.jsonl"
+    )
+
+
+# --- the default name -----------------------------------------------------------------
+
+
+def test_this_machine_is_what_records_carry():
+    env = record.environment(None)
+    assert store.this_machine() == (env["cpu"], env["cores"])
+
+
+@pytest.mark.parametrize(
+    "machine, slug",
+    [
+        (INTEL, "intel-xeon-processor-2c"),
+        (AMD, "amd-epyc-2c"),
+        (("Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", 8), "intel-core-i7-8650u-cpu-1-90ghz-8c"),
+        (("AMD EPYC 7763 64-Core Processor", 4), "amd-epyc-7763-64-core-processor-4c"),
+    ],
+)
+def test_machine_slug(machine, slug):
+    assert store.machine_slug(machine) == slug
+
+
+def test_default_machine_is_asvs_unless_its_folder_holds_another(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASV_MACHINE", "vm")
+    monkeypatch.setattr(store, "this_machine", lambda: INTEL)
+    results = tmp_path / "results"
+    assert store.default_machine(results) == ("vm", None)  # no folder yet
+    store.write_records(results, "vm", "2.21.0", on(INTEL, fixture("2.21.0")))
+    assert store.default_machine(results) == ("vm", None)  # this machine's
+    shutil.rmtree(results / "records" / "vm")
+    store.write_records(results, "vm", "2.21.0", on(AMD, fixture("2.21.0")))
+    name, why = store.default_machine(results)
+    assert name == "vm-intel-xeon-processor-2c"
+    assert why == (
+        f"{results / 'records' / 'vm'} holds records of AMD EPYC, 2 cores, not of this machine "
+        "(Intel(R) Xeon(R) Processor, 2 cores): its records go under "
+        "vm-intel-xeon-processor-2c (--machine names another)"
+    )
+    # the default never mixes: this machine's records go in beside the others' and are read
+    store.write_records(results, name, "2.21.0", on(INTEL, fixture("2.21.0")))
+    assert store.machines(results) == ["vm", name]
+    assert list(store.by_version(results, name)) == ["2.21.0"]
