@@ -1,7 +1,19 @@
 """`leakbench list` and `leakbench run`.
 
+run measures `--jobs` variants at once (default: the number of cores), each in
+its own capped, timed child (leakbench.measure; the default cap is divided
+between them, leakbench.history.rounds.shared_cap), and prints the table in the
+catalog's order whatever ends first. At the default settings (no measurement
+option, no --param) it files the records of the pairs it measured in
+results/records/<machine>/tf-<installed TensorFlow>.jsonl
+(leakbench.history.store.write_records, which replaces those pairs and keeps
+the rest); at other settings it says so in one line and writes none, since
+records are compared across versions at the defaults.
+
 run's exit code: 0 when every variant reads what its contract says it should
-(leakbench.expectation), 1 when some does not, 2 on bad input.
+(leakbench.expectation), 1 when some does not, 2 on bad input (a records file
+or machine folder that cannot take the records included, before anything is
+measured) or when the records cannot be filed under the installed TensorFlow.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ import click
 from leakbench import catalog, expectation, jsonfile
 from leakbench.analysis.schema import Record
 from leakbench.calibrate import committed
+from leakbench.catalog import VARIANT_DIRS
 from leakbench.cli.base import (
     err,
     fail,
@@ -30,8 +43,9 @@ from leakbench.cli.base import (
 from leakbench.cli.files import apart, results_dir, writable
 from leakbench.cli.options import measurement_options, sizes_fit
 from leakbench.contract import ContractError
+from leakbench.history import pin, rounds, store
 from leakbench.history.store import asv_machine
-from leakbench.measure import measure
+from leakbench.measure import Settings, measure
 from leakbench.reporters import table
 
 
@@ -69,7 +83,7 @@ def _overrides(params) -> dict:
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Append one JSON record per line to this file.",
+    help="Append one JSON record per line to this file, in the catalog's order.",
 )
 @click.option(
     "--markdown",
@@ -81,8 +95,33 @@ def _overrides(params) -> dict:
 @click.option(
     "--wide", is_flag=True, help="Print every metric, not only the columns the verdict rests on."
 )
-def run(names, variant, settings, params, json_path, markdown_path, wide) -> None:
-    """Measure scenario pairs (all by default), each run in a capped, timed subprocess.
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Variants measured at once, each in its own child (the default cap is divided "
+    "between them). Default: the number of cores.",
+)
+@click.option(
+    "--records/--no-records",
+    "filing",
+    default=True,
+    show_default=True,
+    help="File the pairs' records in results/records/<machine>/tf-<installed TensorFlow>.jsonl "
+    "(at the default settings only: no measurement option, no --param).",
+)
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="Machine folder of the records. Default: asv's machine name, or "
+    "<name>-<cpu>-<cores>c where that folder holds another machine's records.",
+)
+def run(
+    names, variant, settings, params, json_path, markdown_path, wide, jobs, filing, machine
+) -> None:
+    """Measure scenario pairs (all by default), each run in a capped, timed subprocess,
+    JOBS at once, and file their records.
 
     NAMES are pair names from `leakbench list` or paths to scenario files.
     """
@@ -112,29 +151,49 @@ def run(names, variant, settings, params, json_path, markdown_path, wide) -> Non
         [("a scenario file it measures", t.scenario.path) for t in targets],
     )
 
-    records = []
+    results = results_dir(None)
+    filed = _records_file(results, machine, targets, settings, overrides) if filing else None
+    jobs = jobs or store.this_machine()[1] or 1
+    shared = rounds.shared_cap(settings, jobs)  # the default cap, divided between the children
+    found: list[Record | None] = [None] * len(plans)
+    appended = 0  # --json gets the records in the catalog's order, each as soon as it can
     with err.status("starting") as status:
-        for i, (target, run_params) in enumerate(plans, 1):
-            label = f"[{i}/{len(plans)}] {target.scenario.name} ({target.variant})"
-            rec = measure(
-                target, run_params, settings, on_message=progress(status, label, settings.reps)
+
+        def one(i: int) -> Record:
+            target, run_params = plans[i]
+            return measure(
+                target,
+                run_params,
+                shared,
+                on_message=progress(status, _label(i, plans), settings.reps),
             )
-            records.append(rec)
-            if json_path:
-                _append(json_path, rec)
+
+        def done(_, i: int, rec: Record) -> None:
+            nonlocal appended
+            found[i] = rec
+            while json_path and appended < len(found) and (ready := found[appended]) is not None:
+                _append(json_path, ready)
+                appended += 1
             note = flamegraph_note(rec, settings.flamegraph_dir)
-            say(f"{label}: {rec['verdict']} in {rec['seconds']:.1f} s{'; ' + note if note else ''}")
+            say(
+                f"{_label(i, plans)}: {rec['verdict']} in {rec['seconds']:.1f} s"
+                f"{'; ' + note if note else ''}"
+            )
+
+        rounds.measure_each(list(range(len(plans))), one, jobs, done)
+    records = [rec for rec in found if rec is not None]  # every one: measure_each ran them all
     out.print(table.table(records, wide=wide))
     tf = next(
         (r["environment"]["tensorflow"] for r in records if r["environment"]["tensorflow"]), None
     )
-    results = results_dir(None)
     say(committed.sensitivity(results / "calibration", asv_machine(results), tf))
     if markdown_path:
         jsonfile.write_text_atomic(
             markdown_path,
             table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"),
         )
+    if filed is not None:
+        _file(results, *filed, [r for r in records if r["variant"] in VARIANT_DIRS])
     for rec in records:
         if rec["error"]:
             say(
@@ -144,6 +203,68 @@ def run(names, variant, settings, params, json_path, markdown_path, wide) -> Non
         elif rec.get("skip_reason"):  # a GPU or a preloaded library the machine lacks: no failure
             say(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}")
     sys.exit(0 if all(expectation.accepts(r) for r in records) else 1)
+
+
+def _label(i: int, plans: list) -> str:
+    """'[3/44] stateful_map (leaky)': the i-th variant (from 0) in the catalog's order."""
+    target = plans[i][0]
+    return f"[{i + 1}/{len(plans)}] {target.scenario.name} ({target.variant})"
+
+
+# The measurement options as run names them, for the line saying why no records are filed.
+_OPTIONS = {
+    "warmup": "--warmup",
+    "reps": "--reps",
+    "heap_reps": "--heap-reps",
+    "cap_bytes": "--cap",
+    "timeout_seconds": "--timeout",
+    "scales": "--scales",
+    "teardown_timeout_seconds": "--teardown-timeout",
+}
+
+
+def _records_file(
+    results: Path, machine: str | None, targets: list, settings: Settings, overrides: dict
+) -> tuple[str, str] | None:
+    """(machine, TensorFlow version) the records will be filed under, checked before anything is
+    measured (store.check_writable; a refusal ends here, one line, exit 2), or None, said in one
+    line: settings other than the defaults (a flame graph's folder aside), no pair of the catalog
+    among the targets, no TensorFlow installed."""
+    given = [o for k, o in _OPTIONS.items() if getattr(settings, k) != getattr(Settings(), k)]
+    given += ["--param"] if overrides else []
+    if given:
+        say(
+            f"leakbench: records not written: {', '.join(given)} set; records are compared "
+            "across TensorFlow versions at the default settings"
+        )
+        return None
+    if not any(t.variant in VARIANT_DIRS for t in targets):
+        say("leakbench: records not written: no pair of the catalog measured (a file by path)")
+        return None
+    version = pin.installed_tf_version()
+    if version is None:
+        say("leakbench: records not written: no TensorFlow installed to file them under")
+        return None
+    if machine is None:
+        machine, why = store.default_machine(results)
+        if why:
+            say(f"leakbench: {why}")
+    try:
+        store.check_writable(results, machine, version)
+    except store.VersionError as e:
+        fail(str(e))
+    return machine, version
+
+
+def _file(results: Path, machine: str, version: str, records: list[Record]) -> None:
+    """The pairs' records into their file (store.write_records); a pin that did not hold
+    (pin.check_tf_version) ends here, one line, exit 2, the file untouched."""
+    try:
+        pin.check_tf_version(records, version)
+        path = store.write_records(results, machine, version, records)
+    except store.VersionError as e:
+        fail(f"records not written: {e}")
+    say(f"leakbench: {len(records)} records written to {path}")
 
 
 def _append(path: Path, rec: Record) -> None:

@@ -14,19 +14,22 @@ of result is never overwritten: the caller's error, one line, before anything is
 
 What a cell is, how one run of it is measured, what is kept of it and where, how it is keyed,
 and what is computed from the observations before each write are the caller's, as arguments;
-the order, the skipping, the children at once and the saving are here.
+the order, the skipping, the children at once and the saving are here. The children at once
+alone (measure_each) serve `leakbench run --jobs` too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from leakbench import jsonfile
 from leakbench.analysis import record, validate
-from leakbench.engine import runner
+from leakbench.engine import memlimit, runner
+from leakbench.measure import Settings
 
 Cell = TypeVar("Cell")
 
@@ -59,6 +62,15 @@ def open_result(
         **fresh,
         "observations": [],
     }
+
+
+def shared_cap(settings: Settings, jobs: int) -> Settings:
+    """`settings` for `jobs` children at once: where they name no cap (cap_bytes 0), the default
+    cap (memlimit.default_cap_bytes, in bytes, read once, here, before any child runs) divided
+    between them; a cap given is each child's as it is."""
+    if settings.cap_bytes:
+        return settings
+    return replace(settings, cap_bytes=memlimit.default_cap_bytes() // jobs)
 
 
 def plan(cells: Iterable[tuple[Cell, int]]) -> list[tuple[int, Cell]]:
@@ -111,21 +123,41 @@ def measure_rounds(
         if on_run:
             on_run(i, len(todo), run, cell, seen)
 
-    if jobs == 1:
-        for i, (run, cell) in enumerate(todo, 1):
-            kept(i, run, cell, run_one(run, cell))
-    else:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(run_one, run, cell): (run, cell) for run, cell in todo}
-            try:
-                for i, future in enumerate(as_completed(futures), 1):
-                    kept(i, *futures[future], future.result())
-            except BaseException:
-                # Ctrl-C reaches this thread only: stop the children, record nothing more
-                pool.shutdown(wait=False, cancel_futures=True)
-                while not all(f.done() for f in futures):
-                    runner.stop_children()
-                    wait(futures, timeout=0.2)
-                raise
+    measure_each(todo, lambda item: run_one(*item), jobs, lambda i, item, got: kept(i, *item, got))
     jsonfile.write_atomic(out, finish(result))
     return result
+
+
+Item = TypeVar("Item")
+
+
+def measure_each(
+    items: list[Item],
+    run_one: Callable[[Item], Any],
+    jobs: int,
+    done: Callable[[int, Item, Any], None],
+) -> None:
+    """run_one(item) for every item, `jobs` at once (each in a worker thread; with one job, in
+    this thread, in order), and done(i, item, what run_one returned) in this thread, one at a
+    time, as each ends (i: 1, 2, ... in the order they end).
+
+    An exception from run_one or done, Ctrl-C among them, with jobs > 1 kills the children the
+    engine started (leakbench.engine.runner), cancels the items not begun, and is raised; with
+    one job it reaches the runner in this thread, which kills its child.
+    """
+    if jobs == 1:
+        for i, item in enumerate(items, 1):
+            done(i, item, run_one(item))
+        return
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_one, item): item for item in items}
+        try:
+            for i, future in enumerate(as_completed(futures), 1):
+                done(i, futures[future], future.result())
+        except BaseException:
+            # Ctrl-C reaches this thread only: stop the children, record nothing more
+            pool.shutdown(wait=False, cancel_futures=True)
+            while not all(f.done() for f in futures):
+                runner.stop_children()
+                wait(futures, timeout=0.2)
+            raise

@@ -37,7 +37,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,7 +46,6 @@ from leakbench import expectation
 from leakbench.analysis import verdict
 from leakbench.analysis.schema import Record
 from leakbench.catalog import VARIANT_DIRS, Target
-from leakbench.engine import memlimit
 from leakbench.history import pin, rounds
 from leakbench.measure import Settings, measure
 from leakbench.repeat import hog
@@ -229,8 +227,7 @@ def repeat(
         started=_now(),
         elapsed_seconds=0.0,
     )
-    if not settings.cap_bytes:  # once, before any child runs, and shared by the children at once
-        settings = replace(settings, cap_bytes=memlimit.default_cap_bytes() // jobs)
+    settings = rounds.shared_cap(settings, jobs)  # the default cap, shared by the children at once
     result["runs_requested"] = max(result.get("runs_requested", 0), runs)
     start, before = time.monotonic(), result["elapsed_seconds"]
 
