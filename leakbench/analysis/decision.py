@@ -134,8 +134,8 @@ def decide(rec: Mapping[str, Any], later: dict | None = None, look: dict | None 
     rows = _signal_rows(metrics, signals, confirmed) if metrics else []
     why = look.get("why") if look else None
     if verdict in _FAILED or not metrics:
-        found = {"signal": None, "label": None, "value": None, "unit": None, "bar": None}
-        found["source"] = "first run"
+        found: dict[str, Any] = {"signal": None, "label": None, "value": None, "unit": None}
+        found.update(bar=None, source="first run")
         reason = rec.get("skip_reason") or rec.get("error") or rec.get("phase")
         tail = (reason or "").strip().splitlines()
         return {

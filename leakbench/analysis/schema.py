@@ -98,9 +98,9 @@ def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
 def _from_2(rec: dict[str, Any]) -> dict[str, Any]:
     from leakbench.analysis import record  # record builds on this module: imported when needed
 
-    rec = record.with_decision(rec)
-    rec["schema"] = 3
-    return rec
+    found: dict[str, Any] = dict(record.with_decision(rec))
+    found["schema"] = 3
+    return found
 
 
 _MIGRATIONS = {1: _from_1, 2: _from_2}
