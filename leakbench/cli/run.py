@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import click
@@ -211,7 +212,7 @@ def _label(i: int, plans: list) -> str:
     return f"[{i + 1}/{len(plans)}] {target.scenario.name} ({target.variant})"
 
 
-# The measurement options as run names them, for the line saying why no records are filed.
+# Settings' fields as run's options name them, for the line saying why no records are filed.
 _OPTIONS = {
     "warmup": "--warmup",
     "reps": "--reps",
@@ -230,7 +231,11 @@ def _records_file(
     measured (store.check_writable; a refusal ends here, one line, exit 2), or None, said in one
     line: settings other than the defaults (a flame graph's folder aside), no pair of the catalog
     among the targets, no TensorFlow installed."""
-    given = [o for k, o in _OPTIONS.items() if getattr(settings, k) != getattr(Settings(), k)]
+    given = [
+        _OPTIONS.get(f.name, f.name)
+        for f in fields(Settings)
+        if f.name != "flamegraph_dir" and getattr(settings, f.name) != getattr(Settings(), f.name)
+    ]
     given += ["--param"] if overrides else []
     if given:
         say(
