@@ -25,8 +25,8 @@ def test_docs_name_the_generated_tables():
 
 
 def test_docs_say_which_tables_record_a_changed_verdict():
-    # compare exits 1 when a verdict changed between the two columns (docs/asv.md): both do
-    assert [code for args, _, code in COMMANDS if args.startswith("compare")] == [1, 1]
+    # compare exits 1 on a regression only (docs/gate.md): neither committed comparison has one
+    assert [code for args, _, code in COMMANDS if args.startswith("compare")] == [0, 0]
 
 
 @pytest.mark.parametrize(("args", "path", "code"), COMMANDS, ids=[c[1] for c in COMMANDS])

@@ -6,7 +6,17 @@ leakbench.cli.base. What they share: base (errors, progress), options (the measu
 and files (output checks, the results options).
 """
 
-from leakbench.cli import bisect, calibrate, check, history, repeat, report_back, run, site  # noqa: F401  (registers them)
+from leakbench.cli import (  # noqa: F401  (registers them)
+    bisect,
+    calibrate,
+    check,
+    gate,
+    history,
+    repeat,
+    report_back,
+    run,
+    site,
+)
 from leakbench.cli.base import main
 from leakbench.cli.check import check_exit_code
 

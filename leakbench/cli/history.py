@@ -1,5 +1,5 @@
-"""`leakbench compare` and `leakbench matrix`: TensorFlow
-releases' records (logic in leakbench.history)."""
+"""`leakbench compare` and `leakbench matrix`: TensorFlow releases' records (logic in
+leakbench.history; compare classifies as `leakbench gate` does, leakbench.cli.gate)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from leakbench.cli.base import fail, main
 from leakbench.cli.files import FORMAT_OPTION, MACHINE_OPTION, RESULTS_OPTION, results_dir
 from leakbench.cli.types import FINITE_FLOAT
 from leakbench.history import compare as comparing
+from leakbench.history import gate as gating
 from leakbench.history import matrix as tabulating
 from leakbench.history import store
 from leakbench.reporters import history as views
@@ -31,19 +32,22 @@ from leakbench.reporters import history as views
 @MACHINE_OPTION
 @FORMAT_OPTION
 def compare(old, new, factor, results, machine, fmt) -> None:
-    """Compare two TensorFlow versions' records: per pair, variant and metric.
+    """Compare two TensorFlow versions' records: the release gate without measuring.
 
-    OLD and NEW are TF versions in the results (2.13.1) or records files (.jsonl).
-    Exit 1 when a verdict changed (a fix that leaks again among them) or a
-    fixed variant's peak regressed past the factor; 2 on bad input.
+    OLD and NEW are TF versions in the results (2.13.1, `nightly`) or records files (.jsonl).
+    A summary first (regressions, fixed upstream, changes that do not count: docs/gate.md),
+    then per pair, variant and metric. Exit 1 on a regression (a fix or a declared no-leak that
+    leaks, a new hang, error or over-cap, a peak pair's fix whose peak grew past the factor),
+    else 0; 2 on bad input.
     """
     try:
         where = results_dir(results)
         from_files = all(w.endswith(".jsonl") or _is_file(w) for w in (old, new))
         if not from_files:
             machine = store.pick_machine(where, machine)
-        old_label, old_recs = store.resolve(where, old, machine)
-        new_label, new_recs = store.resolve(where, new, machine)
+        (old_label, old_recs, old_v), (new_label, new_recs, new_v) = (
+            _side(where, what, machine) for what in (old, new)
+        )
         found = comparing.compare(
             old_label,
             old_recs,
@@ -51,6 +55,7 @@ def compare(old, new, factor, results, machine, fmt) -> None:
             new_recs,
             factor,
             machine=None if from_files else machine,
+            versions=(old_v, new_v),
         )
     except store.VersionError as e:
         fail(str(e))
@@ -58,6 +63,16 @@ def compare(old, new, factor, results, machine, fmt) -> None:
         json.dumps(found.as_dict(), indent=2) if fmt == "json" else views.compare_markdown(found)
     )
     raise SystemExit(found.exit_code)
+
+
+def _side(where: Path, what: str, machine: str | None) -> tuple[str, list, str | None]:
+    """(label, records, version) of one side: a records file (store.resolve; no version), else a
+    version of the machine's records, as the gate reads it (leakbench.history.gate.recorded)."""
+    if what.endswith(".jsonl") or _is_file(what):
+        return (*store.resolve(where, what, machine), None)
+    assert machine is not None  # picked where a side is no file
+    side = gating.recorded(where, machine, what, [])
+    return side.label, side.records, side.version
 
 
 @main.command()

@@ -1,18 +1,38 @@
-"""`leakbench compare OLD NEW`: two TensorFlow releases' records, side by side.
+"""`leakbench compare OLD NEW` and `leakbench gate`: two TensorFlow builds' records, side by side,
+and what changed, classified once for both commands (the gate measures what is missing first:
+leakbench.history.gate).
 
-Per pair, variant and metric (leakbench.metrics entries with a compare_floor):
-old, new, ratio, and a marker past a factor. Failures (exit 1): a verdict
-that changed, other than to or from `skipped` (nothing measured), and a
-fixed variant whose peak regressed past the factor. Each changed verdict
-says whether the new one is still what the variant should read
-(leakbench.expectation). Rendering is leakbench.reporters.history's.
+Per pair, variant and metric (leakbench.metrics entries with a compare_floor): old, new, ratio,
+and a marker past a factor (the rows). Per pair and variant, one entry in OUTCOMES:
+
+    regression      exit 1. A variant that should not leak (a fix, or a scenario declaring
+                    fragmentation: leakbench.expectation) now reads leak or over-cap; a new hang,
+                    error or over-cap (the baseline measured, the candidate not); a peak pair's
+                    fix whose peak above baseline grew past the factor and its floor.
+    fixed upstream  a variant expected to leak read leak and now reads no-leak: TensorFlow
+                    fixed it. Exit 0, and said.
+    change          anything else that changed: a verdict (a fix reading fragmentation, a run
+                    that failed before and measures now, a leak that is back on a scenario whose
+                    leak depends on the release), or a number past the factor (seconds,
+                    malloc_trim, a leak that stays a leak at another rate). It does not count.
+    unchanged       the same verdict, no number past the factor.
+    skipped         `skipped` on either side (a GPU or a library this machine lacks): nothing to
+                    set side by side; it never counts.
+    not measured    no record on one side (`leakbench gate --measure` measures it).
+
+Each entry shows each side's verdict with the number it rests on
+(leakbench.analysis.decision.words); nothing here re-derives a verdict. Rendering is
+leakbench.reporters.gate's and leakbench.reporters.history's.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 
 from leakbench import expectation, metrics
+from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
 from leakbench.history.store import VersionError
 from leakbench.units import MIB, format_bytes
@@ -20,6 +40,12 @@ from leakbench.units import MIB, format_bytes
 DEFAULT_FACTOR = 1.5
 REGRESSED, IMPROVED, CHANGED = "regressed", "improved", "changed"
 COMPARED = tuple(m for m in metrics.METRICS if m.compare_floor is not None)
+
+REGRESSION, FIXED_UPSTREAM, CHANGE = "regression", "fixed upstream", "change"
+UNCHANGED, SKIPPED, NOT_MEASURED = "unchanged", "skipped", "not measured"
+OUTCOMES = (REGRESSION, FIXED_UPSTREAM, CHANGE, UNCHANGED, SKIPPED, NOT_MEASURED)
+FAILED = ("hang", "error", "over-cap")  # a run that ended without a verdict on memory
+LEAKING = ("leak", "over-cap")  # what a variant that should not leak must not read
 
 
 def order(key: tuple) -> tuple:
@@ -48,29 +74,69 @@ class Comparison:
     # dicts: pair, variant, metric (label, or "verdict"), key (leakbench.metrics), unit,
     # old, new, ratio, marker
     rows: list
-    failures: list  # one line each: why compare exits 1
+    failures: list  # one line per regression: why the comparison exits 1
     machine: str | None = None  # asv machine of both record files (None: files given by path)
+    # dicts, one per pair and variant: pair, variant, outcome (OUTCOMES), old, new (the verdict
+    # with its deciding number, decision.words; None: no record), old_verdict, new_verdict,
+    # why (a sentence, or None), moved (the rows of metrics past the factor: key, metric,
+    # marker, old, new, ratio)
+    entries: list = field(default_factory=list)
+    # the builds compared, where they are versions of the records (the gate's hint to measure)
+    old_version: str | None = None
+    new_version: str | None = None
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failures else 0
+        """1 on a regression, else 0."""
+        return 1 if any(e["outcome"] == REGRESSION for e in self.entries) else 0
+
+    def count(self) -> dict:
+        """outcome -> entries, every outcome of OUTCOMES (0 where none)."""
+        found = Counter(e["outcome"] for e in self.entries)
+        return {o: found[o] for o in OUTCOMES}
+
+    def of(self, outcome: str) -> list[dict]:
+        return [e for e in self.entries if e["outcome"] == outcome]
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "exit_code": self.exit_code}
+        return {**asdict(self), "counts": self.count(), "exit_code": self.exit_code}
 
 
-def verdict_change(rec: Record, old: str) -> str:
-    """The failure line's tail for a verdict that changed to rec's: what the variant should read."""
+def expectation_note(rec: Record) -> str | None:
+    """What a changed verdict (rec's, the candidate's) is against what the variant should read
+    (leakbench.expectation): "the fix leaks again", "it should read no-leak", "both are what it
+    may read: leak or no-leak"; None where the new verdict is the one it should read."""
     wanted = expectation.for_record(rec)
     if wanted.accepts(rec):
         return (
-            f" (both are what it may read: {wanted.label})"
-            if wanted.label != rec["verdict"]
-            else ""
+            None if wanted.label == rec["verdict"] else f"both are what it may read: {wanted.label}"
         )
-    if rec["variant"] == "fixed" and rec["verdict"] in ("leak", "over-cap"):
-        return ": the fix leaks again"
-    return f": it should read {wanted.label}"
+    if rec["variant"] == "fixed" and rec["verdict"] in LEAKING:
+        return "the fix leaks again"
+    return f"it should read {wanted.label}"
+
+
+def classify(a: Record | None, b: Record | None, peak_past: str | None) -> tuple[str, str | None]:
+    """(outcome, why) of one pair's variant: a, b its baseline's and candidate's records (None:
+    none); peak_past: why a peak pair's fix is past the factor (its peak, old and new), or None.
+    The rules are the module docstring's, in that order; why is a short sentence, or None."""
+    if a is None or b is None:
+        return NOT_MEASURED, f"no record of the {'baseline' if a is None else 'candidate'}"
+    va, vb = a["verdict"], b["verdict"]
+    if "skipped" in (va, vb):
+        return SKIPPED, None
+    wanted = expectation.for_record(b)
+    if vb in LEAKING and va not in LEAKING and "leak" not in wanted.verdicts:
+        return REGRESSION, expectation_note(b)
+    if vb in FAILED and va not in FAILED:
+        return REGRESSION, f"a new {vb}"
+    if peak_past:
+        return REGRESSION, peak_past
+    if va == "leak" and vb == "no-leak" and "leak" in wanted.verdicts:
+        return FIXED_UPSTREAM, None
+    if va != vb:
+        return CHANGE, expectation_note(b)
+    return UNCHANGED, None
 
 
 def compare(
@@ -80,16 +146,20 @@ def compare(
     new: list[Record],
     factor: float = DEFAULT_FACTOR,
     machine: str | None = None,
+    expected: Iterable[tuple[str, str]] = (),
+    versions: tuple[str | None, str | None] = (None, None),
 ) -> Comparison:
-    """Per pair, variant and compared metric: old, new, ratio, marker; and the failures
-    (see the module docstring). Raises VersionError for a factor not above 1."""
+    """Per pair, variant and compared metric: old, new, ratio, marker; per pair and variant, its
+    outcome (see the module docstring). expected: (pair, variant) keys to compare even where
+    neither side has a record (not measured); versions: the builds of the two sides, where known.
+    Raises VersionError for a factor not above 1."""
     if factor <= 1:
         raise VersionError(f"--factor must be above 1, got {factor}")
     olds = {(r["pair"], r["variant"]): r for r in old}
     news = {(r["pair"], r["variant"]): r for r in new}
     rows: list[dict] = []
-    failures: list[str] = []
-    for pair, variant in sorted(set(olds) | set(news), key=order):
+    entries: list[dict] = []
+    for pair, variant in sorted(set(olds) | set(news) | set(expected), key=order):
         a, b = olds.get((pair, variant)), news.get((pair, variant))
         base = {"pair": pair, "variant": variant}
         va, vb = a["verdict"] if a else None, b["verdict"] if b else None
@@ -103,35 +173,67 @@ def compare(
                 "old": va,
                 "new": vb,
                 "ratio": None,
-                "marker": CHANGED
-                if changed
-                else ("" if a and b else f"only in {'old' if a else 'new'}"),
+                "marker": CHANGED if changed else ("" if a and b else _only(a, b)),
             }
         )
-        if changed and "skipped" not in (va, vb):
-            assert b is not None and va is not None  # changed: both records are there
-            failures.append(f"{pair} ({variant}): verdict {va} → {vb}{verdict_change(b, va)}")
-        if {va, vb} <= {"skipped", None}:
-            continue  # nothing measured on either side: no numbers to set side by side
-        for m in COMPARED:
-            x, y = metrics.value(a, m.key), metrics.value(b, m.key)
-            marker = mark(x, y, factor, m.compare_floor or 0.0)  # set for every COMPARED metric
-            ratio = y / x if x is not None and y is not None and x > 0 and y >= 0 else None
-            rows.append(
-                {
-                    **base,
-                    "metric": m.label,
-                    "key": m.key,
-                    "unit": m.shown,
-                    "old": x,
-                    "new": y,
-                    "ratio": ratio,
-                    "marker": marker,
-                }
-            )
-            if marker == REGRESSED and variant == "fixed" and m is metrics.PEAK:
-                failures.append(
-                    f"{pair} (fixed): peak above baseline {format_bytes(x, unit=MIB, label=False)} "
-                    f"→ {format_bytes(y, unit=MIB)}, past {factor:g}×"
-                )
-    return Comparison(old_label, new_label, factor, rows, failures, machine)
+        peak_past, moved = None, []
+        if not {va, vb} <= {"skipped", None}:  # something measured: numbers side by side
+            for m in COMPARED:
+                row = _row(base, m, a, b, factor)
+                rows.append(row)
+                if row["marker"] == REGRESSED and m is metrics.PEAK and _peak_fix(a, b):
+                    peak_past = (
+                        f"peak above baseline {format_bytes(row['old'], unit=MIB, label=False)} "
+                        f"→ {format_bytes(row['new'], unit=MIB)}, past {factor:g}×"
+                    )
+                elif row["marker"]:
+                    moved.append(
+                        {k: row[k] for k in ("key", "metric", "marker", "old", "new", "ratio")}
+                    )
+        outcome, why = classify(a, b, peak_past)
+        if outcome == UNCHANGED and moved:
+            outcome = CHANGE
+        entries.append(
+            {
+                **base,
+                "outcome": outcome,
+                "old": decision.words(decision.of(a)) if a else None,
+                "new": decision.words(decision.of(b)) if b else None,
+                "old_verdict": va,
+                "new_verdict": vb,
+                "why": why,
+                "moved": moved,
+            }
+        )
+    failures = [
+        f"{e['pair']} ({e['variant']}): {e['old']} → {e['new']}: {e['why']}"
+        for e in entries
+        if e["outcome"] == REGRESSION
+    ]
+    return Comparison(old_label, new_label, factor, rows, failures, machine, entries, *versions)
+
+
+def _only(a: Record | None, b: Record | None) -> str:
+    return f"only in {'old' if a else 'new'}" if a or b else "in neither"
+
+
+def _row(base: dict, m: metrics.Metric, a: Record | None, b: Record | None, factor: float) -> dict:
+    """One compared metric of one variant: old, new, ratio, marker (mark)."""
+    x, y = metrics.value(a, m.key), metrics.value(b, m.key)
+    return {
+        **base,
+        "metric": m.label,
+        "key": m.key,
+        "unit": m.shown,
+        "old": x,
+        "new": y,
+        "ratio": y / x if x is not None and y is not None and x > 0 and y >= 0 else None,
+        "marker": mark(x, y, factor, m.compare_floor or 0.0),
+    }
+
+
+def _peak_fix(a: Record | None, b: Record | None) -> bool:
+    """True for the fix of a peak pair (its kind, leakbench.contract), on both sides."""
+    return all(
+        r is not None and r["variant"] == "fixed" and r.get("kind") == "peak" for r in (a, b)
+    )

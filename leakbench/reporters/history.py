@@ -1,4 +1,5 @@
-"""Markdown of `leakbench compare` and `leakbench matrix` (data: leakbench.history)."""
+"""Markdown of `leakbench compare` (and `leakbench gate`) and `leakbench matrix`
+(data: leakbench.history)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from leakbench.analysis.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
 from leakbench.history.matrix import changes
-from leakbench.reporters import markdown_table
+from leakbench.reporters import gate, markdown_table
 
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
 
@@ -26,10 +27,13 @@ def notes(words: set) -> list[str]:
     return [" ".join(found), ""] if found else []
 
 
-def compare_markdown(c: Comparison) -> str:
-    lines = [f"## leakbench compare: TensorFlow {c.old} → {c.new} (marker past {c.factor:g}×)", ""]
-    if c.machine:
-        lines += [f"Records of asv machine `{c.machine}`.", ""]
+def compare_markdown(c: Comparison, command: str = "compare", details: bool = True) -> str:
+    """The summary first (leakbench.reporters.gate: regressions, fixed upstream, changes that do not
+    count), then, with details, every compared metric per pair and variant."""
+    lines = gate.summary(c, command)
+    if not details:
+        return "\n".join(lines).rstrip()
+    lines += [f"### Every metric (marker past {c.factor:g}×)", ""]
     rows = []
     for r in c.rows:
         if r["metric"] == "verdict":
@@ -51,12 +55,7 @@ def compare_markdown(c: Comparison) -> str:
     )
     lines.append("")
     lines += notes({r[side] for r in c.rows if r["metric"] == "verdict" for side in ("old", "new")})
-    if c.failures:
-        lines.append(f"**{len(c.failures)} failure(s)** (exit 1):")
-        lines += [f"- {f}" for f in c.failures]
-    else:
-        lines.append("No verdict changed and no fixed variant's peak regressed (exit 0).")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip()
 
 
 def matrix_cell(cell: dict | None) -> str:

@@ -1,0 +1,217 @@
+"""`leakbench gate --baseline OLD --candidate NEW`: the release gate (docs/gate.md).
+
+The comparison and its classification are leakbench.history.compare's, as `leakbench compare`'s
+are; the sides, and measuring what they lack (--measure), leakbench.history.gate's; the views
+leakbench.reporters.gate's (the summary), .history's (markdown) and .junit's (JUnit XML).
+
+Exit 0: no regression (a leak fixed upstream included); 1: a regression; 2: bad input, or
+measuring that could not be set up (one line; bad input before anything is measured or written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import click
+
+from leakbench import catalog, jsonfile
+from leakbench.analysis import decision
+from leakbench.cli.base import fail, main, say
+from leakbench.cli.files import MACHINE_OPTION, RESULTS_OPTION, apart, results_dir, writable
+from leakbench.cli.types import FINITE_FLOAT
+from leakbench.contract import ContractError
+from leakbench.history import bisect as bisecting
+from leakbench.history import compare as comparing
+from leakbench.history import gate as gating
+from leakbench.history import installer, registry, store
+from leakbench.reporters import history as views
+from leakbench.reporters import junit
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@main.command()
+@click.argument("pairs", nargs=-1, metavar="[PAIR]...")
+@click.option(
+    "--baseline",
+    required=True,
+    metavar="VERSION",
+    help="The build gated against, e.g. the newest release, 2.21.0.",
+)
+@click.option(
+    "--candidate",
+    required=True,
+    metavar="VERSION",
+    help="The build gated: a release, a release candidate, or `nightly` (the newest nightly in "
+    "the records; with --measure, the newest the registry serves).",
+)
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="First measure on this machine what either side lacks (installing its TensorFlow "
+    "into a virtualenv of its own where it is not the running one), and file the records.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="With --measure: variants measured at once. Default: the number of cores.",
+)
+@click.option(
+    "--factor",
+    type=FINITE_FLOAT,
+    default=comparing.DEFAULT_FACTOR,
+    show_default=True,
+    help="A number changed past this ratio (and its floor) is a change; a peak pair's fix's peak "
+    "past it, a regression.",
+)
+@click.option("--details", is_flag=True, help="Print every compared metric after the summary.")
+@click.option("--json", "json_path", type=_FILE, help="Write the comparison, classified, as JSON.")
+@click.option(
+    "--junit",
+    "junit_path",
+    type=_FILE,
+    help="Write JUnit XML: a test case per pair and variant, a regression a failure.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=_FILE,
+    help="Write the summary and every compared metric as markdown.",
+)
+@RESULTS_OPTION
+@MACHINE_OPTION
+def gate(
+    pairs,
+    baseline,
+    candidate,
+    measure,
+    jobs,
+    factor,
+    details,
+    json_path,
+    junit_path,
+    markdown_path,
+    results,
+    machine,
+) -> None:
+    """Gate a TensorFlow build on leaks: compare its records with the baseline's, on one machine.
+
+    Prints a summary first: regressions (a fix or a declared no-leak that leaks, a new hang,
+    error or over-cap, a peak pair's fix whose peak grew past the factor), then leaks fixed
+    upstream, then changes that do not count. PAIRs: the pairs to gate (default: all).
+    Exit 1 on a regression, else 0; 2 on bad input.
+    """
+    clock = time.monotonic()
+    outputs = [("--json", json_path), ("--junit", junit_path), ("--markdown", markdown_path)]
+    for option, path in outputs:
+        if path is not None:
+            writable(option, path)
+    apart(outputs)
+    if factor <= 1:
+        fail(f"--factor must be above 1, got {factor}")
+    where = results_dir(results)
+    names = _pairs(pairs)
+    try:
+        if measure:
+            names = names or catalog.pair_names(catalog.find_root())
+            machine, sides = _to_measure(where, machine, baseline, candidate, names)
+        else:
+            machine = store.pick_machine(where, machine)
+            sides = [gating.recorded(where, machine, side, names) for side in (baseline, candidate)]
+    except (store.VersionError, registry.RegistryError) as e:
+        fail(str(e))
+    measured = {s.version: [f"{p} ({v})" for p, v in s.missing] for s in sides if measure}
+    if measure:
+        _measure(where, machine, sides, jobs or os.cpu_count() or 1)
+    old, new = sides
+    found = comparing.compare(
+        old.label,
+        old.records,
+        new.label,
+        new.records,
+        factor,
+        machine=machine,
+        expected=gating.wanted(names),
+        versions=(old.version, new.version),
+    )
+    click.echo(views.compare_markdown(found, "gate", details))
+    result = {
+        "command": "gate",
+        "baseline": baseline,
+        "candidate": candidate,
+        "measured": {v: which for v, which in measured.items() if which},
+        "seconds": round(time.monotonic() - clock, 1),
+        **found.as_dict(),
+    }
+    written = [
+        (json_path, lambda: json.dumps(result, indent=2) + "\n"),
+        (junit_path, lambda: junit.document(found)),
+        (markdown_path, lambda: views.compare_markdown(found, "gate") + "\n"),
+    ]
+    for path, text in written:
+        if path is not None:
+            jsonfile.write_text_atomic(path, text())
+            say(f"leakbench gate: wrote {path}")
+    raise SystemExit(found.exit_code)
+
+
+def _pairs(names) -> list[str]:
+    """The pairs asked for, checked against the checkout's catalog (one line, exit 2)."""
+    if not names:
+        return []
+    try:
+        catalog.targets(catalog.find_root(), list(names), "both")
+    except ContractError as e:
+        fail(str(e))
+    return list(dict.fromkeys(names))
+
+
+def _to_measure(where: Path, machine, baseline: str, candidate: str, names: list[str]):
+    """(machine, the two sides) to measure: --machine, else the folder this machine's records go
+    to (store.default_machine); each side's records file checked before anything is measured."""
+    if machine is None:
+        machine, why = store.default_machine(where)
+        if why:
+            say(f"leakbench gate: {why}")
+    store.records_path(where, machine, "none")  # a machine name that is no folder: one line
+    served: list = []
+
+    def builds() -> list[registry.Build]:  # the registry, read once, and only for `nightly`
+        if not served:
+            served.extend(registry.served(fetch=registry.fetch_index))
+        return served
+
+    sides = [
+        gating.to_measure(where, machine, asked, names, builds) for asked in (baseline, candidate)
+    ]
+    for side in sides:
+        if side.missing:
+            store.check_writable(where, machine, side.version)
+    return machine, sides
+
+
+def _measure(where: Path, machine: str, sides: list, jobs: int) -> None:
+    """Measure what the sides lack (gating.measure), one progress line per variant."""
+    todo = {s.version: s for s in sides if s.missing}
+    if not todo:
+        return
+    workdir = gating.new_workdir()
+    for s in todo.values():
+        how = f"installs {s.build.requirement}" if s.build else "with the running interpreter"
+        say(f"leakbench gate: {len(s.missing)} variants of TensorFlow {s.label} to measure ({how})")
+    say(f"leakbench gate: {jobs} at a time; logs in {workdir}")
+
+    def shown(side, rec, done: int, total: int) -> None:
+        words = decision.words(decision.of(rec))
+        say(f"  [{done}/{total}] {side.label} {rec['pair']} ({rec['variant']}): {words}")
+
+    try:
+        gating.measure(catalog.find_root(), where, machine, sides, jobs, workdir, on_record=shown)
+    except (installer.BudgetError, bisecting.InstallFailed) as e:
+        fail(f"cannot set up the measurements: {e} (log in {workdir})")
+    except store.VersionError as e:
+        fail(str(e))
