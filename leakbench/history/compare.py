@@ -219,7 +219,7 @@ def _only(a: Record | None, b: Record | None) -> str:
 
 def _row(base: dict, m: metrics.Metric, a: Record | None, b: Record | None, factor: float) -> dict:
     """One compared metric of one variant: old, new, ratio, marker (mark)."""
-    x, y = metrics.value(a, m.key), metrics.value(b, m.key)
+    x, y = decision.value(a, m.key), decision.value(b, m.key)
     return {
         **base,
         "metric": m.label,

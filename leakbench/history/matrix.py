@@ -43,7 +43,7 @@ def cell(rec: Record) -> dict:
         "expectation": expectation.for_record(rec).label,
         "kind": rec.get("kind"),
         "decision": decision.of(rec),
-        **{m.key: metrics.value(rec, m.key) for m in metrics.metrics_in(metrics.MATRIX)},
+        **{m.key: decision.value(rec, m.key) for m in metrics.metrics_in(metrics.MATRIX)},
         "signals": rec.get("signals", []),
         "skip_reason": rec.get("skip_reason"),
     }

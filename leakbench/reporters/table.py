@@ -40,7 +40,7 @@ def decided_by(rec: Record) -> str:
 def _metric(rec: Record, metric: metrics.Metric) -> str:
     if metric.mallinfo2 and (rec["metrics"] or {}).get("malloc_heap_unavailable"):
         return "n/a"  # glibc's counters do not describe another allocator's heap
-    return metric.display(metrics.value(rec, metric.key))
+    return metric.display(decision.value(rec, metric.key))
 
 
 def columns(wide: bool = False) -> list[str]:

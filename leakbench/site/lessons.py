@@ -173,7 +173,7 @@ def version_row(version: str, recs: dict) -> dict:
             "values": [
                 ("n/a", f"n/a: {why}")
                 if m.mallinfo2 and why
-                else (_growth(m, metrics.value(rec, m.key)), None)
+                else (_growth(m, decision.value(rec, m.key)), None)
                 for m in HISTORY
             ],
             "k": "—" if scaling.get("exponent") is None else f"{scaling['exponent']:.2f}",
