@@ -1,7 +1,7 @@
 """Fuzz leakbench's promise on bad input: a non-zero exit, one line on stderr, no
 traceback, no file changed, no process left; and no bad scenario file accepted.
 
-Three kinds of input, each case generated from a seeded random.Random (no Hypothesis: the counts
+Five kinds of input, each case generated from a seeded random.Random (no Hypothesis: the counts
 per kind and the time stay fixed, and a failure's reproducer is printed whole):
 
 - command-line arguments of every command (run, check, list, repeat, calibrate, matrix, compare,
@@ -22,9 +22,23 @@ per kind and the time stay fixed, and a failure's reproducer is printed whole):
   that are not UTF-8, a FIFO) and read by matrix, compare (by version and by file), report-back
   and site; committed resume files (results/repeatability, results/calibration) mutated and
   resumed by repeat and calibrate. A records file may be accepted (exit 0 or 1) or refused (exit
-  2, one line); never a traceback.
+  2, one line); never a traceback;
+- the child's messages: the streams an honest child wrote on its pipe (tests/data/
+  child_messages_*.jsonl) with one message changed (a value of another type, NaN, a number past
+  ±2**63, a lone surrogate, a key dropped or added, a message of no kind or of two) or the
+  messages dropped, repeated, swapped or cut short, played on a real pipe to the runner's own
+  reading (runner._watch) under `leakbench check`. A message that is no message of the child's
+  (engine.messages.problem) must make it exit 2 with one line naming it; any other stream gives
+  a record and its view; never a traceback;
+- the child's channel: targets (check targets and scenario files) that close the pipe's
+  descriptor or put another file in its place (os.closerange, os.close, os.dup2 of /dev/null,
+  stdout, stderr or another pipe, an open that gets its number), at import, in setup or in a
+  repetition, measured by `leakbench check` in real children: exit 2, one line naming the file
+  the child's output is kept in, which holds its traceback; the pipe dup2'd onto itself is
+  still the pipe, and measured.
 
-Nothing is measured and no process is started: subprocess.Popen and urllib's urlopen raise
+Nothing is measured and no process is started but the channel's children (capped at 1 GiB,
+timed at 30 s per step): subprocess.Popen and urllib's urlopen raise
 WouldStart in process (a case that gets that far read its input as good: counted, for a resume
 file, or a failure for a bad command line), and every command that could measure gets
 `--timeout 5 --cap 1GiB` and the pure-Python pair of tests/data. Everything runs against a copy
@@ -46,11 +60,15 @@ import io
 import json
 import math
 import os
+import platform
 import random
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 import urllib.request
@@ -59,11 +77,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import pure_python_checkout
+from conftest import own_processes, pure_python_checkout
 from packaging.tags import Tag
 from rich.console import Console
 
 from leakbench import cli, contract
+from leakbench.engine import messages, runner
 from leakbench.history import installer, registry
 from leakbench.reporters import table
 
@@ -79,7 +98,8 @@ SUMMARY = (
 )
 SAFE = ["--timeout", "5", "--cap", "1GiB"]
 REAL_POPEN = subprocess.Popen  # before the fixture replaces it
-SHARE = {"arguments": 0.4, "scenarios": 0.35, "records": 0.25}  # of CASES, by kind
+# of CASES, by kind; the channel's cases start real children (about 0.3 s each)
+SHARE = {"arguments": 0.38, "scenarios": 0.33, "records": 0.23, "messages": 0.05, "channel": 0.01}
 
 COUNTS: dict[str, Counter] = {}  # kind -> outcome -> cases, for the summary
 FAILURES: dict[str, list] = {}  # kind -> [(cause, reproducer)]
@@ -1080,6 +1100,312 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
             (machine / name).write_bytes(original)
     SECONDS["records"] = time.monotonic() - started
     report("records")
+
+
+# --- 4. the child's messages, and its channel -----------------------------------------------------
+
+# What an honest child sends, as it wrote it on its pipe (tests/test_child_border.py reads them too)
+STREAMS = {
+    p.stem.removeprefix("child_messages_"): p.read_bytes().splitlines()
+    for p in sorted(DATA.glob("child_messages_*.jsonl"))
+}
+MESSAGE_VALUES = [*REPLACEMENTS, "\ud800", 2**64, -(2**70), "a\nb", [1, "x"], {"x": 1}, 1e300]
+MESSAGE_MOVES = ["value", "value", "value", "drop key", "add key", "kind", "sequence"]
+
+
+def mutate_stream(rng: random.Random, lines: list[bytes]) -> tuple[str, list[bytes]]:
+    """(what, the stream with one message changed, or its messages reordered, dropped or
+    repeated): values of other types, NaN and infinity, numbers past ±2**63, lone surrogates,
+    keys dropped or added, a message of no kind, one of two kinds."""
+    move = rng.choice(MESSAGE_MOVES)
+    rng.last_move = move
+    lines = list(lines)
+    i = rng.randrange(len(lines))
+    if move == "sequence":
+        how = rng.choice(["drop", "repeat", "swap", "cut"])
+        j = rng.randrange(len(lines))
+        if how == "drop":
+            del lines[i]
+        elif how == "repeat":
+            lines.insert(j, lines[i])
+        elif how == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        else:
+            lines = lines[:i]
+        return f"{how} message {i + 1} ({j + 1})", lines
+    message = json.loads(lines[i])
+    paths = [p for p, _ in _paths(message) if p]
+    if move == "kind":
+        key = rng.choice([*messages.KINDS, "rep", "versions", "x"])
+        new = rng.choice([{key: rng.choice(MESSAGE_VALUES)}, {**message, key: message.get(key, 1)}])
+        what = f"message {i + 1} as {json.dumps(new)[:60]}"
+        message = new
+    elif move == "add key":
+        holders = [p for p in [(), *paths] if isinstance(_get(message, p), dict)]
+        where = rng.choice(holders)
+        _get(message, where)[rng.choice(["x", "rep", "", "a\nb", "na"])] = rng.choice(
+            MESSAGE_VALUES
+        )
+        what = f"message {i + 1}: a key added at {'.'.join(map(str, where)) or 'the top'}"
+    else:
+        path = rng.choice(paths)
+        if move == "drop key" and isinstance(path[-1], str):
+            del _get(message, path[:-1])[path[-1]]
+            what = f"message {i + 1}: no {'.'.join(map(str, path))}"
+        else:
+            new = rng.choice(MESSAGE_VALUES)
+            _set(message, path, new)
+            what = f"message {i + 1}: {'.'.join(map(str, path))} = {str(new)[:20]!r}"
+    lines[i] = json.dumps(message).encode()
+    return what, lines
+
+
+def _get(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+class _Played:
+    """What leakbench.engine.runner._watch asks of its child, for a stream played from a file: the
+    child 'exits' (code 0, no output) once the stream is written and its end closed."""
+
+    returncode = 0
+    max_rss_bytes = 0
+    peak_rss_bytes = None
+
+    def __init__(self, written: threading.Event):
+        self.started = time.monotonic()
+        self._written = written
+
+    def over_limits(self, cap_bytes, deadline):
+        return "hang" if time.monotonic() > deadline else None
+
+    def reap(self, block=False):
+        return self._written.is_set()
+
+    def kill(self):
+        pass
+
+    def seconds(self):
+        return time.monotonic() - self.started
+
+
+def _stretched(lines: list[bytes], reps: int) -> list[bytes]:
+    """The honest stream `lines` as a longer look's child sends it: `reps` measured repetitions
+    (its samples, the last repeated)."""
+    found = [json.loads(line) for line in lines]
+    samples = [m["sample"] for m in found if "sample" in m]
+    series = [samples[min(i, len(samples) - 1)] for i in range(reps)]
+    out = []
+    for message in found:
+        if "sample" in message:
+            if message["rep"] == 0:
+                out += [{"sample": sample, "rep": i} for i, sample in enumerate(series)]
+            continue
+        if "result" in message:
+            message = {"result": {**message["result"], "samples": series}}
+        out.append(message)
+    return [json.dumps(m).encode() for m in out]
+
+
+def _playing(lines: list[bytes], honest: list[bytes]):
+    """A runner.run_child that plays `lines` on a real pipe to the runner's own reading of it
+    (runner._watch), as a child would write them; a longer look (a confirmation, an extension)
+    gets the `honest` stream, stretched to its repetitions."""
+    runs = []
+
+    def run_child(path, params, run, on_message=None):
+        played = lines if not runs else _stretched(honest, run.reps)
+        runs.append(run)
+        read_fd, write_fd = os.pipe()
+        written = threading.Event()
+
+        def write():
+            data = b"".join(line + b"\n" for line in played)
+            try:
+                while data:
+                    data = data[os.write(write_fd, data) :]
+            except OSError:  # the runner stopped reading (a refusal) and closed its end
+                pass
+            finally:
+                os.close(write_fd)
+                written.set()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        try:
+            with tempfile.TemporaryDirectory(prefix="leakbench-fuzz-") as tmp:
+                log = Path(tmp) / "child.log"
+                log.write_bytes(b"")
+                return runner._watch(_Played(written), read_fd, params, run, on_message, log)
+        finally:
+            os.close(read_fd)  # a writer blocked on a full pipe gets EPIPE
+            writer.join(10)
+
+    return run_child
+
+
+# as the streams were recorded: the result holds one sample per repetition asked for
+CHECK_ARGS = ["check", "ok.py:bounded", *SAFE, "--reps", "6", "--warmup", "1", "--heap-reps", "5"]
+
+
+def test_the_childs_messages_are_read_or_refused_in_one_line(world, monkeypatch):
+    """A stream of the child's messages with one of them changed (or reordered) is played to the
+    runner under `leakbench check`: a message that is no message of the child (its `problem`)
+    makes the run `error` with one line naming it, exit 2; any other stream gives a record and
+    its view, never a traceback."""
+    rng = random.Random(SEED + 3)
+    n = max(10, int(CASES * SHARE["messages"]))
+    with monkeypatch.context() as real:  # the record's platform runs `uname -p` once (cached)
+        real.setattr(subprocess, "Popen", REAL_POPEN)
+        platform.platform()
+    started = time.monotonic()
+    for _ in range(n):
+        stream = rng.choice(sorted(STREAMS))
+        what, lines = mutate_stream(rng, STREAMS[stream])
+        # the first line that is no message of the child's (all are JSON objects here)
+        found = (messages.problem(m, 6) for m in map(messages.parse, lines) if m is not None)
+        bad = next((why for why in found if why), None)
+        monkeypatch.setattr(runner, "run_child", _playing(lines, STREAMS[stream]))
+        before = snapshot(world)
+        result = invoke(CHECK_ARGS)
+        exc, err = result.exception, result.stderr
+        cause = None
+        if exc is not None and not isinstance(exc, SystemExit):
+            first = str(exc).splitlines()[0][:60] if str(exc) else ""
+            cause = f"traceback: {type(exc).__name__}: {first}"
+        elif "Traceback" in result.stdout + err:
+            cause = "a traceback printed"
+        elif bad is not None:
+            lines_err = err.splitlines()
+            if result.exit_code != 2:
+                cause = f"a bad message, exit {result.exit_code}, not 2"
+            elif len(lines_err) != 1 or not lines_err[0].startswith("leakbench: error"):
+                cause = f"a bad message, {len(lines_err)} lines on stderr, not one"
+            elif bad not in lines_err[0]:
+                cause = "a bad message not named on the error line"
+        elif result.exit_code not in (0, 1, 2) or len(err.splitlines()) > 1:
+            cause = f"exit {result.exit_code}, {len(err.splitlines())} lines on stderr"
+        if cause is None and changed(before, snapshot(world)):
+            cause = "changed a file"
+        outcome = (
+            "failed" if cause else ("refused" if bad else f"accepted, exit {result.exit_code}")
+        )
+        record("messages", outcome, cause and f"{rng.last_move}: {cause}", f"{stream}: {what}")
+        COUNTS.setdefault(f"messages, mutation: {rng.last_move}", Counter())[outcome] += 1
+        _clean(world, before)
+    SECONDS["messages"] = time.monotonic() - started
+    report("messages")
+
+
+# A target that tampers with the channel: {action} at its {when}-th call, or at its import.
+TAMPER = '''"""fuzz: a target that tampers with leakbench's message pipe."""
+import json
+import os
+import sys
+
+TITLE = "a target that tampers with leakbench's message pipe"
+SOURCE = "stateful functions"
+REPETITION = "tamper with the pipe at one call"
+KIND = "growth"
+SIZE_PARAM = "size"
+PARAMS = {{"size": 1}}
+CALLS = [0]
+
+
+def tamper():
+    fd = json.loads(sys.argv[-1])["fd"]
+    {action}
+
+
+def step():
+    CALLS[0] += 1
+    if CALLS[0] == {when}:
+        tamper()
+    bytearray(1 << 16)
+
+
+def setup(size):
+    return None
+
+
+def repetition(state):
+    step()
+{at_import}'''
+TAMPERING = {
+    "closerange": "os.closerange(3, fd + {n})",
+    "close": "os.close(fd)",
+    "dup2 devnull": "os.dup2(os.open(os.devnull, os.O_WRONLY), fd)",
+    "dup2 stdout": "os.dup2(1, fd)",
+    "dup2 stderr": "os.dup2(2, fd)",
+    "dup2 a pipe": "os.dup2(os.pipe()[1], fd)",
+    "reopen": "os.close(fd)\n    while os.open(os.devnull, os.O_RDONLY) != fd:\n        pass",
+    "dup then close": "os.dup(fd)\n    os.close(fd)",
+    "dup2 onto itself": "os.dup2(fd, fd)",  # still the pipe: an honest run
+}
+CHANNEL_ARGS = ["--timeout", "30", "--cap", "1GiB", "--reps", "5", "--warmup", "1"]
+
+
+def test_a_closed_or_reused_channel_is_one_line_and_keeps_the_traceback(
+    world, tmp_path, monkeypatch
+):
+    """Targets that close the child's pipe, or put another file in its place, at import, in setup
+    or in a repetition, as a check target (FILE.py:NAME) or a scenario file: real children
+    (capped, timed). Exit 2 with one line naming the kept output, which holds the traceback; the
+    pipe dup2'd onto itself is still the pipe, and the run is measured. No process left."""
+    rng = random.Random(SEED + 4)
+    n = max(4, int(CASES * SHARE["channel"]))
+    monkeypatch.setattr(subprocess, "Popen", REAL_POPEN)  # these start children
+    kept_in = tmp_path / "tmp"
+    kept_in.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(kept_in))
+    started = time.monotonic()
+    for i in range(n):
+        how = rng.choice(sorted(TAMPERING))
+        when = rng.choice(["import", 1, 2, 3, 5])
+        form = rng.choice(["check target", "scenario file"])
+        action = TAMPERING[how].format(n=rng.choice([1, 10, 1000]))
+        path = world / "inputs" / f"tamper{i % 5}.py"
+        path.write_text(
+            TAMPER.format(
+                action=action,
+                when=0 if when == "import" else when,
+                at_import="\ntamper()\n" if when == "import" else "",
+            )
+        )
+        spec = f"{path}:step" if form == "check target" else str(path)
+        repro = f"{form}, {how} at {when}"
+        processes = own_processes()
+        result = invoke(["check", spec, *CHANNEL_ARGS, "--heap-reps", "0"])
+        exc, lines = result.exception, result.stderr.splitlines()
+        cause = None
+        if exc is not None and not isinstance(exc, SystemExit):
+            cause = f"traceback: {type(exc).__name__}"
+        elif "Traceback" in result.stdout + result.stderr:
+            cause = "a traceback printed"
+        elif how == "dup2 onto itself":
+            if result.exit_code not in (0, 1) or lines:
+                cause = f"the same pipe: exit {result.exit_code}, {lines[:1]}"
+        elif result.exit_code != 2 or len(lines) != 1:
+            cause = f"exit {result.exit_code}, {len(lines)} lines on stderr"
+        elif "ChannelLost: leakbench's message pipe" not in lines[0]:
+            cause = f"the line does not say the pipe was lost: {lines[0][:100]}"
+        else:
+            kept = re.search(r"\(its whole output is kept in (\S+)\)$", lines[0])
+            text = Path(kept[1]).read_text() if kept and Path(kept[1]).is_file() else ""
+            if not text.startswith("Traceback") or "ChannelLost" not in text:
+                cause = "no kept output holding the traceback"
+        if cause is None and own_processes() - processes:
+            cause = "a process left"
+        outcome = "failed" if cause else ("measured" if how == "dup2 onto itself" else "refused")
+        record("channel", outcome, cause and f"{how}: {cause}", repro)
+        COUNTS.setdefault(f"channel, tamper: {how}", Counter())[outcome] += 1
+        for kept_file in kept_in.glob("leakbench-child-*.log"):
+            kept_file.unlink()
+        path.unlink()
+    SECONDS["channel"] = time.monotonic() - started
+    report("channel")
 
 
 # --- a few as subprocesses: the real exit code and

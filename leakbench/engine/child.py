@@ -19,6 +19,13 @@ one JSON message per line from the file descriptor CONFIG_JSON["fd"]:
     {"teardown_seconds": s}           teardown finished
     {"error": "...", "phase": P}      the scenario raised; the child then exits 1
 
+The parent checks every message against the schema of its kind (leakbench.engine.messages) before
+it reads it. Each is written whole with os.write on the descriptor it was given, once that
+descriptor is still the pipe it was (the measured code may close it, os.closerange, or put
+another file in its place, os.dup2): where it is not, the child raises ChannelLost, prints its
+traceback on stderr (the parent keeps that output in a file the run's error names) and exits 1,
+never writing a message into a file that is not the pipe.
+
 Protocol: import the scenario, iterate one tiny tf.data pipeline (where it
 imported TensorFlow: the one-off cost of TensorFlow's first pipeline is not the
 scenario's), and freeze what the import made (gc.freeze:
@@ -61,13 +68,39 @@ from leakbench.engine import target as check_target
 from leakbench.engine.heap import heap_pass
 
 
+class ChannelLost(Exception):
+    """The descriptor of leakbench's message pipe was closed or now names another file: the
+    measured code closed it (os.close, os.closerange) or reused it (os.dup2, or an open that got
+    its number after it was closed). Nothing more can be told to the parent through it."""
+
+
 class _Channel:
+    """The child's end of the message pipe: descriptor `fd`, as inherited (the pipe's identity,
+    st_dev and st_ino, read once)."""
+
     def __init__(self, fd: int):
-        self._file = os.fdopen(fd, "w", buffering=1)
+        self._fd = fd
+        pipe = os.fstat(fd)
+        self._pipe = (pipe.st_dev, pipe.st_ino)
 
     def send(self, **message) -> None:
-        self._file.write(json.dumps(message) + "\n")
-        self._file.flush()
+        """One message, one line, written whole; ChannelLost where the descriptor is no longer
+        the pipe."""
+        data = (json.dumps(message) + "\n").encode()
+        try:
+            found = os.fstat(self._fd)
+        except OSError as e:
+            raise ChannelLost(
+                f"leakbench's message pipe (fd {self._fd}) was closed by the measured code "
+                f"(os.close, os.closerange): {e.strerror}"
+            ) from None
+        if (found.st_dev, found.st_ino) != self._pipe:
+            raise ChannelLost(
+                f"leakbench's message pipe (fd {self._fd}) was replaced by another file: the "
+                "measured code reused its descriptor (os.dup2, or an open after closing it)"
+            )
+        while data:  # a pipe takes a large message in parts
+            data = data[os.write(self._fd, data) :]
 
 
 def main(config: dict) -> int:
@@ -215,17 +248,33 @@ def main(config: dict) -> int:
         gc.collect()
         channel.send(teardown_seconds=time.perf_counter() - start)
     except BaseException as err:  # the scenario's own failure is a result, not a crash
+        if isinstance(err, ChannelLost):  # nothing can be sent: the traceback goes to stderr
+            return _lost()
         tail = "".join(traceback.format_exception_only(type(err), err)).strip()
         if isinstance(err, contract.ContractError):  # a bad check target: its one-line message
             tail = str(err)
-        channel.send(
-            error=tail,
-            phase=phase,
-            exception=type(err).__name__,
-            traceback=traceback.format_exc(limit=8),
-        )
+        try:
+            channel.send(
+                error=tail,
+                phase=phase,
+                exception=type(err).__name__,
+                traceback=traceback.format_exc(limit=8),
+            )
+        except ChannelLost:  # the scenario's failure, then the pipe's, both on stderr
+            return _lost()
         return 1
     return 0
+
+
+def _lost() -> int:
+    """The exception being handled (a ChannelLost) on stderr, whose last line the parent tells
+    (leakbench.engine.runner); the child's exit code."""
+    try:
+        traceback.print_exc()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed too: the parent says the child had no output
+        pass
+    return 1
 
 
 def _evidence(read, *args) -> dict:

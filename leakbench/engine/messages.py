@@ -6,23 +6,40 @@ versions after the import, a sample after each measured repetition, a warm-up or
 repetition done, an evidence reading begun, its result, its teardown's seconds, its error, or
 that it is skipped. The runner (leakbench.engine.runner) reads the pipe and hands each line
 here: parse makes it a message, or None for anything else (the pipe is the scenario's too);
-take files it into the run's Outcome (phase, samples, result, device, error, ...); sign tells
+problem checks it, type by type, against the schema of its kind (SCHEMAS); take files a message
+that passed into the run's Outcome (phase, samples, result, device, error, ...); sign tells
 the step it marks, for a hang's error. After a last word (LAST_WORDS) the child has only to
 exit. phase_pending reads what was written but not yet read, for the phase a run over its cap
 was in.
+
+The measured code runs in the child and may write on the pipe, so nothing on it is trusted:
+a message is read only once `problem` passed it, as a records file is read only once
+leakbench.analysis.validate passed it. The schemas live here, not in
+leakbench.analysis.json_schemas, because the engine imports no analysis (docs/layout.md); they
+are JSON Schemas all the same, compiled once by fastjsonschema on the first message.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from leakbench.metrics import SERIES_UNITS
 
 if TYPE_CHECKING:
     from leakbench.engine.runner import Outcome
 
 MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
 LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
+# The kinds of message, each named by its key, in the order a message is named by (an error
+# message carries its phase too). SCHEMAS has one schema per kind.
+KINDS = ("error", "result", "sample", "progress", "device", "skipped", "teardown_seconds", "phase")
+# No count, size or time of a process reaches it; past it, a number is no reading of ours (an
+# integer of 400 digits would make float() raise in the estimates).
+NUMBER_BOUND = 2**63
 
 
 def sign(message: dict, counts: dict) -> str:
@@ -53,6 +70,36 @@ def parse(line: bytes) -> dict | None:
     return found if isinstance(found, dict) else None
 
 
+def problem(message: dict, reps: int | None = None) -> str | None:
+    """What makes `message` (parse's) no message of leakbench's child, in one line naming its
+    kind and where ("the child's result message: samples[3].rss_bytes is a str, not a number"),
+    or None: its kind (KINDS) by its key, its keys, their types (SCHEMAS), every number finite and
+    within ±NUMBER_BOUND, every string valid UTF-8; where `reps` (the measured repetitions the
+    child was asked for) is given, a result holds one sample per repetition (the analysis cuts
+    the series into halves and windows by that count)."""
+    import fastjsonschema
+
+    kind = next((k for k in KINDS if k in message), None)
+    if kind is None:
+        return (
+            f"the child sent a message of no kind it sends (keys {_keys(message)}; each of its "
+            f"messages has one of {', '.join(KINDS)})"
+        )
+    try:
+        _validators()[kind](message)
+    except fastjsonschema.JsonSchemaValueException as e:
+        return f"the child's {kind} message: {_wrong(e, kind)}"
+    except RecursionError:
+        return f"the child's {kind} message: nested too deeply"
+    found = _bad_value(message, ())
+    if found:
+        return f"the child's {kind} message: {_where(found[0], kind)} {found[1]}"
+    if kind == "result" and reps is not None and len(message["result"]["samples"]) != reps:
+        held = len(message["result"]["samples"])
+        return f"the child's result message: {held} samples, not one per repetition ({reps})"
+    return None
+
+
 def phase_pending(read_fd: int, selector, buffer: bytes) -> str | None:
     """The last phase among the messages already written on the pipe but not yet read (reads at
     most 1 MiB more, never waits), or None."""
@@ -67,8 +114,8 @@ def phase_pending(read_fd: int, selector, buffer: bytes) -> str | None:
 
 
 def take(outcome: Outcome, message: dict, on_message) -> None:
-    """File a message into `outcome` (its phase, a sample, the result, the device, a skip, the
-    teardown, an error), then hand it to on_message."""
+    """File a message (one `problem` passed) into `outcome` (its phase, a sample, the result, the
+    device, a skip, the teardown, an error), then hand it to on_message."""
     if "phase" in message:
         outcome.phase = message["phase"]
     if "sample" in message:
@@ -88,3 +135,237 @@ def take(outcome: Outcome, message: dict, on_message) -> None:
         outcome.error = message["error"]
     if on_message:
         on_message(message)
+
+
+# --- the schemas (JSON Schema, draft 7): what leakbench.engine.child sends, key by key ---------
+
+NUM = {"type": "number"}  # an int or a float, never a bool; finite and bounded: _bad_value
+INT = {"type": "integer"}
+STR = {"type": "string"}
+ANY_DICT = {"type": "object"}
+
+
+def _opt(schema: dict) -> dict:
+    """schema, or null."""
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    return {**schema, "type": [*kinds, "null"]}
+
+
+def _list(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+def _map(values: dict) -> dict:
+    """A dict of any keys, each value of `values`."""
+    return {"type": "object", "additionalProperties": values}
+
+
+def _exact(fields: dict, optional: tuple = ()) -> dict:
+    """A dict of exactly `fields`, each required but those in `optional`: the child and the
+    parent are the same leakbench, so a key it does not send is no message of it."""
+    required = [k for k in fields if k not in optional]
+    return {
+        "type": "object",
+        "properties": fields,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def _or_na(found: dict) -> dict:
+    """`found`, or {"na": why} (an evidence reading that could not be taken); null too where
+    `found` allows it."""
+    na = {**_exact({"na": STR}), "type": found["type"]}
+    return {"type": found["type"], "if": {"required": ["na"]}, "then": na, "else": found}
+
+
+def _schemas() -> dict[str, dict]:
+    """One JSON Schema per kind of message (KINDS), as leakbench.engine.child builds them."""
+    # probes.sample: every series (leakbench.metrics); RSS always read (the peak subtracts it)
+    sample = _exact({k: NUM if k == "rss_bytes" else _opt(NUM) for k in SERIES_UNITS})
+    versions = _exact(
+        {"python": STR, "tensorflow": STR, "tensorflow_git": _opt(STR)},
+        optional=("tensorflow", "tensorflow_git"),
+    )
+    gpu = _exact(
+        {"name": _opt(STR), "compute_capability": _opt(STR), "driver": _opt(STR), "count": INT}
+    )
+    device = _exact({"device": STR, "gpu": _opt(gpu), "gpu_unavailable": _opt(STR)})
+    frames = {"frames": _list(STR), "user_frame": _opt(STR)}
+    heap = _exact(
+        {
+            "heap_bytes": _list(NUM),
+            "heap_high_water_mark_bytes": _opt(NUM),
+            "retained_bytes": NUM,
+            "allocations": NUM,
+            "top_stacks": _list(_exact({"bytes": NUM, "allocations": NUM, **frames})),
+            "stack_growth": _list(_exact({**frames, "bytes": _list(NUM)})),
+        }
+    )
+    stage = _exact({"stage": STR, "inside": _opt(STR), "bytes": _list(NUM), "autotune": _map(NUM)})
+    stages = _exact({"readings": _list(INT), "stages": _list(stage), "tensorflow": STR})
+    chain = _exact({"type": STR, "chain": _list(STR), "seconds": NUM})
+    node = _exact(
+        {
+            "id": INT,
+            "name": STR,
+            "buffered_bytes": NUM,
+            "buffered_elements": NUM,
+            "inputs": _list(INT),
+            "growth_bytes": NUM,
+        }
+    )
+    attribution = _exact(
+        {"elements": _list(INT), "nodes": _list(node), "seconds": NUM, "tensorflow": STR}
+    )
+    grown = _exact(
+        {"type": STR, "per_repetition": NUM, "baseline": INT, "middle": _opt(INT), "end": INT}
+    )
+    result = _exact(
+        {
+            "import_baseline": sample,
+            "baseline": sample,
+            "samples": _list(sample),
+            "high_water_mark_bytes": _opt(NUM),
+            "python_type_growth": _list(grown),
+            "gpu_peak_bytes": _opt(NUM),
+            "gpu_unavailable": _opt(STR),
+            "trim": _opt(_exact({"rss_before_trim_bytes": NUM, "rss_after_trim_bytes": NUM})),
+            "malloc_heap_unavailable": _opt(STR),
+            "heap": _opt(heap),
+            "stages": _or_na(_opt(stages)),
+            "reference_chain": _or_na(_opt(chain)),
+            "seconds": _map(NUM),
+            "versions": versions,
+            # leakbench check's readings: none in a longer look (no evidence)
+            "diagnostics": _opt(
+                _exact(
+                    {"target_kind": _opt(STR), "attribution": _or_na(attribution)},
+                    optional=("target_kind", "attribution"),
+                )
+            ),
+            "repetition": _opt(STR),
+        }
+    )
+    return {
+        "error": _exact(
+            {"error": STR, "phase": STR, "exception": STR, "traceback": STR},
+            optional=("exception", "traceback"),
+        ),
+        "result": _exact({"result": result}),
+        "sample": _exact({"sample": sample, "rep": INT}),
+        "progress": _exact({"progress": STR, "rep": INT}, optional=("rep",)),
+        "device": _exact({"device": device, "versions": versions}),
+        "skipped": _exact({"skipped": STR}),
+        "teardown_seconds": _exact({"teardown_seconds": NUM}),
+        "phase": _exact({"phase": STR}),
+    }
+
+
+SCHEMAS = _schemas()
+
+
+@functools.cache
+def _validators() -> dict:
+    """Each kind's compiled validator (fastjsonschema: the schema made Python code once)."""
+    import fastjsonschema
+
+    return {kind: fastjsonschema.compile(schema) for kind, schema in SCHEMAS.items()}
+
+
+# --- saying what is wrong, in one line ------------------------------------------------------------
+
+_SHORT = 40  # characters of a key or value shown
+_TYPE_WORDS = {
+    "object": "a dict",
+    "array": "a list",
+    "number": "a number",
+    "integer": "an integer",
+    "string": "a string",
+    "boolean": "a bool",
+    "null": "null",
+}
+
+
+def _wrong(e, kind: str) -> str:
+    """One fastjsonschema error as "where is what, not what it must be"."""
+    where = _where(e.name[len("data") :], kind)
+    value, rule, wanted = e.value, e.rule, e.rule_definition
+    if rule == "type":
+        kinds = wanted if isinstance(wanted, list) else [wanted]
+        return (
+            f"{where} is {_a(value)}, not {' or '.join(_TYPE_WORDS.get(t, str(t)) for t in kinds)}"
+        )
+    if rule == "required":
+        missing = [k for k in wanted if k not in (value or {})]
+        return f"{where} lacks {_show(missing[0]) if missing else 'a key'}"
+    if rule == "additionalProperties":
+        extra = sorted(set(value) - set(e.definition.get("properties", {})), key=str)
+        return f"{where} has a key the child never sends: {_show(extra[0]) if extra else '?'}"
+    return f"{where}: {e.message.split(' ', 1)[-1][: _SHORT * 2]}"
+
+
+def _where(path, kind: str) -> str:
+    """fastjsonschema's ".result.samples[3].rss_bytes" (or a walk's tuple) as "samples[3].rss_bytes"
+    in the `kind` message; the message itself is "the message", its kind's key that key."""
+    if isinstance(path, tuple):
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    if kind in ("result", "sample") and path.startswith(f".{kind}") and path != f".{kind}":
+        path = path[len(kind) + 1 :]
+    text = path.lstrip(".") or "the message"
+    return _show(text, quote=False)
+
+
+def _show(text: Any, quote: bool = True) -> str:
+    """A key or path as one short line: line breaks and other control characters escaped."""
+    shown = repr(text) if quote else repr(str(text))[1:-1]
+    return shown if len(shown) <= 2 * _SHORT else shown[: 2 * _SHORT] + "…"
+
+
+def _a(value: Any) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _keys(message: dict) -> str:
+    return ", ".join(_show(k) for k in list(message)[:5]) or "none"
+
+
+def _bad_value(value: Any, where: tuple) -> tuple[tuple, str] | None:
+    """(where, what) of the first number that is not finite or past ±NUMBER_BOUND, or string that
+    is not valid UTF-8 (json reads NaN, Infinity, 1e400 and a lone surrogate, "\\ud800"), or None.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, f"is {value}, not a finite number (JSON has no NaN or infinity)"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if abs(value) > NUMBER_BOUND:
+            shown = (
+                f"{value:.3g}"
+                if isinstance(value, float)
+                else f"an int of {len(str(value))} digits"
+            )
+            return where, f"is {shown}, past ±2**63 (no count, size or time is)"
+    elif isinstance(value, str):
+        if not _utf8(value):
+            return where, "is a string with a lone surrogate, not valid UTF-8"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not _utf8(key):
+                return where, "has a key with a lone surrogate, not valid UTF-8"
+            if (found := _bad_value(item, (*where, key))) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := _bad_value(item, (*where, i))) is not None:
+                return found
+    return None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False

@@ -23,6 +23,13 @@ bound on the whole run is kept: the protocol sends a fixed number of messages be
 per repetition, plus nine: five phases, the device, two evidence readings begun, the result), so a
 run is already bounded by (warm-up + measured + heap repetitions + 9) ×
 timeout_seconds, plus the teardown limit.
+
+Nothing on the pipe is filed into the Outcome before it passed messages.problem: a line that is
+no message of the child's, type by type, makes the run `error` with one line naming it. A child
+that ends without its last word (a crash, a signal, or a pipe the measured code closed or
+replaced: leakbench.engine.child's ChannelLost) reads `error` in one line too: how it ended, its
+phase, the last line of its output, and the file that whole output (a traceback) is kept in, in
+the system's temporary folder.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import tempfile
 import time
@@ -41,7 +49,7 @@ import psutil
 
 from leakbench.engine import messages, supervise
 
-STDERR_TAIL_LINES = 12
+LAST_LINE_CHARACTERS = 300  # of the child's output, told in a crash's one line
 CHILD_MODULE = "leakbench.engine.child"  # the measured child: python -m CHILD_MODULE CONFIG
 # after the child's last word, the seconds it has to exit (ChildRun.teardown_timeout_seconds)
 TEARDOWN_TIMEOUT_SECONDS = 30.0
@@ -157,16 +165,12 @@ def _run(open_fds, read_fd, write_fd, path, params, run: ChildRun, on_message) -
         # ours; the child has its copy. Closing it lets EOF arrive when the child exits
         os.close(write_fd)
         open_fds.discard(write_fd)
-        outcome = _watch(child, read_fd, params, run, on_message)
-        if outcome.status == "error" and outcome.error is None:  # a crash: the log says why
-            outcome.error = (
-                f"child exited with code {child.returncode} "
-                f"during {outcome.phase}\n{_tail(log_path)}"
-            )
-    return outcome
+        return _watch(child, read_fd, params, run, on_message, log_path)
 
 
-def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_message) -> Outcome:
+def _watch(
+    child: supervise.Supervised, read_fd, params, run: ChildRun, on_message, log_path: Path
+) -> Outcome:
     cap_bytes, timeout_seconds = run.cap_bytes, run.timeout_seconds
     teardown_timeout_seconds = run.teardown_timeout_seconds
     counts = {"warm-up": run.warmup, "repetitions": run.reps}
@@ -179,6 +183,8 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
     selector.register(read_fd, selectors.EVENT_READ)
     buffer = b""
     open_pipe = True
+    refused = False  # a line that is no message of the child's (the run's error says which)
+    killed_running = False  # the child still ran when it was killed
     try:
         while open_pipe:
             for _key, _ in selector.select(supervise.POLL_SECONDS):
@@ -191,15 +197,16 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
                     lines.append(buffer[:80])  # no line end in sight: not a message of ours
                 for line in lines:
                     message = messages.parse(line)
-                    # the child's pipe is the scenario's too: trust nothing on it
-                    if message is None:
-                        outcome.status, outcome.error = (
-                            "error",
-                            (
-                                "the measured process wrote on leakbench's message pipe what is "
-                                f"not a message of leakbench's child: {line[:80]!r}"
-                            ),
-                        )
+                    # the child's pipe is the scenario's too: trust nothing on it, and file
+                    # nothing of a message before it passed, type by type
+                    why = (
+                        "the measured process wrote on leakbench's message pipe what is "
+                        f"not a message of leakbench's child: {line[:80]!r}"
+                        if message is None
+                        else messages.problem(message, run.reps)
+                    )
+                    if message is None or why:
+                        outcome.status, outcome.error, refused = "error", why, True
                         break
                     messages.take(outcome, message, on_message)
                     if last_word_at is None:
@@ -235,7 +242,13 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
                 grace = min(grace, deadline)
             while not child.reap() and time.monotonic() < grace:
                 time.sleep(supervise.POLL_SECONDS)
-        if outcome.error is not None and last_word_at is not None and not child.reap():
+        killed_running = not child.reap()
+        if (
+            outcome.error is not None
+            and last_word_at is not None
+            and killed_running
+            and not refused
+        ):
             # its error stands (a kill after its report is ours); the stall is told beside it
             outcome.error += (
                 "; then it did not exit within "
@@ -268,6 +281,8 @@ def _watch(child: supervise.Supervised, read_fd, params, run: ChildRun, on_messa
             outcome.status = "skipped"
         elif outcome.error or not finished:
             outcome.status = "error"
+            if outcome.error is None:  # it ended without its last word: a crash
+                outcome.error = _died(child, outcome.phase, log_path, killed_running, open_pipe)
     return outcome
 
 
@@ -275,9 +290,62 @@ def _s(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
-def _tail(path: Path) -> str:
-    lines = path.read_text(errors="replace").strip().splitlines()
-    return "\n".join(lines[-STDERR_TAIL_LINES:])
+def _died(child, phase: str | None, log_path: Path, killed: bool, open_pipe: bool) -> str:
+    """One line for a child that ended without its last word (result and teardown, error, or
+    skip): how it ended, in which phase, the last line of its output (a traceback's is the
+    exception), and the file its whole output is kept in (_kept_output)."""
+    during = f"during {phase}" if phase else "before its first message"
+    if killed and not open_pipe:
+        # the measured code closed or replaced the pipe's descriptor, or the child stopped
+        # writing and lingered: the pipe's end, not an exit, ended the run
+        how = f"closed leakbench's message pipe {during} and was killed, still running"
+    elif child.returncode is not None and child.returncode < 0:
+        how = f"was killed by {_signal_name(-child.returncode)} {during}"
+    else:
+        how = f"exited with code {child.returncode} {during}"
+    last = _last_line(log_path)
+    if not last:
+        return f"child {how}, with no output"
+    kept = _kept_output(log_path)
+    where = f" (its whole output is kept in {kept})" if kept else ""
+    return f"child {how}: {last}{where}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _last_line(path: Path) -> str:
+    """The last line of the child's output that holds anything, at most LAST_LINE_CHARACTERS, its
+    control characters escaped; "" for none."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - (1 << 16)))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[-1])
+    return shown if len(shown) <= LAST_LINE_CHARACTERS else shown[:LAST_LINE_CHARACTERS] + "…"
+
+
+def _kept_output(log_path: Path) -> Path | None:
+    """Move a crashed child's output (its stdout and stderr) out of the run's temporary folder,
+    which is deleted, into a file of its own in the system's temporary folder
+    (tempfile.gettempdir(): $TMPDIR, else /tmp), leakbench-child-XXXXXXXX.log, kept for the user;
+    None where it cannot be."""
+    try:
+        fd, kept = tempfile.mkstemp(prefix="leakbench-child-", suffix=".log")
+        os.close(fd)
+        shutil.move(log_path, kept)
+    except OSError:
+        return None
+    return Path(kept)
 
 
 def measured_children(pid: int | None = None) -> list[psutil.Process]:
