@@ -740,3 +740,16 @@ def test_an_error_in_the_repetitions_is_told_whole_on_one_line(here):
     assert told == [
         "two_lines (file): error in warm-up: ValueError: first line of the reason\\nsecond line"
     ]
+
+
+def test_an_atomic_write_through_a_link_keeps_the_link(tmp_path):
+    """`--json /dev/stdout` with stdout redirected to a file replaced the /dev/stdout link with a
+    regular file: the write goes to the file the link points to, and the link stays."""
+    from leakbench import jsonfile
+
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    jsonfile.write_text_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
