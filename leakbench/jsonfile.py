@@ -160,8 +160,10 @@ def write_text_atomic(path: Path, text: str) -> None:
     temporary file beside it (.NAME.PID.tmp, made with the umask's permissions, never through a
     link), flushed and fsync'd, then os.replace'd over `path` (atomic on POSIX) and the folder
     fsync'd. Its folder must exist. A failure or a kill at any point leaves the previous file as it
-    was; a failure also removes the temporary file."""
-    path = Path(path)
+    was; a failure also removes the temporary file. A symbolic link at `path` stays a link: the
+    file it points to is the one replaced (`--json /dev/stdout` once replaced the system's
+    /dev/stdout link with a regular file)."""
+    path = Path(os.path.realpath(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     try:
