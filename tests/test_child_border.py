@@ -9,8 +9,8 @@ not checked, and a child that dies says so in one line.
   (os.dup2, an open that gets its number) makes the child stop with ChannelLost: the run reads
   `error` in one line that names the file the child's output, its traceback, is kept in;
 - the schema of every kind of message passes what an honest child sends: the messages of one
-  `leakbench check` child on TensorFlow (tests/data/child_messages_tf.jsonl: stages, attribution,
-  the heap's stacks) and of one in pure Python (child_messages_python.jsonl: a reference chain,
+  `leakbench check` child on TensorFlow (tests/data/child_messages_tf.ndjson: stages, attribution,
+  the heap's stacks) and of one in pure Python (child_messages_python.ndjson: a reference chain,
   the Python types that grew), recorded as the child wrote them on its pipe.
 
 The targets are tests/data/child_border.py; `leakbench check` runs each in a process of its own,
@@ -36,7 +36,7 @@ DATA = Path(__file__).parent / "data"
 FAST = ["--cap", "1GiB", "--timeout", "60", "--warmup", "1", "--reps", "6", "--heap-reps", "0"]
 SECONDS = 120  # a run here takes a few; the command is killed past this
 KEPT = re.compile(r"\(its whole output is kept in (\S+\.log)\)$")
-STREAMS = sorted(DATA.glob("child_messages_*.jsonl"))
+STREAMS = sorted(DATA.glob("child_messages_*.ndjson"))
 
 
 def check(tmp_path: Path, name: str, call: int = 1) -> subprocess.CompletedProcess:
@@ -172,7 +172,7 @@ def test_every_message_an_honest_child_sends_passes(stream):
 
 def honest(kind: str) -> dict:
     """The first message of `kind` in the TensorFlow stream."""
-    for line in (DATA / "child_messages_tf.jsonl").read_bytes().splitlines():
+    for line in (DATA / "child_messages_tf.ndjson").read_bytes().splitlines():
         message = json.loads(line)
         if kind in message:
             return message

@@ -366,7 +366,8 @@ def test_exception_in_first_measured_repetition_names_that_phase():
 
 
 @pytest.mark.timeout(60)
-def test_crash_without_exception_is_an_error_with_exit_code_and_output():
+def test_crash_without_exception_is_an_error_with_exit_code_and_output(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the crash's output file goes here
     rec = run("python_crashes")
     assert rec["verdict"] == "error"
     assert rec["phase"] == "warm-up"

@@ -24,7 +24,7 @@ per kind and the time stay fixed, and a failure's reproducer is printed whole):
   resumed by repeat and calibrate. A records file may be accepted (exit 0 or 1) or refused (exit
   2, one line); never a traceback;
 - the child's messages: the streams an honest child wrote on its pipe (tests/data/
-  child_messages_*.jsonl) with one message changed (a value of another type, NaN, a number past
+  child_messages_*.ndjson) with one message changed (a value of another type, NaN, a number past
   ±2**63, a lone surrogate, a key dropped or added, a message of no kind or of two) or the
   messages dropped, repeated, swapped or cut short, played on a real pipe to the runner's own
   reading (runner._watch) under `leakbench check`. A message that is no message of the child's
@@ -1107,7 +1107,7 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
 # What an honest child sends, as it wrote it on its pipe (tests/test_child_border.py reads them too)
 STREAMS = {
     p.stem.removeprefix("child_messages_"): p.read_bytes().splitlines()
-    for p in sorted(DATA.glob("child_messages_*.jsonl"))
+    for p in sorted(DATA.glob("child_messages_*.ndjson"))
 }
 MESSAGE_VALUES = [*REPLACEMENTS, "\ud800", 2**64, -(2**70), "a\nb", [1, "x"], {"x": 1}, 1e300]
 MESSAGE_MOVES = ["value", "value", "value", "drop key", "add key", "kind", "sequence"]
