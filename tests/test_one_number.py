@@ -176,3 +176,26 @@ def test_a_reference_chain_prefers_the_pipelines_own_module(tmp_path, monkeypatc
     found = chain.reference_chain(growth, None, [kept])
     assert found["chain"][0] == "module leakbench_test_pipeline", found
     assert chain._library(json) and not chain._library(own)
+
+
+def test_a_peak_pairs_freed_peak_is_no_fragmentation_and_the_free_form_says_its_number():
+    """unbounded_interleave's fix at --jobs 2: AUTOTUNE's buffers grew under load, the run left
+    malloc 100 MiB free (the trim gave back nothing: -21 MiB) and read fragmentation in one of two
+    runs. A peak pair's level after its run is its own peak, freed: it reads no-leak by the peak
+    rule. A growth pair with the same level reads fragmentation, and says the free bytes."""
+    from leakbench.analysis import verdict
+    from leakbench.units import MIB
+
+    level = {
+        "trim_returned_bytes": -21 * MIB,
+        "rss_held_bytes": 150 * MIB,
+        "malloc_free_held_bytes": 100 * MIB,
+        "rss_growth_bytes": 0,
+        "malloc_free_growth_bytes": 0,
+        "malloc_heap_unavailable": None,
+    }
+    peak = {**level, "peak_scaling": {"sizes": [1, 4], "peaks_bytes": [90 * MIB, 93 * MIB]}}
+    assert verdict.unmoved(peak) == ("no-leak", [], None)
+    assert verdict.unmoved(level) == ("fragmentation", [], verdict.FREE_FORM)
+    rec = {"verdict": "fragmentation", "kind": "growth", "metrics": level, "signals": []}
+    assert decision.number(decision.of(rec)) == "malloc keeps 100.0 MiB free"

@@ -89,8 +89,10 @@ def record(pair: str, variant: str, word: str, reported=None) -> dict:
         "reported": reported,
         "metrics": {
             "rss_growth": dict.fromkeys(
-                ("slope", "first_half", "second_half"), (900 if word == "leak" else 4) * 1024
+                ("slope", "low", "high", "first_half", "second_half"),
+                (900 if word == "leak" else 4) * 1024,
             )
+            | {"p_increasing": 1e-4 if word == "leak" else 0.5}
         },
         "environment": {"tensorflow": None},
         "phase": None,
@@ -123,9 +125,12 @@ def test_matrix_accepts_either_verdict_of_a_version_dependent_scenario(tmp_path)
     # no claim: a scenario that stops leaking is news
     assert not cells[("plain", "leaky")]["2.21.0"]["expected"]
     lines = history_md.matrix_markdown(found).splitlines()
-    assert "| reported | leaky | leak +900 | no-leak +4 |" in lines
-    assert "| reported | fixed | no-leak +4 | **leak** (rss) +900 |" in lines
-    assert "| plain | leaky | leak +900 | **no-leak** +4 |" in lines
+    assert "| reported | leaky | leak · rss +900 KiB/rep | no-leak · rss +4 KiB/rep |" in lines
+    assert (
+        "| reported | fixed | no-leak · rss +4 KiB/rep | **leak** (rss) · rss +900 KiB/rep |"
+        in lines
+    )
+    assert "| plain | leaky | leak · rss +900 KiB/rep | **no-leak** · rss +4 KiB/rep |" in lines
 
 
 # --- leakbench run: the exit code, and the claim in the record ---------------------

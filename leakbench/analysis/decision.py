@@ -148,9 +148,7 @@ def decide(rec: Mapping[str, Any], later: dict | None = None, look: dict | None 
     if peak and (registry.PEAK_SIGNAL in signals or verdict != "leak"):
         found = peak
     elif verdict == "fragmentation":
-        found = _entry(
-            registry.TRIM, metrics.get(registry.TRIM.key), rules.TRIM_HELD_MIN, "first run"
-        )
+        found = _fragmentation(metrics)
     else:
         found = _growth(verdict, signals if verdict == "leak" else [], metrics, later)
         if look and look.get("key") == "extension" and look.get("envelope") and verdict == "leak":
@@ -158,6 +156,24 @@ def decide(rec: Mapping[str, Any], later: dict | None = None, look: dict | None 
     if why is None:
         why = _why(verdict, found, metrics)
     return {"verdict": verdict, **found, "why": why, "signals": rows}
+
+
+def _fragmentation(metrics: dict) -> dict:
+    """A fragmentation's number: what the trim gave back, or where no trim can give it back
+    (verdict.FREE_FORM), the free bytes malloc keeps above the process before setup."""
+    if rules.unmoved(metrics)[2] == rules.FREE_FORM:
+        return {
+            "signal": None,
+            "label": FREE_HELD_LABEL,
+            "value": metrics.get("malloc_free_held_bytes"),
+            "unit": "bytes",
+            "bar": rules.FREE_HELD_MIN,
+            "source": "first run",
+        }
+    return _entry(registry.TRIM, metrics.get(registry.TRIM.key), rules.TRIM_HELD_MIN, "first run")
+
+
+FREE_HELD_LABEL = "malloc free bytes held"
 
 
 def _envelope(found: dict, envelope: dict) -> dict:
@@ -217,6 +233,8 @@ def number(decision: Mapping[str, Any]) -> str:
     if value is None:
         return decision.get("why") or "not measured"
     if verdict == "fragmentation":
+        if decision.get("label") == FREE_HELD_LABEL:
+            return f"malloc keeps {format_bytes(value, unit=MIB)} free"
         return f"trim gave back {format_bytes(value, unit=MIB)}"
     if decision.get("signal") == registry.PEAK_SIGNAL:
         shown = f"peak {'+' if value >= 0 else ''}{format_bytes(value, unit=MIB)}"

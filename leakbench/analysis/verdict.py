@@ -219,33 +219,53 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
 
 def _unmoved(metrics: dict) -> tuple[str, list[str]]:
     """The verdict where no deciding signal moved: fragmentation by its rule, else no-leak."""
+    word, signals, _form = unmoved(metrics)
+    return word, signals
+
+
+def unmoved(metrics: dict) -> tuple[str, list[str], str | None]:
+    """The verdict where no deciding signal moved, its signals, and the fragmentation form that
+    decided it (fragmentation_form; None for no-leak)."""
     rss = registry.RSS
     # RSS decides in held memory's place: it has a signal and a threshold
     assert rss.signal is not None and rss.threshold is not None
     rss_grew = memory_basis(metrics).metric is not rss and moved(
         metrics.get(rss.key), rss.threshold
     )
-    if fragmented(metrics, grew=rss_grew):
-        return "fragmentation", [rss.signal] if rss_grew else []
-    return "no-leak", []
+    form = fragmentation_form(metrics, grew=rss_grew)
+    if form:
+        return "fragmentation", [rss.signal] if rss_grew else [], form
+    return "no-leak", [], None
+
+
+# The forms fragmentation takes (fragmentation_form), each with the metric that shows it.
+GROWTH_FORM, TRIM_FORM, FREE_FORM = "growth", "trim", "free bytes"
 
 
 def fragmented(metrics: dict, grew: bool = True) -> bool:
-    """True if malloc_trim gave back most of what RSS gained (bytes), on glibc.
+    """True if RSS held is memory malloc freed and keeps (fragmentation_form names how)."""
+    return fragmentation_form(metrics, grew) is not None
 
-    grew: RSS moved as a growth signal; then the trim must give back
-    TRIM_SHARE_MIN of the growth over the measured repetitions, malloc's
-    free bytes (mallinfo2 fordblks) must have risen by TRIM_SHARE_MIN of it
-    too, and the growth must reach TRIM_HELD_MIN: a creep of a few MiB comes
-    and goes between runs of the same fix. Either way, giving back TRIM_SHARE_MIN of the RSS held
-    above the process before setup, and at least TRIM_HELD_MIN, counts; so do malloc's free bytes
-    above that process (malloc_free_held_bytes) when they reach TRIM_SHARE_MIN of that RSS and
-    FREE_HELD_MIN: freed chunks stranded between chunks in use, which no trim can give back
-    (docs/verdicts.md, "Fragmentation", says why each bound has its value).
+
+def fragmentation_form(metrics: dict, grew: bool = True) -> str | None:
+    """How RSS is shown to be memory malloc freed and keeps, on glibc, or None.
+
+    GROWTH_FORM (grew: RSS moved as a growth signal): the trim gave back TRIM_SHARE_MIN of the
+    growth over the measured repetitions, malloc's free bytes (mallinfo2 fordblks) rose by
+    TRIM_SHARE_MIN of it too, and the growth reached TRIM_HELD_MIN: a creep of a few MiB comes
+    and goes between runs of the same fix. TRIM_FORM: the trim gave back TRIM_SHARE_MIN of the
+    RSS held above the process before setup, and at least TRIM_HELD_MIN. FREE_FORM: malloc's
+    free bytes above that process (malloc_free_held_bytes) reach TRIM_SHARE_MIN of that RSS and
+    FREE_HELD_MIN: freed chunks stranded between chunks in use, which no trim can give back.
+    The two level forms (TRIM_FORM, FREE_FORM) read a growth pair only: a peak pair's level
+    after its run is its own peak, freed, which its verdict reads by the peak rule (an
+    unbounded_interleave fix whose AUTOTUNE buffers grew under load left 96 MiB free and read
+    fragmentation in one of two runs at --jobs 2). docs/verdicts.md, "Fragmentation", says why
+    each bound has its value.
     """
     returned = metrics.get(registry.TRIM.key)
     if metrics.get("malloc_heap_unavailable") or returned is None:
-        return False
+        return None
     grown, held = metrics.get("rss_growth_bytes"), metrics.get("rss_held_bytes")
     freed = metrics.get("malloc_free_growth_bytes")
     if (
@@ -255,10 +275,12 @@ def fragmented(metrics: dict, grew: bool = True) -> bool:
         and freed is not None
         and min(returned, freed) >= TRIM_SHARE_MIN * grown
     ):
-        return True
+        return GROWTH_FORM
+    if metrics.get("peak_scaling"):
+        return None
     if held and returned >= TRIM_HELD_MIN and returned >= TRIM_SHARE_MIN * held:
-        return True
+        return TRIM_FORM
     free = metrics.get("malloc_free_held_bytes")
-    return bool(
-        held and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held
-    )
+    if held and free is not None and free >= FREE_HELD_MIN and free >= TRIM_SHARE_MIN * held:
+        return FREE_FORM
+    return None
