@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import sys
 import sysconfig
 import time
 import types
@@ -89,10 +90,12 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
     if not candidates:
         return {"na": f"no instance of {name} made by the repetitions is tracked by the collector"}
     gc.unfreeze()
-    deadline = start + REFERENCE_SECONDS
+    # the search from the pipeline's own code may take half the time; any module, the rest
+    deadlines = {"own": start + REFERENCE_SECONDS / 2, "any": start + REFERENCE_SECONDS}
+    clock = {"deadline": deadlines["own"]}
 
     def referrers(obj):
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > clock["deadline"]:
             raise _OutOfTime
         return gc.get_referrers(obj)
 
@@ -104,23 +107,27 @@ def reference_chain(growth: list[dict], state, candidates: list | None = None) -
 
     find = getattr(objgraph, "_find_chain", None)
     ignore = (id(growth), id(candidates))
+
+    def search(instance, root) -> list:
+        if find is not None:  # objgraph's own search, with a clock on each step
+            return find(instance, root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore)
+        return objgraph.find_backref_chain(
+            instance, root, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
+        )
+
     chain: list = []
     try:
         while candidates and len(chain) < 2:  # the next instance if one has no chain
             instance = candidates.pop()
             # first from the pipeline's own code (what a user can change), then from any module:
             # a chain from TensorFlow's modules, shortest though it may be, is rarely the holder
-            for root in (is_own_root, is_root):
-                if find is not None:  # objgraph's own search, with a clock on each step
-                    chain = find(
-                        instance, root, referrers, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
-                    )
-                else:
-                    chain = objgraph.find_backref_chain(
-                        instance, root, max_depth=REFERENCE_DEPTH, extra_ignore=ignore
-                    )
-                if len(chain) >= 2:
-                    break
+            try:
+                chain = search(instance, is_own_root)
+            except _OutOfTime:
+                chain = []
+            clock["deadline"] = deadlines["any"]
+            if len(chain) < 2:
+                chain = search(instance, is_root)
             del instance
     except _OutOfTime:
         return {"na": f"no root found within {REFERENCE_SECONDS:g} s for {name}"}
@@ -142,12 +149,15 @@ _LIBRARIES = tuple(
 
 def _library(module: types.ModuleType) -> bool:
     """True for a module of the standard library, an installed package (TensorFlow, numpy) or
-    leakbench itself: its file lies under one of the interpreter's library paths (a built-in
-    one has no file), or its name is under this package's."""
+    leakbench itself: its file lies under one of the interpreter's library paths, it is built
+    in, or its name is under this package's."""
     path = getattr(module, "__file__", None)
     name = module.__name__
-    ours = name == _PACKAGE or name.startswith(_PACKAGE + ".")
-    return ours or path is None or str(path).startswith(_LIBRARIES)
+    if name == _PACKAGE or name.startswith(_PACKAGE + "."):
+        return True
+    if path is None:  # a built-in module; one made at run time (exec, types.ModuleType) is not
+        return name in sys.builtin_module_names
+    return str(path).startswith(_LIBRARIES)
 
 
 def describe_chain(chain: list, state=None) -> list[str]:
