@@ -1,13 +1,12 @@
-"""The one registry of what leakbench measures: the series sampled after every
-repetition, and the metrics a record computes from them.
+"""The one registry of what leakbench measures: the series sampled after every repetition, the
+metrics a record computes from them, and every bar the verdict compares with.
 
-Every other module reads this table: the probes sample SERIES, the record
-computes the trend of each METRICS entry that names a series, the verdict
-takes its deciding signals and thresholds from it, and the views (run table,
-`check`, compare and matrix, the site, calibration, asv's track_ benchmarks)
-take from it which metrics they show and in which order, their labels, short
-names, units and help texts, and which need glibc's counters. Adding a signal
-is one entry here. Why each threshold has its value: docs/verdicts.md.
+Every other module reads it: the probes sample SERIES, the record computes the trend of each METRICS
+entry that names a series, the verdict takes its deciding signals and bars from it, and the views
+(run table, `check`, compare and matrix, the site, calibration, asv's track_ benchmarks) take from
+it which metrics they show and in which order, their labels, short names, units and help texts, and
+which need glibc's counters. Adding a signal is one entry here. Why each bar has its value:
+docs/verdicts.md.
 """
 
 from __future__ import annotations
@@ -120,17 +119,27 @@ SERIES = (
 SERIES_UNITS = {s.name: s.unit for s in SERIES}
 SERIES_BY_NAME = {s.name: s for s in SERIES}
 
-# The verdict's bars, per repetition (docs/verdicts.md says why each has its value).
+# Every bar of the verdict, a slope's per repetition (docs/verdicts.md says why each has its value)
 HELD_SLOPE_MIN = 13 * KIB  # held memory: the memory signal the verdict rests on
 RSS_SLOPE_MIN = 256 * KIB  # RSS: decides only where held memory is n/a (another allocator)
 HEAP_SLOPE_MIN = 64 * KIB  # memray's heap: few repetitions in its pass
 GPU_SLOPE_MIN = 64 * KIB  # the GPU allocator's bytes in use (untested: no GPU here)
 COUNT_SLOPE_MIN = 0.5  # threads, open files: exact counts
 OBJECT_SLOPE_MIN = 8  # Python objects: exact, but a bounded pipeline may keep a few
+TREND_P_MAX = 0.01  # a slope counts only where the one-sided Mann–Kendall p is below this
+PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest and largest size
+PEAK_EXPONENT_MIN = 0.5  # ...and k in peak ∝ size^k reach this, for a peak pair to leak
+TRIM_SHARE_MIN = 0.5  # fragmentation: the share of RSS malloc_trim gives back or malloc keeps free
+TRIM_HELD_MIN = 32 * MIB  # fragmentation: the least RSS growth, or trim, that counts
+FREE_HELD_MIN = 96 * MIB  # free bytes above the process before setup (verdicts.md, "Fragmentation")
+# A leak spreads its growth over the repetitions; a creep in a few steps (a block malloc mapped
+# whole and touched deeper later, a buffer AUTOTUNE widens) puts it in a few rises. `steady`
+# reads both numbers (docs/verdicts.md, "Steady growth").
+STEADY_RISE_SHARE = 0.5
+STEP_SHARE_MAX = 0.9
 # A change in held growth between two builds that `leakbench compare` counts: a fix's creep
 # moves about this much between runs of one build (docs/measurements.md, "Held memory").
 HELD_COMPARE_FLOOR = 16 * KIB
-PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest and largest size
 # malloc_trim's give-back that compare counts and the site calls a swing; every pair but
 # shuffle_fragmentation gives back at most 21 MiB, 2.6x it
 # (docs/measurements.md, "psutil and glibc malloc")
@@ -138,34 +147,27 @@ TRIM_FLOOR = 8 * MIB
 
 
 def rate(trend: dict) -> float:
-    """A trend's sustained rate of growth, in its unit per repetition: the least of the
-    slope of the whole series and of each half (a step lifts one half only).
-
-    Every bar above is compared with this number (leakbench.analysis.verdict.moved, which
-    re-exports it as verdict.rate). It lives in this base module so that the measured child
-    counts Python types by the same rule (leakbench.engine.pytypes.type_rate) without
-    importing the analysis above it (docs/layout.md).
-    """
+    """A trend's sustained rate of growth, in its unit per repetition: the least of the slope of
+    the whole series and of each half (a step lifts one half only). Every slope bar above is
+    compared with it (leakbench.analysis.verdict.moved, which re-exports it as verdict.rate). It
+    lives in this base module so that the measured child counts Python types by the same rule
+    (leakbench.engine.pytypes.type_rate) without importing the analysis (docs/layout.md)."""
     return min(trend["slope"], trend["first_half"], trend["second_half"])
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One number of record["metrics"], and how every view shows it.
-
-    key: its key in record["metrics"]. unit: as stored ("bytes/repetition" for a
-    trend, "bytes" for a level). shown, scale, digits: the display unit, the
-    divisor into it, the decimals. series: the sample series it is the trend of
-    (None: computed otherwise). signal: its name in record["signals"] when it
-    decides a verdict, with threshold (in `unit`); fallback: it decides only in
-    held memory's place, where glibc's counters are n/a. compare_floor: the
-    smallest change `leakbench compare` counts (None: not compared). asv: the
-    name of its asv track_ benchmark (None: not tracked). check: shown by
-    `leakbench check`. help: what its growth means in your own pipeline. short: its name where a
-    view uses a short one (a column head, a matrix cell's evidence, the memory chart). mallinfo2:
-    computed from glibc malloc's counters, so n/a under another allocator. views: the views that
-    show it, each with its place there (see TABLE above).
-    """
+    """One number of record["metrics"], and how every view shows it. key: its key in
+    record["metrics"]. unit: as stored ("bytes/repetition" for a trend, "bytes" for a level). shown,
+    scale, digits: the display unit, the divisor into it, the decimals. series: the sample series it
+    is the trend of (None: computed otherwise). signal: its name in record["signals"] when it
+    decides a verdict, with threshold (in `unit`); fallback: it decides only in held memory's place,
+    where glibc's counters are n/a. compare_floor: the smallest change `leakbench compare` counts
+    (None: not compared). asv: the name of its asv track_ benchmark (None: not tracked). check:
+    shown by `leakbench check`. help: what its growth means in your own pipeline. short: its name
+    where a view uses a short one (a column head, a matrix cell's evidence, the memory chart).
+    mallinfo2: computed from glibc malloc's counters, so n/a under another allocator. views: the
+    views that show it, each with its place there (see TABLE above)."""
 
     key: str
     label: str
@@ -185,11 +187,14 @@ class Metric:
     mallinfo2: bool = False
     views: dict = field(default_factory=dict, compare=False)
 
-    def display(self, value: float | None, sign: bool = False) -> str:
-        """value in the display unit ("—" for None), e.g. 65536 bytes/repetition -> "64"."""
+    def display(self, value: float | None, sign: bool = False, fit: bool = False) -> str:
+        """value in the display unit ("—" for None), e.g. 65536 bytes/repetition -> "64". fit: the
+        decimals its size needs, not `digits` (none from 100, one from 10, else two: compare's)."""
         if value is None:
             return "—"
-        return f"{value / self.scale:{'+' if sign else ''},.{self.digits}f}"
+        v = value / self.scale
+        places = (0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2) if fit else self.digits
+        return f"{v:{'+' if sign else ''},.{places}f}"
 
     @property
     def per_repetition(self) -> bool:
@@ -434,17 +439,12 @@ PEAK_HELP = (
 
 def signal_help(signal: str) -> str:
     """What a signal name of record["signals"] means in your own pipeline ("" if unknown)."""
-    if signal == PEAK_SIGNAL:
-        return PEAK_HELP
     found = BY_SIGNAL.get(signal)
-    return found.help if found else ""
+    return PEAK_HELP if signal == PEAK_SIGNAL else found.help if found else ""
 
 
 def value(rec: Mapping[str, Any] | None, key: str) -> float | None:
     """A metric of a record as a number (a trend's Theil–Sen slope), None if absent."""
-    if rec is None:
-        return None
-    found = (rec.get("metrics") or {}).get(key)
-    if isinstance(found, dict):
-        found = found.get("slope")
+    found = ((rec or {}).get("metrics") or {}).get(key)
+    found = found.get("slope") if isinstance(found, dict) else found
     return None if found is None else float(found)

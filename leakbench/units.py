@@ -64,6 +64,13 @@ def _shown(text: str) -> str:
 _UNIT_NAMES = {GIB: "GiB", MIB: "MiB", KIB: "KiB", 1: "B"}
 
 
+def in_unit(n: float, unit: int) -> float:
+    """A byte count as a number of `unit` (KIB, MIB, GIB): a chart's coordinate, on an axis that
+    names the unit. Text for people is format_bytes'; the views divide bytes nowhere else
+    (tests/test_one_helper.py)."""
+    return n / unit
+
+
 def format_bytes(
     n: float | None,
     unit: int | None = None,
@@ -71,6 +78,7 @@ def format_bytes(
     whole: bool = False,
     label: bool = True,
     none: str = "—",
+    sign: bool = False,
 ) -> str:
     """Bytes for people, the one byte formatter of the
     package: "8.0 MiB", "1.5 GiB", "512 KiB", "100 B".
@@ -80,17 +88,20 @@ def format_bytes(
     chosen KiB and B have none. whole=True (a size as a label: "4 GiB", "256 MiB", "1.5 KiB"):
     `digits` decimals in KiB too, and none for a whole number of the unit. Thousands take commas;
     label=False leaves the unit's name off (a column that names it); None reads `none`.
+    sign=True: a change or a rate, "+" before a number that is not negative ("+5.8 KiB").
     """
     if n is None:
         return none
     fixed = unit is not None
     if unit is None:
         unit = next((u for u in (GIB, MIB, KIB) if abs(n) >= u), 1)
-    value = n / unit
+    value = in_unit(n, unit)
     places = digits if unit >= MIB or (unit == KIB and (fixed or whole)) else 0
     if whole and float(value).is_integer():
         places = 0
     text = f"{value:,.{places}f}"
     if text.startswith("-") and not text.strip("-0.,"):  # -0.0 reads 0.0
         text = text[1:]
+    if sign and not text.startswith("-"):
+        text = "+" + text
     return f"{text} {_UNIT_NAMES[unit]}" if label else text

@@ -1,8 +1,8 @@
 """Verdicts: turn measured trends and peaks into one word of a closed set (VERDICTS).
 
 The rules, with the measurements behind every number, are written out once
-in docs/verdicts.md; the thresholds of the growth signals are the registry's
-(leakbench.metrics). In short:
+in docs/verdicts.md; every bar they name is the registry's (leakbench.metrics),
+re-exported here. In short:
 - a growth signal moves when its rate (`rate`, the registry's: the least of the Theil–Sen
   slope of the whole series and of each half, so that a single step does not
   count) reaches its threshold and the one-sided Mann–Kendall test gives
@@ -26,15 +26,22 @@ from dataclasses import dataclass
 
 from leakbench import metrics as registry
 
-# re-exported: the tests read the thresholds here (verdict.HEAP_SLOPE_MIN)
+# re-exported: every bar is the registry's (leakbench.metrics, with why each has its value); the
+# rules below, the other modules and the tests read them here too (verdict.HEAP_SLOPE_MIN)
 from leakbench.metrics import COUNT_SLOPE_MIN as COUNT_SLOPE_MIN
+from leakbench.metrics import FREE_HELD_MIN as FREE_HELD_MIN
 from leakbench.metrics import GPU_SLOPE_MIN as GPU_SLOPE_MIN
 from leakbench.metrics import HEAP_SLOPE_MIN as HEAP_SLOPE_MIN
 from leakbench.metrics import HELD_SLOPE_MIN as HELD_SLOPE_MIN
 from leakbench.metrics import OBJECT_SLOPE_MIN as OBJECT_SLOPE_MIN
+from leakbench.metrics import PEAK_EXPONENT_MIN as PEAK_EXPONENT_MIN
 from leakbench.metrics import PEAK_RISE_MIN, rate
 from leakbench.metrics import RSS_SLOPE_MIN as RSS_SLOPE_MIN
-from leakbench.units import MIB
+from leakbench.metrics import STEADY_RISE_SHARE as STEADY_RISE_SHARE
+from leakbench.metrics import STEP_SHARE_MAX as STEP_SHARE_MAX
+from leakbench.metrics import TREND_P_MAX as TREND_P_MAX
+from leakbench.metrics import TRIM_HELD_MIN as TRIM_HELD_MIN
+from leakbench.metrics import TRIM_SHARE_MIN as TRIM_SHARE_MIN
 
 # The closed set of verdicts, each with what it means: the one text every view shows.
 VERDICTS = {
@@ -53,18 +60,6 @@ VERDICTS = {
         "this machine lacks"
     ),
 }
-
-TREND_P_MAX = 0.01
-PEAK_EXPONENT_MIN = 0.5
-TRIM_SHARE_MIN = 0.5
-TRIM_HELD_MIN = 32 * MIB
-# free bytes above the process before setup (docs/verdicts.md, "Fragmentation")
-FREE_HELD_MIN = 96 * MIB
-# A leak spreads its growth over the repetitions; a creep in a few steps (a block malloc mapped
-# whole and touched deeper later, a buffer AUTOTUNE widens) puts it in a few rises. `steady`
-# reads both numbers (docs/verdicts.md, "Steady growth").
-STEADY_RISE_SHARE = 0.5
-STEP_SHARE_MAX = 0.9
 
 # metric key -> (signal name, threshold in the metric's unit), from the registry
 # (leakbench.metrics). These decide; with glibc's

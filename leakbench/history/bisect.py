@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from leakbench.history.builds import parse, pep440
 from leakbench.history.readings import Reading, git_ref, reading_of
 from leakbench.history.registry import Build
 
@@ -48,12 +49,12 @@ def ends(good: str, bad: str) -> tuple[Version, Version]:
     one that is not PEP 440, or good not before bad."""
     found = []
     for option, text in (("--good", good), ("--bad", bad)):
-        try:
-            found.append(Version(text))
-        except InvalidVersion:
+        v = parse(text)
+        if v is None:
             raise BisectError(
                 f"{option} {text!r}: not a PEP 440 version such as 2.15.1 or 2.23.0.dev20261026"
-            ) from None
+            )
+        found.append(v)
     if not found[0] < found[1]:
         raise BisectError(f"--good {good} is not before --bad {bad} (PEP 440 order)")
     return found[0], found[1]
@@ -64,7 +65,7 @@ def between(builds: list[Build], good: str, bad: str) -> list[Build]:
     2.22.0). Raises BisectError for a version that is not PEP
     440, good not before bad, or an end not among `builds`."""
     lo, hi = ends(good, bad)
-    by_version = {Version(b.version): b for b in builds}
+    by_version = {pep440(b.version): b for b in builds}
     for option, v in (("--good", lo), ("--bad", hi)):
         if v not in by_version:
             known = sorted(by_version)

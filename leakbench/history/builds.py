@@ -14,15 +14,26 @@ import re
 from packaging.version import InvalidVersion, Version
 
 NIGHTLY = "nightly"  # the alias of the newest nightly in the results (compare, make run)
+# The release measured by default: what `make` installs (the Makefile's TF_VERSION ?=, which
+# cannot import this: tests/test_one_helper.py keeps the two equal) and what the views name
+# where the records do not say (the site's lessons, report-back's other release).
+DEFAULT_RELEASE = "2.21.0"
 _DATE = re.compile(r"(\d{4})(\d{2})(\d{2})")
 
 
 def parse(version: str) -> Version | None:
-    """The PEP 440 version of a build's version string, or None when it is not one."""
+    """The PEP 440 version of a build's version string, or None when it is not one. The one
+    parser of TensorFlow versions (with `pep440`): tests/test_one_helper.py checks it."""
     try:
-        return Version(version)
+        return pep440(version)
     except InvalidVersion:
         return None
+
+
+def pep440(version: str) -> Version:
+    """The PEP 440 version of a version string known to be one (a wheel's, a registry build's).
+    Raises InvalidVersion (a ValueError) when it is not."""
+    return Version(version)
 
 
 def same_build(a: str | None, b: str | None) -> bool:

@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import Version
-
 from leakbench.analysis import decision
+from leakbench.history.builds import pep440
 from leakbench.history.registry import Build
 
 UNUSABLE = ("error", "hang", "skipped")
@@ -96,7 +95,7 @@ def reading_of(
 def git_ref(build: Build, tensorflow_git: str | None) -> str | None:
     """The git name of a build: a release's or RC's tag (v2.15.1, v2.16.0-rc0), else the commit in
     tf.version.GIT_VERSION ('v1.12.1-148158-gef696751006' -> 'ef696751006'); None when unknown."""
-    v = Version(build.version)
+    v = pep440(build.version)
     if not v.is_devrelease and not v.is_postrelease and (v.pre is None or v.pre[0] == "rc"):
         return f"v{v.base_version}" + (f"-rc{v.pre[1]}" if v.pre else "")
     found = re.search(r"-g([0-9a-f]{7,40})$", tensorflow_git or "")

@@ -21,7 +21,7 @@ from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from leakbench.history.builds import build_date, is_nightly
+from leakbench.history.builds import build_date, is_nightly, pep440
 
 RELEASE_DIST = "tensorflow-cpu"
 NIGHTLY_DIST = "tf-nightly"
@@ -103,8 +103,8 @@ def served(dists=(RELEASE_DIST, NIGHTLY_DIST), fetch=fetch_index, tags=None) -> 
     `builds`), in PEP 440 order (a version served by both is taken from the first).
     Raises RegistryError (fetch_index, builds)."""
     release, nightly = dists
-    found = {Version(b.version): b for b in builds(fetch(release), release, tags) if not b.nightly}
+    found = {pep440(b.version): b for b in builds(fetch(release), release, tags) if not b.nightly}
     for b in builds(fetch(nightly), nightly, tags):
         if b.nightly:
-            found.setdefault(Version(b.version), b)
+            found.setdefault(pep440(b.version), b)
     return [found[v] for v in sorted(found)]

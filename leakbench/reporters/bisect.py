@@ -24,7 +24,7 @@ def rate_text(m: dict) -> str:
     if unit == "k":
         return f"k {rate:.2f}"
     if unit.startswith("bytes"):
-        return f"{rate / KIB:+,.1f} KiB/rep"
+        return f"{format_bytes(rate, unit=KIB, sign=True)}/rep"
     return f"{rate:+,.0f} {unit.split('/')[0]}/rep"
 
 

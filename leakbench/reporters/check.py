@@ -62,7 +62,7 @@ def check_view(rec: Record) -> list:
         scaling = m.get("peak_scaling")
         if scaling and scaling.get("exponent") is not None:
             peaks = ", ".join(
-                "—" if p is None else f"{p / MIB:,.0f}" for p in scaling["peaks_bytes"]
+                format_bytes(p, unit=MIB, digits=0, label=False) for p in scaling["peaks_bytes"]
             )
             t.add_row(
                 "peak ∝ size^k", f"k = {scaling['exponent']:.2f}", f"peaks {peaks} MiB", "", ""
@@ -117,9 +117,9 @@ def check_view(rec: Record) -> list:
             t.add_row(
                 escape(name),
                 str(s["count"]),
-                f"{s['buffered_bytes'] / MIB:,.1f}",
+                format_bytes(s["buffered_bytes"], unit=MIB, label=False),
                 f"{s['buffered_elements']:,}",
-                f"{s['growth_bytes'] / MIB:+,.1f}",
+                format_bytes(s["growth_bytes"], unit=MIB, label=False, sign=True),
             )
         out.append(t)
         holder = att.get("holder")
@@ -141,7 +141,7 @@ def check_view(rec: Record) -> list:
             t.add_column(h, justify="right" if h != "stack (innermost first)" else "left")
         for s in stacks:
             t.add_row(
-                f"{s['bytes'] / KIB:,.0f}",
+                format_bytes(s["bytes"], unit=KIB, digits=0, label=False),
                 f"{s['allocations']:,}",
                 escape(
                     " ← ".join(s["frames"][:4])
@@ -164,8 +164,10 @@ def check_view(rec: Record) -> list:
         for g in growing:
             context = [f for f in g["frames"] if f != g["user_frame"]][:3]
             t.add_row(
-                f"{g['bytes_per_rep'] / KIB:+,.1f}",
-                f"{g['bytes'][-1] / KIB:,.0f}" if g["bytes"] else "—",
+                format_bytes(g["bytes_per_rep"], unit=KIB, label=False, sign=True),
+                format_bytes(
+                    g["bytes"][-1] if g["bytes"] else None, unit=KIB, digits=0, label=False
+                ),
                 escape(g["user_frame"] or "— (no frame of your code)"),
                 escape(" ← ".join(context) or "no Python frame (allocated by a TensorFlow thread)"),
             )

@@ -14,13 +14,6 @@ from leakbench.reporters import gate, markdown_table
 _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states below it
 
 
-def _number(value, scale: float) -> str:
-    if value is None:
-        return "—"
-    v = value / scale
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.2f}" if abs(v) < 10 else f"{v:,.1f}"
-
-
 def notes(words: set) -> list[str]:
     """What the rarer verdicts in a table mean (leakbench.analysis.verdict.VERDICTS), as lines."""
     found = [f"{word}: {VERDICTS[word]}." for word in _NOTED if word in words]
@@ -41,8 +34,8 @@ def compare_markdown(c: Comparison, command: str = "compare", details: bool = Tr
         else:
             m = metrics.BY_KEY[r["key"]]
             old, new, label = (
-                _number(r["old"], m.scale),
-                _number(r["new"], m.scale),
+                m.display(r["old"], fit=True),
+                m.display(r["new"], fit=True),
                 f"{m.label} ({m.shown})",
             )
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}×"

@@ -17,28 +17,30 @@ from leakbench.reporters import markdown_table
 from leakbench.units import KIB, format_bytes
 
 
-def _unit(signal: str, unit: str | None) -> tuple[str, float]:
-    """(column header, divisor) for a decisive metric: "held KiB/rep" for bytes,
-    "threads/rep" for a count (units as records give them: "bytes/repetition", ...)."""
+def _unit(signal: str, unit: str | None) -> tuple[str, int | None]:
+    """(column header, byte unit) for a decisive metric: "held KiB/rep" and KIB for bytes,
+    "threads/rep" and None for a count (units as records give them: "bytes/repetition", ...)."""
     if unit and unit.startswith("bytes"):
         return f"{signal} KiB/rep", KIB
-    return f"{signal}/rep", 1
+    return f"{signal}/rep", None
 
 
-def _number(x: float, digits: int) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.{digits}f}"
+def _number(x: float, unit: int | None, digits: int) -> str:
+    """A rate in its column's unit (bytes through format_bytes), no decimals from 100 on."""
+    if unit is None:
+        return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.{digits}f}"
+    return format_bytes(x, unit=unit, digits=0 if abs(x) >= 100 * unit else digits, label=False)
 
 
-def _cell(spread: dict | None, divisor: float = 1, digits: int = 1) -> str:
+def _cell(spread: dict | None, unit: int | None = None, digits: int = 1) -> str:
     """median (min–max) over runs; the median alone for one run; — for none."""
     if not spread or spread["median"] is None:
         return "—"
-    median = _number(spread["median"] / divisor, digits)
+    median = _number(spread["median"], unit, digits)
     if spread["n"] < 2:
         return median
     return (
-        f"{median} "
-        f"({_number(spread['min'] / divisor, digits)}–{_number(spread['max'] / divisor, digits)})"
+        f"{median} ({_number(spread['min'], unit, digits)}–{_number(spread['max'], unit, digits)})"
     )
 
 
@@ -56,8 +58,8 @@ def verdicts(found: list[tuple[str, str]]) -> str:
     return ", ".join(f"{word} {n}" for word, n in found)
 
 
-def columns(rows: list[dict]) -> list[tuple[str, str, float]]:
-    """(metric key, header, divisor) of the decisive
+def columns(rows: list[dict]) -> list[tuple[str, str, int | None]]:
+    """(metric key, header, byte unit or None) of the decisive
     metrics measured in some row, in first-seen order."""
     found = {}
     for row in rows:
@@ -122,7 +124,7 @@ def table(result: dict) -> tuple[list[str], list[dict]]:
     head = [m[1] for m in metrics] + ([PEAK_HEADER] if peak else [])
     shaped = []
     for r in rows:
-        cells = [_cell(r["slopes"].get(key), divisor) for key, _, divisor in metrics]
+        cells = [_cell(r["slopes"].get(key), unit) for key, _, unit in metrics]
         cells += [_cell(r["peak_exponent"], digits=2)] if peak else []
         shaped.append(
             {

@@ -124,7 +124,7 @@ def other_release(cells: dict, versions: list) -> str:
     runs = segments(cells, versions)
     if len(runs) > 1:
         return builds.NIGHTLY if builds.is_nightly(runs[-2][2]) else runs[-2][2]
-    return versions[0] if versions else "2.21.0"
+    return versions[0] if versions else builds.DEFAULT_RELEASE
 
 
 def machine_line(environments: list[dict], versions: list, machine: str | None) -> str:

@@ -65,7 +65,6 @@ from leakbench.site.releases import release_strip, row_id
 from leakbench.site.repeatability import PAGE as REPEATABILITY
 from leakbench.site.repeatability import pair_repeatability, repeatability
 
-DEFAULT_TF = "2.21.0"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 # what a rebuild replaces, with REPEATABILITY
 _OURS = ("lessons", FLAMEGRAPHS, "vendor", asv_pages.FOLDER)
@@ -89,9 +88,9 @@ class Built:
 
 
 def default_version(found: list[str]) -> str:
-    """The TF version lessons chart: DEFAULT_TF if it was measured, else the newest in `found`
-    (TF versions, oldest first, not empty)."""
-    return DEFAULT_TF if DEFAULT_TF in found else found[-1]
+    """The TF version lessons chart: builds.DEFAULT_RELEASE if it was measured, else the newest in
+    `found` (TF versions, oldest first, not empty)."""
+    return builds.DEFAULT_RELEASE if builds.DEFAULT_RELEASE in found else found[-1]
 
 
 def build(

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from leakbench import metrics
 from leakbench.analysis.schema import Record, first_run
 from leakbench.site import colours, svg
-from leakbench.units import MIB, format_bytes
+from leakbench.units import MIB, format_bytes, in_unit
 
 _SERIES = metrics.SERIES_BY_NAME
 # (key in decomposition()["lines"]: the series' short name, sample series), in the order drawn
@@ -155,7 +155,7 @@ def _limits(found: dict) -> tuple[float, float]:
         for v in line
         if v is not None
     ]
-    low, high = min([0.0, *values]) / MIB, max([1.0, *values]) / MIB
+    low, high = in_unit(min([0.0, *values]), MIB), in_unit(max([1.0, *values]), MIB)
     pad = (high - low) * 0.06
     return low - pad, high + pad
 
@@ -181,7 +181,7 @@ def charts(found: dict) -> dict[str, Markup] | None:
             fig, ax = plt.subplots(figsize=(4.2, 3.1), layout="constrained")
             for key, _ in LINES:
                 values = (f or {}).get("lines", {}).get(key) or []
-                points = [(i + 1, v / MIB) for i, v in enumerate(values) if v is not None]
+                points = [(i + 1, in_unit(v, MIB)) for i, v in enumerate(values) if v is not None]
                 ax.plot(
                     *(zip(*points) if points else ([], [])),
                     marker="o",
@@ -191,7 +191,9 @@ def charts(found: dict) -> dict[str, Markup] | None:
                     label=LABELS[key],
                 )
             heap = [
-                (i + 1, v / MIB) for i, v in enumerate((f or {}).get("heap") or []) if v is not None
+                (i + 1, in_unit(v, MIB))
+                for i, v in enumerate((f or {}).get("heap") or [])
+                if v is not None
             ]
             ax.plot(
                 *(zip(*heap) if heap else ([], [])),
@@ -206,8 +208,8 @@ def charts(found: dict) -> dict[str, Markup] | None:
                 x, (before, after) = reps + 0.7, f["trim"]
                 ax.annotate(
                     "",
-                    xy=(x, after / MIB),
-                    xytext=(x, before / MIB),
+                    xy=(x, in_unit(after, MIB)),
+                    xytext=(x, in_unit(before, MIB)),
                     arrowprops={
                         "arrowstyle": "-|>",
                         "color": colours.SERIES["trim"],
@@ -216,8 +218,8 @@ def charts(found: dict) -> dict[str, Markup] | None:
                 )
                 ax.text(
                     x + 0.2,
-                    (before + after) / 2 / MIB,
-                    f"malloc_trim\n−{(before - after) / MIB:,.1f}\nMiB",
+                    in_unit((before + after) / 2, MIB),
+                    f"malloc_trim\n−{format_bytes(before - after, unit=MIB, label=False)}\nMiB",
                     ha="left",
                     va="center",
                     fontsize=7,

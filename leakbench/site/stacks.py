@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from leakbench.analysis.schema import Record, first_run
 from leakbench.site import colours, svg
-from leakbench.units import KIB, MIB
+from leakbench.units import KIB, MIB, format_bytes, in_unit
 
 TOP = 6  # stacks drawn and listed; the rest are summed as "other"
 CONTEXT = 4  # frames of TensorFlow's (or Python's) shown as a stack's context
@@ -26,9 +26,10 @@ def stack_view(rec: Record | None) -> dict:
     """A variant's stacks as the lesson lists them.
 
     Returns {"stacks": [{"name": the user's frame, else the innermost frame, "user": bool,
-    "context": [up to CONTEXT other frames, innermost first], "kib_per_rep": float,
-    "bytes": [bytes per heap repetition]}] (TOP of them, fastest growth first), "other": [bytes per
-    repetition of the rest] or [], "why": None} when the record has stack_growth;
+    "context": [up to CONTEXT other frames, innermost first], "bytes_per_rep": float,
+    "kib_per_rep": the same in KiB (the template's), "bytes": [bytes per heap repetition]}] (TOP of
+    them, fastest growth first), "other": [bytes per repetition of the rest] or [], "why": None}
+    when the record has stack_growth;
     {"stacks": [], "other": [], "why": ABSENT or "not measured"} otherwise. Missing keys of a stack
     read as empty (bytes_per_rep 0); raises TypeError only for a value that is no number.
     """
@@ -47,6 +48,7 @@ def stack_view(rec: Record | None) -> dict:
                 "name": name,
                 "user": bool(user),
                 "context": [f for f in frames if f != name][:CONTEXT],
+                "bytes_per_rep": s.get("bytes_per_rep") or 0.0,
                 "kib_per_rep": (s.get("bytes_per_rep") or 0.0) / KIB,
                 "bytes": list(s.get("bytes") or []),
             }
@@ -68,7 +70,7 @@ def describe(variant: str, view: dict) -> str:
     return (
         f"memray's heap of the {variant} variant by allocation site, stacked over "
         f"{len(top['bytes'])} heap repetitions: {top['name']} grows fastest, "
-        f"{top['kib_per_rep']:,.0f} KiB per repetition, "
+        f"{format_bytes(top['bytes_per_rep'], unit=KIB, digits=0)} per repetition, "
         f"of {len(view['stacks'])} stacks shown"
     )
 
@@ -88,7 +90,7 @@ def stack_charts(views: dict) -> dict[str, Markup] | None:
         found = [s["bytes"] for s in view["stacks"]] + ([view["other"]] if view["other"] else [])
         width = max(len(b) for b in found)
         return [
-            [(b[i] if i < len(b) and b[i] is not None else 0) / MIB for i in range(width)]
+            [in_unit(b[i] if i < len(b) and b[i] is not None else 0, MIB) for i in range(width)]
             for b in found
         ]
 
