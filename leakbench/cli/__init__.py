@@ -1,9 +1,10 @@
-"""Command line: `leakbench list | run | check | compare
-| matrix | report-back | site | calibrate | repeat`.
+"""Command line: `leakbench list | run | check | compare | matrix | gate | bisect
+| report-back | site | calibrate | repeat`, and `leakbench --version`.
 
 One module per command family; each registers its commands on the group in
 leakbench.cli.base. What they share: base (errors, progress), options (the measurement options)
-and files (output checks, the results options).
+and files (output checks, the results options, --format and --out). The grammar, each command's
+exit codes and the old spellings kept: docs/cli.md.
 """
 
 from leakbench.cli import (  # noqa: F401  (registers them)

@@ -4,13 +4,14 @@ the results options leakbench.cli.files'.
 
 Exit codes of every command: 0 as expected, 1 a verdict the variant should
 not read (each command says which), 2 bad input (one line on stderr, nothing
-run, nothing already recorded touched).
+run, nothing already recorded touched). Each command's help says its own (docs/cli.md).
 """
 
 from __future__ import annotations
 
 import errno
 import importlib.util
+import io
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -52,8 +53,18 @@ def fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
+class _WholeFirstSentence(click.Command):
+    """A command whose line in `leakbench --help` is its docstring's first sentence whole, wrapped
+    as need be: click would cut it at the terminal's width, mid-sentence, with "..."."""
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return super().get_short_help_str(limit=10_000)
+
+
 class _OneLineErrors(click.Group):
     """Click's usage errors (bad choice, unknown option) as one line and exit 2, like ours."""
+
+    command_class = _WholeFirstSentence
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -79,8 +90,16 @@ _BAD_NAMES = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 @click.group(cls=_OneLineErrors)
+@click.version_option(
+    package_name="leakbench", prog_name="leakbench", message="%(prog)s %(version)s"
+)
 def main() -> None:
-    """Reproducible, measured memory leaks in tf.data pipelines."""
+    """Reproducible, measured memory leaks in tf.data pipelines.
+
+    A command writes its result on stdout, or with --out FILE into FILE, in the form --format
+    names; progress and notes go to stderr. Exit 0 as expected, 1 a result the command fails on
+    (each says which), 2 bad input (one line on stderr): docs/cli.md.
+    """
 
 
 def targets_of(names, variant: str) -> list:
@@ -109,6 +128,16 @@ def progress(status, label: str, reps: int):
             status.update(f"{label}: repetition {message['rep'] + 1}/{reps}")
 
     return show
+
+
+def as_text(*parts) -> str:
+    """Rich renderables (tables, text) as plain text without colour, 200 columns wide, as `out`
+    prints them off a terminal: the `table` form of a result written to a file (--out)."""
+    text = io.StringIO()
+    console = Console(file=text, width=200, color_system=None, soft_wrap=False)
+    for part in parts:
+        console.print(part, highlight=False)
+    return text.getvalue()
 
 
 def flamegraph_note(rec: Record, folder: str | None) -> str:

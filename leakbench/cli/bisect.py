@@ -96,7 +96,11 @@ def _lock(path: Path):
 @main.command()
 @click.argument("pair")
 @click.option(
-    "--variant", type=click.Choice(["leaky", "fixed"]), default="leaky", show_default=True
+    "--variant",
+    type=click.Choice(["leaky", "fixed"]),
+    default="leaky",
+    show_default=True,
+    help="Which of the pair to measure: the leaky scenario or its fix.",
 )
 @click.option(
     "--good",
@@ -159,7 +163,8 @@ def _lock(path: Path):
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="The result as JSON (and markdown beside it, .md). "
+    metavar="FILE",
+    help="The result as JSON in FILE (.json), the markdown beside it (.md). "
     "Default: results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json.",
 )
 @click.option("--force", is_flag=True, help="Replace --out (and its .md) if they exist.")
@@ -179,12 +184,18 @@ def bisect(
     force,
     results,
 ) -> None:
-    """Find the first TensorFlow build whose verdict for PAIR's variant differs from GOOD's.
+    """Find the first TensorFlow build whose verdict changed.
 
-    Candidates are the releases and RCs (tensorflow-cpu) and nightlies (tf-nightly) from
-    GOOD to BAD that the registry serves for this Python, in PEP 440 order; each is
-    installed in turn into one virtualenv and measured by `leakbench run`, as few as a
-    bisection needs, and the two builds at the boundary are measured again.
+    The first build whose verdict for PAIR's variant differs from --good's. Candidates are the
+    releases and RCs (tensorflow-cpu) and nightlies (tf-nightly) from GOOD to BAD that the
+    registry serves for this Python, in PEP 440 order; each is installed in turn into one
+    virtualenv and measured by `leakbench run`, as few as a bisection needs, and the two builds
+    at the boundary are measured again. The result is always filed: JSON in --out, the markdown
+    beside it (.md).
+
+    Exit 0 a boundary found and confirmed, 1 none (the ends read alike, an end or the builds
+    around the boundary unusable, a boundary not stable), 2 bad input or a refusal (before
+    anything is installed), an install that failed, or the disk budget reached mid-way.
     """
     started, clock = datetime.now(UTC), time.monotonic()
     if pair.endswith(".py") or os.sep in pair:

@@ -74,7 +74,9 @@ def _sizes(text: str) -> list[int]:
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Result JSON. Default: results/calibration/<machine>-tf-<version>.json.",
+    metavar="FILE",
+    help="The result as JSON in FILE (.json), which --resume reads; the table goes beside it "
+    "(.md). Default: results/calibration/<machine>-tf-<version>.json.",
 )
 @click.option(
     "--machine",
@@ -96,8 +98,8 @@ def _sizes(text: str) -> list[int]:
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help=(
-        "Records of the default suite (leakbench run "
-        "--json) to report its wall time against its floor. "
+        "Records of the default suite (a records file, or leakbench run --format json --out "
+        "FILE) to report its wall time against its floor. "
         "Default: results/records/<machine>/tf-<version>.jsonl if there is one."
     ),
 )
@@ -130,8 +132,14 @@ def calibrate_command(
     peer_runs,
     cpu_hog,
 ) -> None:
-    """Measure designed leaks of known size (0 = control) RUNS times each, at the engine's default
-    settings, one fresh process at a time; print detection rate, bias and CV per size and signal."""
+    """Measure designed leaks of known size, to calibrate verdicts.
+
+    Each design and size (0: the control) --runs times, at the engine's default settings, one
+    fresh process at a time: detection rate, bias and CV per size and signal. The result is
+    always filed: JSON in --out, the markdown table beside it (.md), the table on stdout too.
+
+    Exit 0 the table written, 2 bad input (nothing measured, nothing overwritten).
+    """
 
     from leakbench.calibrate import run as calibrate
     from leakbench.repeat import hog

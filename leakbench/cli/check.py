@@ -8,11 +8,22 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from leakbench import expectation
 from leakbench.analysis.schema import Record
-from leakbench.cli.base import err, fail, flamegraph_note, main, one_line, out, progress, say
-from leakbench.cli.files import apart, writable
+from leakbench.cli.base import (
+    as_text,
+    err,
+    fail,
+    flamegraph_note,
+    main,
+    one_line,
+    progress,
+    say,
+)
+from leakbench.cli.base import out as terminal
+from leakbench.cli.files import OUT_OPTION, apart, emit, format_option, writable
 from leakbench.cli.options import measurement_options
 from leakbench.contract import ContractError
 from leakbench.reporters import check as view
@@ -47,42 +58,63 @@ def _target_file(spec: str) -> Path | None:
 @main.command("check")
 @click.argument("target")
 @measurement_options()
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the record as JSON on stdout instead of tables."
-)
+@format_option(table="the tables a terminal shows", json="the record, one line of JSON")
+@OUT_OPTION
 @click.option(
     "--html",
     "html_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write a self-contained report page (charts, stages, stacks, chain) to this file.",
+    metavar="FILE",
+    help="Also write a self-contained report page (charts, stages, stacks, chain) to FILE.",
 )
-def check_command(target, settings, as_json, html_path) -> None:
-    """Check a pipeline of your own for leaks, and say where the memory is.
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    hidden=True,
+    help="Deprecated: --format json (the record as JSON on stdout).",
+)
+def check_command(target, settings, fmt, out, html_path, as_json) -> None:
+    """Check a pipeline of your own for leaks.
 
+    Measures TARGET as `run` measures a pair and says where the memory is: the line whose
+    allocations grow, the tf.data stage that buffers, the chain that keeps the objects alive.
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
     tf.data.Dataset (iterated to its end once per repetition) or a zero-argument
-    function doing one repetition of work; or a scenario FILE.py, measured as
-    `run` measures it. Exit 0 no-leak (or fragmentation), 1 leak (or
-    over-cap), 2 bad target, error or hang.
+    function doing one repetition of work; or a scenario FILE.py.
+
+    Exit 0 no-leak or fragmentation (or skipped), 1 leak or over-cap, 2 bad input, a bad
+    target, error or hang.
     """
     from leakbench.check import run as checking
 
-    if html_path is not None:
-        writable("--html", html_path)
+    if as_json:  # the old spelling of --format json
+        if click.get_current_context().get_parameter_source("fmt") != ParameterSource.DEFAULT:
+            if fmt != "json":
+                fail(f"--json is --format json; it contradicts --format {fmt}")
+        fmt = "json"
+    outputs = [("--out", out), ("--html", html_path)]
+    for option, path in outputs:
+        if path is not None:
+            writable(option, path)
     try:
         checking.plan(target)
     except ContractError as e:
         fail(str(e))
-    if html_path is not None:
-        apart([("--html", html_path)], [("the check target's file", _target_file(target))])
+    if out is not None or html_path is not None:
+        apart(outputs, [("the check target's file", _target_file(target))])
     with err.status("starting") as status:
         rec = checking.check(target, settings, on_message=progress(status, target, settings.reps))
-    if as_json:
-        click.echo(json.dumps(rec))
-    else:
+
+    def tables() -> None:
         for part in view.check_view(rec):
-            out.print(part, highlight=False)
+            terminal.print(part, highlight=False)
+
+    def text_of(form: str) -> str:
+        return json.dumps(rec) + "\n" if form == "json" else as_text(*view.check_view(rec))
+
+    emit(fmt, out, text_of, tables, "table")
     if html_path is not None:
         from leakbench.site import report
 

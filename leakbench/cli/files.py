@@ -1,6 +1,7 @@
 """Files a command reads and writes: the checks an output file passes before anything is
-measured (writable, apart), and the results folder and machine options (results_dir, machine_of).
-Bad input ends in one line, exit 2 (leakbench.cli.base.fail)."""
+measured (writable, apart), the results folder and machine options (results_dir, machine_of), and
+the one way a result is written: --format and --out FILE (format_option, OUT_OPTION, emit;
+docs/cli.md). Bad input ends in one line, exit 2 (leakbench.cli.base.fail)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, jsonfile
-from leakbench.cli.base import fail
+from leakbench.cli.base import fail, say
 from leakbench.contract import ContractError
 
 # The longest name of one file or folder (NAME_MAX of ext4, xfs, btrfs, tmpfs), in bytes.
@@ -99,6 +100,14 @@ def results_dir(results: Path | None) -> Path:
         return Path("results")
 
 
+def records_in(results: Path) -> list[tuple[str, Path]]:
+    """Every records file under results/records/, as apart's inputs: an --out is none of them."""
+    from leakbench.history import store
+
+    found = sorted((results / store.RECORDS_DIR).glob("*/*.jsonl"))
+    return [("a records file it reads", path) for path in found]
+
+
 RESULTS_OPTION = click.option(
     "--results",
     type=click.Path(file_okay=False, path_type=Path),
@@ -111,13 +120,52 @@ MACHINE_OPTION = click.option(
     metavar="NAME",
     help="asv machine whose records to read. Default: the only one in the results.",
 )
-FORMAT_OPTION = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["markdown", "json"]),
-    default="markdown",
-    show_default=True,
+
+
+def format_option(**forms: str):
+    """--format: the form of the command's result, one of `forms` (form -> what it is, for the
+    help; the first is the default): json, markdown, table (docs/cli.md)."""
+    shown = ", ".join(f"{form} ({what})" for form, what in forms.items())
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(forms)),
+        default=next(iter(forms)),
+        show_default=True,
+        help=f"The result's form: {shown}. It goes to stdout, or to --out FILE.",
+    )
+
+
+OUT_OPTION = click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the result (in --format) to FILE, replaced whole, instead of stdout; stdout then "
+    "shows what it shows by default.",
 )
+
+
+def emit(fmt: str, out: Path | None, text_of, show, shows: str) -> None:
+    """The result in one place. show() prints the command's usual view on stdout (to a terminal
+    in colour and at its width), which is the form `shows`; text_of(form) is the result as text.
+    Without --out: show() where --format is that form, else text_of(fmt) on stdout. With --out:
+    text_of(fmt) into it (replaced whole, one line on stderr naming it), then show(), so a log
+    still reads the usual view. A file that cannot be written ends here, one line, exit 2
+    (writable checked it before anything was measured)."""
+    if out is None:
+        if fmt == shows:
+            show()
+        else:
+            click.echo(text_of(fmt), nl=False)
+        return
+    text = text_of(fmt)
+    try:
+        jsonfile.write_text_atomic(out, text)
+    except OSError as e:
+        fail(f"--out: cannot write {out}: {e.strerror or e}")
+    show()
+    say(f"leakbench: result written to {out}")
 
 
 def machine_of(results: Path, machine: str | None) -> str:

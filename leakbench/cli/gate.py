@@ -6,6 +6,10 @@ leakbench.reporters.gate's (the summary), .history's (markdown) and .junit's (JU
 
 Exit 0: no regression (a leak fixed upstream included); 1: a regression; 2: bad input, or
 measuring that could not be set up (one line; bad input before anything is measured or written).
+
+The result (--format markdown: the summary, every compared metric in a file; json: the comparison,
+classified) goes to stdout or --out FILE (leakbench.cli.files.emit); --junit FILE writes a CI's
+test report beside it. The old --json FILE and --markdown FILE stay, hidden, as --out does.
 """
 
 from __future__ import annotations
@@ -20,7 +24,17 @@ import click
 from leakbench import catalog, jsonfile
 from leakbench.analysis import decision
 from leakbench.cli.base import fail, main, say
-from leakbench.cli.files import MACHINE_OPTION, RESULTS_OPTION, apart, results_dir, writable
+from leakbench.cli.files import (
+    MACHINE_OPTION,
+    OUT_OPTION,
+    RESULTS_OPTION,
+    apart,
+    emit,
+    format_option,
+    records_in,
+    results_dir,
+    writable,
+)
 from leakbench.cli.types import FINITE_FLOAT
 from leakbench.contract import ContractError
 from leakbench.history import bisect as bisecting
@@ -68,22 +82,37 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     help="A number changed past this ratio (and its floor) is a change; a peak pair's fix's peak "
     "past it, a regression.",
 )
-@click.option("--details", is_flag=True, help="Print every compared metric after the summary.")
-@click.option("--json", "json_path", type=_FILE, help="Write the comparison, classified, as JSON.")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Show every compared metric after the summary (a markdown --out file always has them).",
+)
+@format_option(markdown="the summary", json="the comparison, classified")
+@OUT_OPTION
 @click.option(
     "--junit",
     "junit_path",
     type=_FILE,
-    help="Write JUnit XML: a test case per pair and variant, a regression a failure.",
+    metavar="FILE",
+    help="Also write JUnit XML to FILE, for a CI's test view: a test case per pair and variant, "
+    "a regression a failure.",
+)
+@RESULTS_OPTION
+@MACHINE_OPTION
+@click.option(
+    "--json",
+    "json_path",
+    type=_FILE,
+    hidden=True,
+    help="Deprecated: --format json --out FILE (the comparison, classified, as JSON).",
 )
 @click.option(
     "--markdown",
     "markdown_path",
     type=_FILE,
-    help="Write the summary and every compared metric as markdown.",
+    hidden=True,
+    help="Deprecated: --format markdown --out FILE (the summary and every compared metric).",
 )
-@RESULTS_OPTION
-@MACHINE_OPTION
 def gate(
     pairs,
     baseline,
@@ -92,21 +121,31 @@ def gate(
     jobs,
     factor,
     details,
-    json_path,
+    fmt,
+    out,
     junit_path,
-    markdown_path,
     results,
     machine,
+    json_path,
+    markdown_path,
 ) -> None:
-    """Gate a TensorFlow build on leaks: compare its records with the baseline's, on one machine.
+    """Gate a TensorFlow build on leaks against a baseline.
 
-    Prints a summary first: regressions (a fix or a declared no-leak that leaks, a new hang,
-    error or over-cap, a peak pair's fix whose peak grew past the factor), then leaks fixed
-    upstream, then changes that do not count. PAIRs: the pairs to gate (default: all).
-    Exit 1 on a regression, else 0; 2 on bad input.
+    Compares the candidate's records with the baseline's, on one machine, as `compare` does. A
+    summary first: regressions (a fix or a declared no-leak that leaks, a new hang, error or
+    over-cap, a peak pair's fix whose peak grew past the factor), then leaks fixed upstream,
+    then changes that do not count. PAIRs: the pairs to gate (default: all).
+
+    Exit 0 no regression (a leak fixed upstream included), 1 a regression, 2 bad input or
+    measuring that could not be set up.
     """
     clock = time.monotonic()
-    outputs = [("--json", json_path), ("--junit", junit_path), ("--markdown", markdown_path)]
+    outputs = [
+        ("--out", out),
+        ("--json", json_path),
+        ("--junit", junit_path),
+        ("--markdown", markdown_path),
+    ]
     for option, path in outputs:
         if path is not None:
             writable(option, path)
@@ -114,6 +153,7 @@ def gate(
     if factor <= 1:
         fail(f"--factor must be above 1, got {factor}")
     where = results_dir(results)
+    apart(outputs, records_in(where))
     names = _pairs(pairs)
     try:
         if measure:
@@ -138,7 +178,6 @@ def gate(
         expected=gating.wanted(names),
         versions=(old.version, new.version),
     )
-    click.echo(views.compare_markdown(found, "gate", details))
     result = {
         "command": "gate",
         "baseline": baseline,
@@ -147,10 +186,20 @@ def gate(
         "seconds": round(time.monotonic() - clock, 1),
         **found.as_dict(),
     }
-    written = [
-        (json_path, lambda: json.dumps(result, indent=2) + "\n"),
+
+    def markdown(every_metric: bool) -> str:
+        return views.compare_markdown(found, "gate", every_metric) + "\n"
+
+    def text_of(form: str) -> str:  # a file (--out) holds every metric; stdout, with --details
+        if form == "json":
+            return json.dumps(result, indent=2) + "\n"
+        return markdown(details or out is not None)
+
+    emit(fmt, out, text_of, lambda: click.echo(markdown(details), nl=False), "markdown")
+    written = [  # the old spellings
+        (json_path, lambda: text_of("json")),
         (junit_path, lambda: junit.document(found)),
-        (markdown_path, lambda: views.compare_markdown(found, "gate") + "\n"),
+        (markdown_path, lambda: markdown(True)),
     ]
     for path, text in written:
         if path is not None:

@@ -9,7 +9,17 @@ from pathlib import Path
 import click
 
 from leakbench.cli.base import fail, main
-from leakbench.cli.files import FORMAT_OPTION, MACHINE_OPTION, RESULTS_OPTION, results_dir
+from leakbench.cli.files import (
+    MACHINE_OPTION,
+    OUT_OPTION,
+    RESULTS_OPTION,
+    apart,
+    emit,
+    format_option,
+    records_in,
+    results_dir,
+    writable,
+)
 from leakbench.cli.types import FINITE_FLOAT
 from leakbench.history import compare as comparing
 from leakbench.history import gate as gating
@@ -30,16 +40,20 @@ from leakbench.reporters import history as views
 )
 @RESULTS_OPTION
 @MACHINE_OPTION
-@FORMAT_OPTION
-def compare(old, new, factor, results, machine, fmt) -> None:
-    """Compare two TensorFlow versions' records: the release gate without measuring.
+@format_option(markdown="the summary, then every metric", json="the comparison, classified")
+@OUT_OPTION
+def compare(old, new, factor, results, machine, fmt, out) -> None:
+    """Compare two TensorFlow builds' records, without measuring.
 
-    OLD and NEW are TF versions in the results (2.13.1, `nightly`) or records files (.jsonl).
-    A summary first (regressions, fixed upstream, changes that do not count: docs/gate.md),
-    then per pair, variant and metric. Exit 1 on a regression (a fix or a declared no-leak that
-    leaks, a new hang, error or over-cap, a peak pair's fix whose peak grew past the factor),
-    else 0; 2 on bad input.
+    The release gate on records already filed (`leakbench gate`). OLD and NEW are TF versions in
+    the results (2.13.1, `nightly`) or records files (.jsonl). A summary first (regressions, fixed
+    upstream, changes that do not count: docs/gate.md), then per pair, variant and metric.
+
+    Exit 0 no regression, 1 a regression (a fix or a declared no-leak that leaks, a new hang,
+    error or over-cap, a peak pair's fix whose peak grew past the factor), 2 bad input.
     """
+    if out is not None:
+        writable("--out", out)
     try:
         where = results_dir(results)
         from_files = all(w.endswith(".jsonl") or _is_file(w) for w in (old, new))
@@ -59,9 +73,15 @@ def compare(old, new, factor, results, machine, fmt) -> None:
         )
     except store.VersionError as e:
         fail(str(e))
-    click.echo(
-        json.dumps(found.as_dict(), indent=2) if fmt == "json" else views.compare_markdown(found)
-    )
+    given = [("a records file it reads", Path(w)) for w in (old, new) if from_files]
+    apart([("--out", out)], records_in(where) + given)
+
+    def text_of(form: str) -> str:
+        if form == "json":
+            return json.dumps(found.as_dict(), indent=2) + "\n"
+        return views.compare_markdown(found) + "\n"
+
+    emit(fmt, out, text_of, lambda: click.echo(text_of("markdown"), nl=False), "markdown")
     raise SystemExit(found.exit_code)
 
 
@@ -78,16 +98,30 @@ def _side(where: Path, what: str, machine: str | None) -> tuple[str, list, str |
 @main.command()
 @RESULTS_OPTION
 @MACHINE_OPTION
-@FORMAT_OPTION
-def matrix(results, machine, fmt) -> None:
-    """The pair × TensorFlow version table of verdicts (and growth) from the results."""
+@format_option(markdown="the table and the changes", json="the table's data and the changes")
+@OUT_OPTION
+def matrix(results, machine, fmt, out) -> None:
+    """The pair × TensorFlow build table of verdicts.
+
+    Every pair's verdict (and growth) per build in the results, and every verdict that changed.
+
+    Exit 0 the table written, 2 bad input (no records, a machine not found).
+    """
+    if out is not None:
+        writable("--out", out)
+    where = results_dir(results)
     try:
-        found = tabulating.matrix(results_dir(results), machine)
+        found = tabulating.matrix(where, machine)
     except store.VersionError as e:
         fail(str(e))
-    if fmt == "json":  # the table's data and the list of changes above it
-        found = {**found, "changes": tabulating.changes(found)}
-    click.echo(json.dumps(found, indent=2) if fmt == "json" else views.matrix_markdown(found))
+    apart([("--out", out)], records_in(where))
+
+    def text_of(form: str) -> str:
+        if form == "json":  # the table's data and the list of changes above it
+            return json.dumps({**found, "changes": tabulating.changes(found)}, indent=2) + "\n"
+        return views.matrix_markdown(found) + "\n"
+
+    emit(fmt, out, text_of, lambda: click.echo(text_of("markdown"), nl=False), "markdown")
 
 
 def _is_file(name: str) -> bool:

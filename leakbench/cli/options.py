@@ -26,6 +26,14 @@ CPU_HOG_OPTION = click.option(
     help="Keep this many busy processes running beside the runs (one per core: every core "
     "busy), to see the verdicts on a loaded machine.",
 )
+# which of each pair: run's and repeat's (bisect takes one variant)
+VARIANT_OPTION = click.option(
+    "--variant",
+    type=click.Choice(["leaky", "fixed", "both"]),
+    default="both",
+    show_default=True,
+    help="Which of each pair to measure: the leaky scenario, its fix, or both.",
+)
 SCALES_OPTION = click.option(
     "--scales",
     default="1,4",

@@ -10,7 +10,7 @@ import click
 from leakbench import jsonfile
 from leakbench.cli.base import fail, main, say, targets_of
 from leakbench.cli.files import apart, machine_of, results_dir, writable
-from leakbench.cli.options import CPU_HOG_OPTION, measurement_options, sizes_fit
+from leakbench.cli.options import CPU_HOG_OPTION, VARIANT_OPTION, measurement_options, sizes_fit
 
 
 @main.command("repeat")
@@ -29,16 +29,15 @@ from leakbench.cli.options import CPU_HOG_OPTION, measurement_options, sizes_fit
     show_default=True,
     help="Children measured at once (the default cap is divided between them).",
 )
-@click.option(
-    "--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True
-)
+@VARIANT_OPTION
 @measurement_options(scales=True)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Result JSON (the table goes beside it, .md). "
-    "Default: results/repeatability/<machine>-tf-<version>[-jobs<N>][-hog<N>].json.",
+    metavar="FILE",
+    help="The result as JSON in FILE (.json), which --resume reads; the table goes beside it "
+    "(.md). Default: results/repeatability/<machine>-tf-<version>[-jobs<N>][-hog<N>].json.",
 )
 @click.option(
     "--machine",
@@ -65,9 +64,14 @@ def repeat_command(
     resume,
     cpu_hog,
 ) -> None:
-    """Measure pairs (all by default) RUNS times each, in independent runs, and write the
-    repeatability table: verdict agreement and the spread of each decisive slope.
-    Exit 0 once the table is written, 2 on bad input (nothing measured, nothing overwritten)."""
+    """Measure pairs RUNS times each: the repeatability table.
+
+    Every variant (all pairs by default) in --runs independent runs; the table holds the verdicts'
+    agreement and the spread of each decisive slope. The result is always filed: JSON in --out,
+    the markdown table beside it (.md), the table on stdout too.
+
+    Exit 0 the table written, 2 bad input (nothing measured, nothing overwritten).
+    """
     from leakbench.repeat import run as repeat
     from leakbench.reporters import repeatability as repeat_report
 

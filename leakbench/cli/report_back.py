@@ -48,12 +48,18 @@ def report_pairs(root: Path, names: tuple) -> dict:
     type=click.Path(path_type=Path),
     default=None,
     metavar="DIR",
-    help="Write DIR/<pair>.md, one per pair, and print the paths, instead of printing the blocks.",
+    help="A folder, not a file: write DIR/<pair>.md, one per pair, and print the paths, instead "
+    "of printing the blocks.",
 )
 def report_back(pairs, results, machine, out) -> None:
-    """For pairs from public reports (SOURCE names an issue), a markdown block to paste
-    into the issue: the thread's claim, the verdict per TensorFlow release, the machine,
-    how to reproduce it. PAIRS: default every report pair. Exit 2 on bad input."""
+    """Write a block to paste into a pair's upstream issue.
+
+    For pairs from public reports (SOURCE names an issue), a markdown block: the thread's claim,
+    the verdict per TensorFlow release, the machine, how to reproduce it. PAIRS: default every
+    report pair. Markdown is its one form: no --format.
+
+    Exit 0 the blocks printed or written, 2 bad input.
+    """
     try:
         root = catalog.find_root()
     except ContractError as e:

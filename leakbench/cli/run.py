@@ -14,6 +14,11 @@ run's exit code: 0 when every variant reads what its contract says it should
 (leakbench.expectation), 1 when some does not, 2 on bad input (a records file
 or machine folder that cannot take the records included, before anything is
 measured) or when the records cannot be filed under the installed TensorFlow.
+
+The result is the table (--format table, markdown: the wide table) or the records (json: one per
+line, as a records file holds them), on stdout or in --out FILE (leakbench.cli.files.emit). The
+old spellings stay, hidden: --json FILE appends the records as they come in (bisect's installer
+reads a run that way), --markdown FILE writes the wide table.
 """
 
 from __future__ import annotations
@@ -31,18 +36,19 @@ from leakbench.analysis.schema import Record
 from leakbench.calibrate import committed
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.cli.base import (
+    as_text,
     err,
     fail,
     flamegraph_note,
     main,
     one_line,
-    out,
     progress,
     say,
     targets_of,
 )
-from leakbench.cli.files import apart, results_dir, writable
-from leakbench.cli.options import measurement_options, sizes_fit
+from leakbench.cli.base import out as terminal
+from leakbench.cli.files import OUT_OPTION, apart, emit, format_option, results_dir, writable
+from leakbench.cli.options import VARIANT_OPTION, measurement_options, sizes_fit
 from leakbench.contract import ContractError
 from leakbench.history import pin, rounds, store
 from leakbench.history.store import asv_machine
@@ -52,12 +58,18 @@ from leakbench.reporters import table
 
 @main.command("list")
 def list_pairs() -> None:
-    """List the scenario pairs: name, kind, seed source, size parameter, title."""
+    """List the scenario pairs.
+
+    One line per pair: name, kind, seed source, size parameter, title.
+
+    Exit 0, 2 where the checkout's catalog cannot be read (no checkout, a scenario that breaks
+    the contract).
+    """
     try:
         targets = catalog.targets(catalog.find_root(), [], "leaky")
     except ContractError as e:
         fail(str(e))
-    out.print(table.listing([t.scenario for t in targets]))
+    terminal.print(table.listing([t.scenario for t in targets]))
 
 
 def _overrides(params) -> dict:
@@ -72,29 +84,22 @@ def _overrides(params) -> dict:
 
 @main.command()
 @click.argument("names", nargs=-1)
-@click.option(
-    "--variant", type=click.Choice(["leaky", "fixed", "both"]), default="both", show_default=True
-)
+@VARIANT_OPTION
 @measurement_options(scales=True)
 @click.option(
     "--param", "params", multiple=True, metavar="NAME=VALUE", help="Override a scenario parameter."
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Append one JSON record per line to this file, in the catalog's order.",
+@format_option(
+    table="the tables a terminal shows",
+    markdown="the wide table",
+    json="the records, one JSON object per line, as in a records file",
 )
+@OUT_OPTION
 @click.option(
-    "--markdown",
-    "markdown_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the wide table in markdown to this file (e.g. results/run-<machine>-tf-<v>.md).",
-)
-@click.option(
-    "--wide", is_flag=True, help="Print every metric, not only the columns the verdict rests on."
+    "--wide",
+    is_flag=True,
+    help="Show every metric in the table, not only the columns the verdict rests on (markdown "
+    "always does).",
 )
 @click.option(
     "--jobs",
@@ -118,13 +123,45 @@ def _overrides(params) -> dict:
     help="Machine folder of the records. Default: asv's machine name, or "
     "<name>-<cpu>-<cores>c where that folder holds another machine's records.",
 )
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    hidden=True,
+    help="Deprecated (--format json --out FILE replaces the file): append one JSON record per "
+    "line to FILE as each comes in, in the catalog's order.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    hidden=True,
+    help="Deprecated: --format markdown --out FILE (the wide table in markdown).",
+)
 def run(
-    names, variant, settings, params, json_path, markdown_path, wide, jobs, filing, machine
+    names,
+    variant,
+    settings,
+    params,
+    fmt,
+    out,
+    wide,
+    jobs,
+    filing,
+    machine,
+    json_path,
+    markdown_path,
 ) -> None:
-    """Measure scenario pairs (all by default), each run in a capped, timed subprocess,
-    JOBS at once, and file their records.
+    """Measure scenario pairs and file their records.
 
-    NAMES are pair names from `leakbench list` or paths to scenario files.
+    Each variant runs in a capped, timed subprocess, --jobs at once; all pairs by default. NAMES
+    are pair names from `leakbench list` or paths to scenario files. The table keeps the
+    catalog's order.
+
+    Exit 0 every variant reads what it should, 1 some variant does not, 2 bad input, or records
+    that cannot be filed under the installed TensorFlow.
     """
     overrides = _overrides(params)
     targets = targets_of(names, variant)
@@ -144,13 +181,11 @@ def run(
     if unused:
         fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
     sizes_fit(plans, settings.scales)
-    for option, path in (("--json", json_path), ("--markdown", markdown_path)):
+    outputs = [("--out", out), ("--json", json_path), ("--markdown", markdown_path)]
+    for option, path in outputs:
         if path:
             writable(option, path)
-    apart(
-        [("--json", json_path), ("--markdown", markdown_path)],
-        [("a scenario file it measures", t.scenario.path) for t in targets],
-    )
+    apart(outputs, [("a scenario file it measures", t.scenario.path) for t in targets])
 
     results = results_dir(None)
     filed = _records_file(results, machine, targets, settings, overrides) if filing else None
@@ -183,16 +218,21 @@ def run(
 
         rounds.measure_each(list(range(len(plans))), one, jobs, done)
     records = [rec for rec in found if rec is not None]  # every one: measure_each ran them all
-    out.print(table.table(records, wide=wide))
     tf = next(
         (r["environment"]["tensorflow"] for r in records if r["environment"]["tensorflow"]), None
     )
+
+    def text_of(form: str) -> str:
+        if form == "json":
+            return "".join(json.dumps(rec) + "\n" for rec in records)
+        if form == "markdown":
+            return table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}")
+        return as_text(table.table(records, wide=wide))
+
+    emit(fmt, out, text_of, lambda: terminal.print(table.table(records, wide=wide)), "table")
     say(committed.sensitivity(results / "calibration", asv_machine(results), tf))
     if markdown_path:
-        jsonfile.write_text_atomic(
-            markdown_path,
-            table.markdown(records, f"leakbench run: TensorFlow {tf or 'not imported'}"),
-        )
+        jsonfile.write_text_atomic(markdown_path, text_of("markdown"))
     if filed is not None:
         _file(results, *filed, [r for r in records if r["variant"] in VARIANT_DIRS])
     for rec in records:

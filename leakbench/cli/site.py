@@ -20,7 +20,8 @@ from leakbench.units import KIB, format_bytes
     type=click.Path(path_type=Path),
     default=Path("site"),
     show_default=True,
-    help="Folder to write the site into.",
+    metavar="DIR",
+    help="A folder, not a file: the site is built beside it and replaces it whole.",
 )
 @click.option(
     "--asv/--no-asv",
@@ -29,7 +30,12 @@ from leakbench.units import KIB, format_bytes
     help="Also run `asv publish` of the same results into OUT/asv.",
 )
 def site_command(results, machine, out, asv) -> None:
-    """Build the static site: the leak matrix and one lesson per pair, from the results."""
+    """Build the static site from the results.
+
+    The leak matrix and one lesson per pair, as HTML pages in --out (docs/site.md).
+
+    Exit 0 the site built, 2 bad input (the results, --out), the previous site kept.
+    """
     from leakbench.site import build as site
 
     try:
