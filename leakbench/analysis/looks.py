@@ -34,7 +34,8 @@ from leakbench.units import KIB
 
 CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first run's series
 # The extension, where a confirmation's later half rose without deciding: 6x a first run's
-# repetitions (72 at the defaults), whose later half is read in EXTEND_WINDOWS windows (of 18):
+# repetitions (72 at the defaults), whose later half is read in EXTEND_WINDOWS windows (of 16:
+# 36 values less estimate.NET_EDGE, halved):
 # each must hold one of a lumpy leak's lumps (docs/verdicts.md, "Lumps and levelling").
 EXTEND_REPS_FACTOR = 6
 EXTEND_WINDOWS = 2

@@ -4,7 +4,7 @@ leakbench.calibrate.cost's figures, leakbench.calibrate.committed's suite
 cost), and the smallest designed leak caught in every run. Pure functions:
 nothing is measured or read here. The bounds are set here; what was measured
 against them on this machine: docs/calibration.md, its committed runs; the
-smallest leak caught: docs/limits.md, "Small leaks". Both read the steady
+smallest leak caught: docs/verdicts.md, "Growth signals and their thresholds". Both read the steady
 designs' rows only (python, tensorflow, tensorflow-system-allocator): the
 shape library's are the tables' to show, not a target's.
 """
