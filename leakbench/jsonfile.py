@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -238,3 +239,45 @@ def resumable(out: Path, made: dict, fmt: int, what: str, error: type[Exception]
     if differ:
         raise error(f"{out} was measured with other settings ({'; '.join(differ)}); {keep}")
     return found
+
+
+# What bad_value finds: a number that is not finite, one past the bound, a string or a key that
+# is not valid UTF-8
+NOT_FINITE, PAST_BOUND, BAD_STRING, BAD_KEY = "not finite", "past bound", "string", "key"
+
+
+def bad_value(value: Any, where: tuple = (), bound: float | None = None) -> tuple | None:
+    """(where, what, culprit) of the first value of parsed JSON that no result file may hold, or
+    None: a number that is not finite (json reads NaN, Infinity, 1e400: NOT_FINITE), one past
+    ±bound when a bound is given (PAST_BOUND), a string or a key with a lone surrogate ("\\ud800",
+    not valid UTF-8: BAD_STRING, BAD_KEY). `where` is the path to it (keys and indexes). The one
+    walk validate (records files) and engine.messages (the child's messages) say where with,
+    each in its own words."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, NOT_FINITE, value
+    if bound is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if abs(value) > bound:
+            return where, PAST_BOUND, value
+    elif isinstance(value, str):
+        if not utf8(value):
+            return where, BAD_STRING, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not utf8(key):
+                return where, BAD_KEY, key
+            if (found := bad_value(item, (*where, key), bound)) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := bad_value(item, (*where, i), bound)) is not None:
+                return found
+    return None
+
+
+def utf8(text: str) -> bool:
+    """True if `text` encodes as UTF-8 (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False

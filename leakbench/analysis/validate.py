@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from typing import Any
 
 # re-exported: the tests read the calibration's signals here
+from leakbench import jsonfile
 from leakbench.analysis.json_schemas import CALIBRATION_SIGNALS as CALIBRATION_SIGNALS
 from leakbench.analysis.json_schemas import schema_of
 
@@ -57,34 +57,17 @@ def values_problem(found: Any) -> str | None:
 
 
 def _locate(value: Any, where: tuple) -> str | None:
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return (
-                f"{_where(where)}: {value} is not a finite number (JSON has no NaN or infinity; "
-                "a number past 1.8e308 reads as infinity)"
-            )
-    elif isinstance(value, str):
-        if not _utf8(value):
-            return f"{_where(where)}: a string with {_surrogate(value)}"
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and not _utf8(key):
-                return f"{_where(where)}: a key with {_surrogate(key)}"
-            if (found := _locate(item, (*where, key))) is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            if (found := _locate(item, (*where, i))) is not None:
-                return found
-    return None
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
+    found = jsonfile.bad_value(value, where)
+    if found is None:
+        return None
+    at, what, culprit = found
+    if what == jsonfile.NOT_FINITE:
+        return (
+            f"{_where(at)}: {culprit} is not a finite number (JSON has no NaN or infinity; "
+            "a number past 1.8e308 reads as infinity)"
+        )
+    kind = "key" if what == jsonfile.BAD_KEY else "string"
+    return f"{_where(at)}: a {kind} with {_surrogate(culprit)}"
 
 
 def _surrogate(text: str) -> str:

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 from typing import TYPE_CHECKING, Any
 
+from leakbench import jsonfile
 from leakbench.metrics import SERIES_UNITS
 
 if TYPE_CHECKING:
@@ -335,37 +335,22 @@ def _keys(message: dict) -> str:
 
 def _bad_value(value: Any, where: tuple) -> tuple[tuple, str] | None:
     """(where, what) of the first number that is not finite or past ±NUMBER_BOUND, or string that
-    is not valid UTF-8 (json reads NaN, Infinity, 1e400 and a lone surrogate, "\\ud800"), or None.
+    is not valid UTF-8 (json reads NaN, Infinity, 1e400 and a lone surrogate, "\\ud800"), or None
+    (jsonfile.bad_value's walk, in this module's words).
     """
-    if isinstance(value, float) and not math.isfinite(value):
-        return where, f"is {value}, not a finite number (JSON has no NaN or infinity)"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if abs(value) > NUMBER_BOUND:
-            shown = (
-                f"{value:.3g}"
-                if isinstance(value, float)
-                else f"an int of {len(str(value))} digits"
-            )
-            return where, f"is {shown}, past ±2**63 (no count, size or time is)"
-    elif isinstance(value, str):
-        if not _utf8(value):
-            return where, "is a string with a lone surrogate, not valid UTF-8"
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not _utf8(key):
-                return where, "has a key with a lone surrogate, not valid UTF-8"
-            if (found := _bad_value(item, (*where, key))) is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            if (found := _bad_value(item, (*where, i))) is not None:
-                return found
-    return None
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
+    found = jsonfile.bad_value(value, where, NUMBER_BOUND)
+    if found is None:
+        return None
+    at, what, culprit = found
+    if what == jsonfile.NOT_FINITE:
+        return at, f"is {culprit}, not a finite number (JSON has no NaN or infinity)"
+    if what == jsonfile.PAST_BOUND:
+        shown = (
+            f"{culprit:.3g}"
+            if isinstance(culprit, float)
+            else f"an int of {len(str(culprit))} digits"
+        )
+        return at, f"is {shown}, past ±2**63 (no count, size or time is)"
+    if what == jsonfile.BAD_KEY:
+        return at, "has a key with a lone surrogate, not valid UTF-8"
+    return at, "is a string with a lone surrogate, not valid UTF-8"
