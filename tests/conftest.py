@@ -216,6 +216,23 @@ def pure_python_checkout(where: Path) -> Path:
 
 
 # What a refusal must look like, and what it must leave as it was (test_bad_input, test_refusals).
+def invoke(*args):
+    """leakbench's command line in this process (click's CliRunner), arguments as strings."""
+    from click.testing import CliRunner
+
+    from leakbench import cli
+
+    return CliRunner().invoke(cli.main, [str(a) for a in args])
+
+
+def one_error_line(result) -> str:
+    """The one line a refusal says (exit 2, "leakbench: error: ..." on stderr alone)."""
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
+    return lines[0]
+
+
 def refused(done, *fragments: str) -> str:
     """Exit 2, one line 'leakbench: error: ...' on stderr holding every fragment, no traceback,
     nothing on stdout, no exception but SystemExit (in process: nothing started)."""

@@ -28,11 +28,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import pure_python_checkout, refused, state
+from conftest import invoke, pure_python_checkout, refused, state
 from packaging.tags import Tag
 
-from leakbench import cli, jsonfile
+from leakbench import jsonfile
 from leakbench.analysis import schema
 from leakbench.history import installer, registry
 from leakbench.site import build as site
@@ -67,10 +66,6 @@ def leakbench(*args) -> subprocess.CompletedProcess:
         text=True,
         timeout=SECONDS,
     )
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
 
 
 def special(path: Path, kind: str) -> Path:

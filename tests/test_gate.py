@@ -13,9 +13,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke, one_error_line
 
-from leakbench import cli
 from leakbench.analysis import decision
 from leakbench.history import compare, registry, store
 from leakbench.history import gate as gating
@@ -28,19 +27,8 @@ FILES = RESULTS / "records" / MACHINE
 COMMITTED = Path(__file__).resolve().parents[1] / "results"
 
 
-def invoke(*args):
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
-
-
 def gate(*args):
     return invoke("gate", *args, "--results", RESULTS)
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
-    return lines[0]
 
 
 def records(version: str = "2.13.1") -> list:

@@ -12,10 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import state
+from conftest import invoke, one_error_line, state
 
-from leakbench import cli
 from leakbench.analysis import record, schema
 from leakbench.history import store
 
@@ -23,17 +21,6 @@ FILES = Path(__file__).parent / "data" / "results" / "records" / "fixture"
 COMMITTED = Path(__file__).resolve().parents[1] / "results"
 AMD = ("AMD EPYC", 2)
 INTEL = ("Intel(R) Xeon(R) Processor", 2)
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
-    return lines[0]
 
 
 def on(machine: tuple, recs: list) -> list:

@@ -9,19 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from leakbench import cli
 from leakbench.history import builds, matrix, pin, store
 from leakbench.reporters import history as history_md
 
 RESULTS = Path(__file__).parent / "data" / "results"
 MACHINE = "fixture"
 NIGHTLY = "3.0.0.dev20261026"  # after the fixture's newest release, 2.99.0
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
 
 
 def with_nightly(tmp_path, changed_pair: str | None = "growing") -> Path:

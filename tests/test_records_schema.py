@@ -16,10 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import refused, state
+from conftest import invoke, refused, state
 
-from leakbench import cli
 from leakbench.analysis import schema, validate
 from leakbench.calibrate import committed
 from leakbench.calibrate import run as calibrate
@@ -32,10 +30,6 @@ FAST = ["--cap", "1GiB", "--timeout", "60", "--warmup", "1", "--reps", "6", "--h
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke, one_error_line
 
-from leakbench import cli, metrics
+from leakbench import metrics
 from leakbench.analysis import schema, verdict
 from leakbench.history import builds, compare, matrix, pin, store, sweep
 from leakbench.reporters import history as history_md
@@ -30,17 +30,6 @@ from leakbench.reporters import history as history_md
 RESULTS = Path(__file__).parent / "data" / "results"
 MACHINE = "fixture"  # the asv machine name of the fixture records
 FILES = RESULTS / "records" / MACHINE
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
-    return lines[0]
 
 
 # --- the TF pin ---------------------------------------------------------------

@@ -48,7 +48,12 @@ from leakbench.cli.base import (
 )
 from leakbench.cli.base import out as terminal
 from leakbench.cli.files import OUT_OPTION, apart, emit, format_option, results_dir, writable
-from leakbench.cli.options import VARIANT_OPTION, measurement_options, sizes_fit
+from leakbench.cli.options import (
+    OPTION_NAMES,
+    VARIANT_OPTION,
+    measurement_options,
+    sizes_fit,
+)
 from leakbench.contract import ContractError
 from leakbench.history import pin, rounds, store
 from leakbench.history.store import asv_machine
@@ -252,18 +257,6 @@ def _label(i: int, plans: list) -> str:
     return f"[{i + 1}/{len(plans)}] {target.scenario.name} ({target.variant})"
 
 
-# Settings' fields as run's options name them, for the line saying why no records are filed.
-_OPTIONS = {
-    "warmup": "--warmup",
-    "reps": "--reps",
-    "heap_reps": "--heap-reps",
-    "cap_bytes": "--cap",
-    "timeout_seconds": "--timeout",
-    "scales": "--scales",
-    "teardown_timeout_seconds": "--teardown-timeout",
-}
-
-
 def _records_file(
     results: Path, machine: str | None, targets: list, settings: Settings, overrides: dict
 ) -> tuple[str, str] | None:
@@ -272,7 +265,7 @@ def _records_file(
     line: settings other than the defaults (a flame graph's folder aside), no pair of the catalog
     among the targets, no TensorFlow installed."""
     given = [
-        _OPTIONS.get(f.name, f.name)
+        OPTION_NAMES.get(f.name, f.name)
         for f in fields(Settings)
         if f.name != "flamegraph_dir" and getattr(settings, f.name) != getattr(Settings(), f.name)
     ]
