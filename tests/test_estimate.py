@@ -559,11 +559,13 @@ def test_a_leak_in_lumps_is_kept_by_its_extension(malloc):
     assert decided(found)[:2] == ("leak", ["held"]) and "in every window" in found.why
 
 
-def test_a_leak_malloc_does_not_see_is_kept_by_held_memorys_own_lows():
+def test_a_leak_malloc_does_not_see_in_lumps_is_beyond_the_extension():
     """python-dict at 16 KiB/rep, --reps 48 (its extension, measured): its int keys live in
     CPython's arenas, which malloc's counters never see. Held memory rose by a median 8 KiB/rep
     (the ints), and in lumps as the table doubled (1,909 and 641 KiB of lows in two windows);
-    malloc in use once, by the table (1,281 KiB, then flat)."""
+    malloc in use once, by the table (1,281 KiB, then flat). The extension reads malloc's lows
+    only: it turns this leak away, a limit docs/limits.md states (a rule on held memory's own
+    lows read fit_per_batch's creep of about the bar as a leak in 1 of 12 runs)."""
     rng = np.random.default_rng(5)
     held = BASE + np.cumsum(8 * KIB + rng.normal(0, KIB, EXTENDED))
     held[44:] += 400 * KIB  # the table's doublings, touched
@@ -572,7 +574,7 @@ def test_a_leak_malloc_does_not_see_is_kept_by_held_memorys_own_lows():
     later, envelope = extension(malloc, held)
     assert verdict.steady_signals(later) == []  # under the bar in its rate: not moved
     found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
-    assert decided(found)[:2] == ("leak", ["held"]) and "median rise" in found.why
+    assert decided(found)[:2] == ("no-leak", []) and "the growth stopped" in found.why
 
 
 @pytest.mark.parametrize(
