@@ -38,6 +38,12 @@ def test_own_processes_leave_the_marked_tree_out():
     mine = subprocess.Popen(sleep)
     theirs = subprocess.Popen(sleep, env={**os.environ, conftest.SESSION_MARK: "1"})
     try:
+        # between fork and exec a child's environment is still its parent's, without the mark:
+        # look once both run the interpreter (a clean-clone CI run read "theirs" as ours)
+        for proc in (mine, theirs):
+            wait_for(
+                lambda p=proc: "time.sleep" in " ".join(psutil.Process(p.pid).cmdline()), 60, "exec"
+            )
         found = conftest.own_processes()
         assert mine.pid in found and theirs.pid not in found
     finally:
