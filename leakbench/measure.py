@@ -37,7 +37,7 @@ from leakbench.analysis import looks, record
 from leakbench.analysis.schema import Record
 from leakbench.catalog import Target
 from leakbench.contract_rules import MIN_SERIES
-from leakbench.engine import heap, memlimit, preload, runner
+from leakbench.engine import heap, memlimit, preload, runner, supervise
 from leakbench.units import GIB, MAX_BYTES, MAX_BYTES_TEXT
 
 # The cap where a measurement must not depend on the machine's RAM (Settings.cap_bytes 0: half
@@ -272,7 +272,8 @@ def measure(
     does not allow for that.
     """
     settings = settings.resolved()
-    env = {**target.scenario.env, **(env or {})}
+    # the allocator the verdict's signals need (supervise.allocator), under the scenario's own
+    env = {**supervise.allocator(target.scenario.kind), **target.scenario.env, **(env or {})}
     lacking = preload.missing(env)
     if lacking:  # the loader would only warn, and the run would measure glibc's malloc instead
         skip = runner.Outcome("skipped", "import", params, 0.0, skipped=lacking)

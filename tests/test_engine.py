@@ -628,3 +628,26 @@ def test_an_over_cap_run_is_told_in_the_phase_the_child_last_began():
         selector.close()
         os.close(read_fd)
         os.close(write_fd)
+
+
+@pytest.mark.parametrize("name, allocator", [("python_leak", "1"), ("python_peak", "0")])
+def test_a_growth_child_measures_tensors_on_malloc_and_a_peak_child_on_onednns_pool(
+    monkeypatch, name, allocator
+):
+    """supervise.allocator: growth reads malloc's counters; peak reads VmHWM, which malloc's
+    arenas inflated and scattered (unbounded_cache's k under 0.5 in 2 of 4 runs)."""
+    monkeypatch.delenv(supervise.TF_SYSTEM_ALLOCATOR, raising=False)
+    seen = []
+
+    def fake_child(path, params, child, on_message=None):
+        seen.append(supervise.child_env(child.env)[supervise.TF_SYSTEM_ALLOCATOR])
+        return runner.Outcome("error", "import", params, 0.0, error="not run")
+
+    monkeypatch.setattr(runner, "run_child", fake_child)
+    run(name)
+    assert seen == [allocator]
+    # a caller's own setting wins, for either kind
+    monkeypatch.setenv(supervise.TF_SYSTEM_ALLOCATOR, "7")
+    seen.clear()
+    run(name)
+    assert seen == ["7"]

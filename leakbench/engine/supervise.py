@@ -55,16 +55,28 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 KILL_ROUNDS = 20  # killing a tree that keeps forking: each round kills what the last one found
 
 
+def allocator(kind: str = "growth") -> dict:
+    """TensorFlow's CPU allocator for a child measuring a target of `kind` ("growth" or "peak"),
+    as environment: {} where this process's environment sets TF_ONEDNN_USE_SYSTEM_ALLOCATOR (a
+    caller's own setting wins), else "1" for growth (malloc), "0" for peak (oneDNN's pool, as in
+    production). TensorFlow reads the variable since 2.9 (tensorflow/core/util/onednn_env_vars.cc).
+
+    Growth: oneDNN's pool keeps tensors of 256 KiB and more out of malloc, where held memory and
+    malloc's counters would see them; a leak of such tensors hid in it in some runs and not
+    others. Peak: the verdict reads the high-water mark (VmHWM), which the pool does not hide;
+    on malloc, freed batches stranded in TensorFlow's threads' arenas raised unbounded_cache's
+    peak at its smallest size from 79–83 MiB to 150–244 MiB, and its k under 0.5 in 2 of 4 runs
+    (docs/limits.md, "oneDNN's pool")."""
+    if TF_SYSTEM_ALLOCATOR in os.environ:
+        return {}
+    return {TF_SYSTEM_ALLOCATOR: "0" if kind == "peak" else "1"}
+
+
 def child_env(extra: dict | None = None) -> dict:
     """This process's environment for a child: leakbench importable, TensorFlow's banner off,
-    TensorFlow's CPU tensors on malloc (TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1, read by
-    tensorflow/core/util/onednn_env_vars.cc since TF 2.9) unless already set, `extra` on top."""
-    env = dict(os.environ)
+    TensorFlow's allocator for a growth target (`allocator`), `extra` on top."""
+    env = {**os.environ, **allocator()}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up banner out of logs
-    # oneDNN's pool keeps tensors of 256 KiB and more out of malloc, where held memory and
-    # malloc's counters would see them: a leak of such tensors hid in it in some runs and not
-    # others (docs/limits.md, "oneDNN's pool"). A caller's own setting wins.
-    env.setdefault(TF_SYSTEM_ALLOCATOR, "1")
     package_parent = str(Path(leakbench.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     env.update(extra or {})
