@@ -33,21 +33,35 @@ class Target:
         return expectation.for_variant(self.variant, s.reported, s.expects, s.needs)
 
 
+# The suite a wheel carries (pyproject.toml maps scenarios/, fixes/ and the committed results
+# there): the root of last resort, outside any checkout.
+SHIPPED = Path(__file__).resolve().parent / "suite"
+
+
 def find_root(start: Path | None = None) -> Path:
-    """The directory holding scenarios/: $LEAKBENCH_ROOT, else the current
-    directory or a parent of it, else the checkout this package lives in."""
+    """The directory holding scenarios/ and fixes/, the one rule for it: $LEAKBENCH_ROOT, else
+    a checkout (the current directory or a parent of it, else the checkout this package lives
+    in: an editable install), else the copy of the suite shipped in the installed package
+    (SHIPPED). Raises ContractError (one line) where there is none."""
     if os.environ.get("LEAKBENCH_ROOT"):
         root = Path(os.environ["LEAKBENCH_ROOT"])
         if not (root / "scenarios").is_dir():
             raise ContractError(f"LEAKBENCH_ROOT={root} has no scenarios/ directory")
         return root
     here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents, Path(__file__).resolve().parents[1]):
+    for candidate in (here, *here.parents, Path(__file__).resolve().parents[1], SHIPPED):
         if (candidate / "scenarios").is_dir():
             return candidate
     raise ContractError(
-        "no scenarios/ directory found (run from a leakbench checkout or set LEAKBENCH_ROOT)"
+        "no scenarios/ directory found: not in a leakbench checkout, none shipped in the "
+        f"installed package ({SHIPPED}); run from a checkout or set LEAKBENCH_ROOT"
     )
+
+
+def is_shipped(root: Path) -> bool:
+    """True if `root` (find_root's) is the suite shipped in the installed package, not a
+    checkout: its results are read, never written."""
+    return Path(root).resolve() == SHIPPED
 
 
 def pair_names(root: Path) -> list[str]:

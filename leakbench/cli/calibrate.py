@@ -174,7 +174,7 @@ def calibrate_command(
             f"TensorFlow is not installed for {sys.executable}; "
             "use --holders python (or python-shapes) or pip install 'leakbench[tf]'"
         )
-    results = results_dir(None)
+    results = results_dir(None, writes=True)
     machine = machine_of(results, machine)
     default = out is None
     out = out or calibrate.default_out(results, machine)

@@ -90,14 +90,17 @@ def apart(outputs, inputs=()) -> None:
         seen[key] = (f"{option}'s file too", Path(path))
 
 
-def results_dir(results: Path | None) -> Path:
-    """--results, else ./results, else results/ of the leakbench checkout."""
+def results_dir(results: Path | None, writes: bool = False) -> Path:
+    """--results, else ./results, else results/ of the root catalog.find_root finds: a checkout's,
+    or the results shipped in the installed package, which are read and never written (`writes`:
+    a command that files results there gets ./results instead)."""
     if results is not None or Path("results").is_dir():
         return results or Path("results")
     try:
-        return catalog.find_root() / "results"
+        root = catalog.find_root()
     except ContractError:
         return Path("results")
+    return Path("results") if writes and catalog.is_shipped(root) else root / "results"
 
 
 def records_in(results: Path) -> list[tuple[str, Path]]:

@@ -77,7 +77,7 @@ def repeat_command(
 
     targets = targets_of(names, variant)
     sizes_fit([(t, t.scenario.params) for t in targets], settings.scales)
-    results = results_dir(None)
+    results = results_dir(None, writes=True)
     machine = machine_of(results, machine)
     default = out is None
     out = out or repeat.default_out(results, machine, jobs, cpu_hog)

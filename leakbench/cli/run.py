@@ -192,7 +192,7 @@ def run(
             writable(option, path)
     apart(outputs, [("a scenario file it measures", t.scenario.path) for t in targets])
 
-    results = results_dir(None)
+    results = results_dir(None, writes=True)
     filed = _records_file(results, machine, targets, settings, overrides) if filing else None
     jobs = jobs or store.this_machine()[1] or 1
     shared = rounds.shared_cap(settings, jobs)  # the default cap, divided between the children
