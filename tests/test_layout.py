@@ -30,6 +30,7 @@ RANKS = {
     "leakbench.analysis": 2,  # series into slopes, a verdict, a record
     # one variant: child runs (engine) into its record (analysis)
     "leakbench.measure": 3,
+    "leakbench.online": 3,  # samples in the user's process (engine probes) judged (analysis)
     "leakbench.history": 4,  # the record store, and sweeps and bisect over releases
     "leakbench.check": 5,  # the commands' own work, on measure and the store
     "leakbench.calibrate": 5,
@@ -38,6 +39,8 @@ RANKS = {
     "leakbench.site": 7,  # the site, which reuses the reporters' tables
     "leakbench.cli": 8,  # the faces
     "leakbench.pytest_plugin": 8,
+    "leakbench.watch": 8,  # the online watcher in the user's own process (on leakbench.online)
+    "leakbench.keras": 9,  # its Keras callback
     "leakbench.__main__": 9,  # python -m leakbench: the CLI
 }
 FACES = (
@@ -46,6 +49,8 @@ FACES = (
     "leakbench.site",
     "leakbench.reporters",
     "leakbench.pytest_plugin",
+    "leakbench.watch",
+    "leakbench.keras",
 )
 
 

@@ -1,0 +1,304 @@
+"""Watch a running job for leaks, inside its own process: the engine's verdict, online.
+
+    from leakbench.watch import watch
+
+    with watch(every=100) as w:           # one sample every 100 steps
+        for batch in dataset:
+            train_step(batch)
+            w.step()
+    print(w.result().text())
+
+The Keras callback (leakbench.keras.LeakWatch) is a thin adapter over the same Watch; what a
+sample reads and how the samples are judged is leakbench.online's. The first `warmup` samples
+are skipped (measure.Settings.warmup, 3); then rounds of the engine's protocol follow one
+another: a round that ends in no-leak starts the next, a leak is final and sampling stops.
+
+Cost: a sample starts with a full garbage collection, which walks every object the collector
+tracks (126 ms with TensorFlow 2.21 and a small Keras model imported, on a 2-core VM: see
+docs/check.md, "Watching a job"). Each sample is timed; at the end of the warm-up, where a sample
+would cost more than `budget` (1 %) of the work between two samples, the watch samples every
+k-th time, k fixed from then on, so that one sample stays one unit of work (result().sample
+says what it is).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import psutil
+
+from leakbench.analysis import decision
+from leakbench.engine import probes
+from leakbench.measure import Settings
+from leakbench.online import SAMPLED, Judge, Round, sample
+
+LOG = logging.getLogger("leakbench.watch")
+BUDGET = 0.01  # the share of the watched time sampling may take (seconds per second)
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    """What a watch found so far, as data; `text` renders it.
+
+    verdict: "leak", "no-leak" (every round so far), or None (no round decided yet). signals:
+    the signals kept. decision: analysis.decision's dict of the deciding round (a leak's, else
+    the last), its value per sample in its unit. why: the longer look's sentence. sample: what one
+    sample is ("100 steps"). samples: taken, warm-ups included; warmup: of them skipped; rounds:
+    decided; left: samples the next decision needs. cost_seconds: sampling's own wall time in
+    all; cost_per_sample_seconds: its mean; watched_seconds: wall time since the watch started,
+    sampling included. series: every sample's values by series name (SAMPLED), warm-ups included.
+    causes: the known causes nearest a leak (leakbench.check.causes.name_causes, where that
+    module is there), None where not looked for; causes_error: why the lookup failed.
+    """
+
+    verdict: str | None
+    signals: list[str]
+    decision: dict | None
+    why: str | None
+    sample: str
+    samples: int
+    warmup: int
+    rounds: int
+    left: int
+    cost_seconds: float
+    cost_per_sample_seconds: float | None
+    watched_seconds: float
+    series: dict = field(repr=False)
+    causes: list | None = None
+    causes_error: str | None = None
+
+    @property
+    def cost_share(self) -> float | None:
+        """cost_seconds over watched_seconds (0.01 is 1 %), None before any time passed."""
+        return self.cost_seconds / self.watched_seconds if self.watched_seconds > 0 else None
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "causes": [str(c) for c in self.causes or []] or self.causes}
+
+    def text(self) -> str:
+        """The report, a few lines: verdict and its number, what a sample is, the cost."""
+        head = (
+            decision.words(self.decision)
+            if self.decision and self.verdict
+            else f"undecided · {self.left} more samples needed"
+        )
+        lines = [f"leakbench watch: {head} (a rep is one sample: {self.sample})"]
+        if self.signals:
+            lines.append(f"  signals: {', '.join(self.signals)}")
+        if self.why:
+            lines.append(f"  {self.why}")
+        lines.append(
+            f"  {self.samples} samples ({self.warmup} warm-up), {self.rounds} rounds decided"
+        )
+        per = self.cost_per_sample_seconds
+        share = self.cost_share
+        lines.append(
+            f"  cost: {per or 0:.3f} s per sample, {self.cost_seconds:.2f} s in all"
+            + (f" ({share:.2%} of {self.watched_seconds:.1f} s watched)" if share else "")
+        )
+        for cause in self.causes or []:
+            lines.append(f"  nearest known cause: {getattr(cause, 'pair', cause)}")
+        return "\n".join(lines)
+
+    __str__ = text
+
+
+def name_causes(found: WatchResult) -> tuple[list | None, str | None]:
+    """The known causes nearest a leak, by leakbench.check.causes.name_causes where that module
+    is there (its evidence here: the verdict and the signals), else (None, why not)."""
+    try:
+        from leakbench.check import causes
+    except ImportError:
+        return None, "leakbench.check.causes is not there"
+    evidence = {"verdict": found.verdict, "signals": found.signals, "decision": found.decision}
+    try:
+        return list(causes.name_causes(evidence)), None
+    except Exception as err:  # a lookup must never stop the user's job
+        return None, f"{type(err).__name__}: {err}"
+
+
+class Watch:
+    """The online watcher: call `step()` once per unit of work; it samples every `every` units.
+
+    every: units per sample (steps, epochs: `unit` names them), at least 1. warmup, reps: as
+    measure.Settings (the engine's defaults: 3 and 12), checked by it. budget: the share of the
+    watched time sampling may cost (BUDGET, 1 %); at the end of the warm-up the watch samples
+    every k-th time where a sample costs more (None: never). objects: count Python objects
+    (len(gc.get_objects())). on_leak: called with the WatchResult once a leak is decided. causes:
+    look the known causes up on a leak (name_causes).
+    """
+
+    def __init__(
+        self,
+        every: int = 1,
+        *,
+        unit: str = "step",
+        warmup: int | None = None,
+        reps: int | None = None,
+        budget: float | None = BUDGET,
+        objects: bool = True,
+        on_leak: Callable[[WatchResult], Any] | None = None,
+        causes: bool = True,
+    ):
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"every: {every!r} is not a whole number of {unit}s, at least 1")
+        if budget is not None and not (isinstance(budget, (int, float)) and 0 < budget <= 1):
+            raise ValueError(f"budget: {budget!r} is not a share from 0 to 1 (0.01 is 1 %)")
+        defaults = Settings()
+        settings = Settings(
+            warmup=defaults.warmup if warmup is None else warmup,
+            reps=defaults.reps if reps is None else reps,
+        )  # SettingsError, one line, as every face refuses them
+        self.every, self.unit, self.budget, self.objects = every, unit, budget, objects
+        self.warmup, self.reps = settings.warmup, settings.reps
+        self.on_leak, self.causes = on_leak, causes
+        self.stride = 1  # samples taken every stride-th time (the budget's, after the warm-up)
+        self._process = psutil.Process()
+        self._judge = Judge(self.reps, probes.malloc_heap_unavailable())
+        self._series: dict[str, list] = {name: [] for name in SAMPLED}
+        self._costs: list[float] = []
+        self._works: list[float] = []  # wall time between samples, less their cost (seconds)
+        self._rounds: list[Round] = []
+        self._count = 0
+        self._started: float | None = None
+        self._last = 0.0
+        self._leak: WatchResult | None = None
+
+    # --- the loop's side ---
+    def start(self) -> Watch:
+        """Start the clock (the first `step` does, where this is not called)."""
+        if self._started is None:
+            self._started = self._last = time.perf_counter()
+        return self
+
+    def step(self, n: int = 1) -> Round | None:
+        """n units of work done; sample where `every` × stride units have gone by. Returns the
+        round the sample decided, else None."""
+        self.start()
+        if self._leak is not None:
+            return None  # a leak is final: nothing more to pay for
+        self._count += n
+        if self._count < self.every * self.stride:
+            return None
+        self._count = 0
+        return self.sample()
+
+    def sample(self) -> Round | None:
+        """Take one sample now, and judge it (see the module docstring)."""
+        self.start()
+        began = time.perf_counter()
+        found = sample(self._process, self.objects)
+        ended = time.perf_counter()
+        self._costs.append(ended - began)
+        self._works.append(began - self._last)
+        self._last = ended
+        for name in SAMPLED:
+            self._series[name].append(found[name])
+        taken = len(self._costs)
+        if taken <= self.warmup:
+            if taken == self.warmup:
+                self._widen()
+            return None
+        done = self._judge.add(found)
+        if done is not None:
+            self._rounds.append(done)
+            if done.verdict == "leak":
+                self._decided_leak()
+        return done
+
+    def _widen(self) -> None:
+        """Fix the stride from the warm-up's cost and work (medians), so that sampling costs at
+        most `budget` of the time: k = ceil(cost / (budget × work)), at least 1."""
+        if self.budget is None or not self._works:
+            return
+        cost, work = statistics.median(self._costs), statistics.median(self._works)
+        if work > 0 and cost > self.budget * work:
+            self.stride = math.ceil(cost / (self.budget * work))
+            LOG.info(
+                "leakbench watch: a sample costs %.3f s, %.1f %% of %s; sampling every %d from now",
+                cost,
+                100 * cost / work,
+                self._unit_words(self.every),
+                self.every * self.stride,
+            )
+
+    def _decided_leak(self) -> None:
+        self._leak = self.result()
+        if self.causes:
+            found, why = name_causes(self._leak)
+            self._leak = _replace(self._leak, causes=found, causes_error=why)
+        LOG.warning("%s", self._leak.text())
+        if self.on_leak is not None:
+            self.on_leak(self._leak)
+
+    # --- the result ---
+    def _unit_words(self, n: int) -> str:
+        return f"{n} {self.unit}" + ("" if n == 1 else "s")
+
+    def result(self) -> WatchResult:
+        """What the watch found so far (WatchResult); once a leak is decided, that leak's,
+        with the cost as it stands now."""
+        now = time.perf_counter()
+        cost = sum(self._costs)
+        watched = now - self._started if self._started is not None else 0.0
+        if self._leak is not None:
+            return _replace(
+                self._leak,
+                cost_seconds=cost,
+                watched_seconds=watched,
+                cost_per_sample_seconds=cost / len(self._costs),
+            )
+        last = next((r for r in reversed(self._rounds) if r.verdict == "leak"), None)
+        last = last or (self._rounds[-1] if self._rounds else None)
+        taken = len(self._costs)
+        return WatchResult(
+            verdict=last.verdict if last else None,
+            signals=last.signals if last else [],
+            decision=last.decision if last else None,
+            why=last.why if last else None,
+            sample=self._unit_words(self.every * self.stride),
+            samples=taken,
+            warmup=min(taken, self.warmup),
+            rounds=len(self._rounds),
+            left=max(self.warmup - taken, 0) + self._judge.left(),
+            cost_seconds=cost,
+            cost_per_sample_seconds=cost / taken if taken else None,
+            watched_seconds=watched,
+            series={k: list(v) for k, v in self._series.items()},
+        )
+
+    # --- as a context manager and a decorator ---
+    def __enter__(self) -> Watch:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        LOG.info("%s", self.result().text())
+
+    def __call__(self, function: Callable) -> Callable:
+        """Decorate a function that does one unit of work: each call steps the watch."""
+
+        @functools.wraps(function)
+        def watched(*args, **kwargs):
+            out = function(*args, **kwargs)
+            self.step()
+            return out
+
+        watched.watch = self  # type: ignore[attr-defined]
+        return watched
+
+
+def _replace(found: WatchResult, **changes) -> WatchResult:
+    return WatchResult(**{**{f: getattr(found, f) for f in found.__dataclass_fields__}, **changes})
+
+
+def watch(every: int = 1, **options) -> Watch:
+    """A Watch sampling every `every` steps (see Watch for the options): a context manager
+    (`with watch(every=100) as w: ... w.step()`) and a decorator (`@watch(every=10)`)."""
+    return Watch(every, **options)
