@@ -35,6 +35,8 @@ def publish(results: Path, root: Path, out: Path) -> Published:
     (vendor_asv). Only root/results can be published: asv reads its own configuration."""
     if Path(results).resolve() != (root / "results").resolve():
         return Published("", False, [], ["asv site skipped: asv publishes root/results only"])
+    if not (root / "asv.conf.json").is_file():  # the suite an installed wheel carries
+        return Published("", False, [], [f"asv site skipped: no asv.conf.json in {root}"])
     problem = publish_asv(root, out)
     if problem:
         return Published("", False, [], [problem])
