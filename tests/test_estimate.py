@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from leakbench.analysis import estimate, looks, record, verdict
+from leakbench.analysis import decision, estimate, looks, record, verdict
 from leakbench.analysis.verdict import (
     COUNT_SLOPE_MIN,
     HEAP_SLOPE_MIN,
@@ -773,3 +773,24 @@ def test_growth_in_one_half_only_is_not_a_leak():
 def test_a_leak_at_twice_the_threshold_moves_in_every_half():
     found = trend_dict(noisy(line(2 * HELD_SLOPE_MIN), 4 * KIB, seed=11))
     assert verdict.rate(found) >= HELD_SLOPE_MIN and verdict.moved(found, HELD_SLOPE_MIN)
+
+
+def test_the_number_beside_a_verdict_names_the_look_it_came_from():
+    """record["decision"]["source"] is the longer look whose later half gave the number: an
+    extension's number read "confirmation" before."""
+    first = {"verdict": "leak", "kind": "growth", "signals": ["held"], "metrics": flat_metrics()}
+
+    def look(reps: int, verdict_signals: list[str]) -> dict:
+        steady = noisy(line(1.5 * HELD_SLOPE_MIN, n=reps), KIB, seed=1)
+        return {"status": "ok", "signals": verdict_signals, "why": "-", "run": held_run(steady)}
+
+    confirmed = {**first, "confirmation": look(looks.confirmation_reps(12), ["held"])}
+    extended = {**confirmed, "extension": look(looks.extension_reps(12), ["held"])}
+    for rec, source in ((first, "first run"), (confirmed, "confirmation"), (extended, "extension")):
+        found = record.with_decision(rec)["decision"]
+        assert (found["signal"], found["source"]) == ("held", source)
+        assert found["source"] in decision.SOURCES
+    # a no-leak's number (its memory basis) from the extension that turned the leak away
+    turned = {**extended, "verdict": "no-leak", "signals": []}
+    turned["extension"] = {**turned["extension"], "signals": []}
+    assert record.with_decision(turned)["decision"]["source"] == "extension"

@@ -34,7 +34,8 @@ from leakbench import metrics as registry
 from leakbench.analysis import verdict as rules
 from leakbench.units import MIB, format_bytes
 
-SOURCES = ("first run", "confirmation", "extension")
+FIRST = "first run"
+SOURCES = (FIRST, "confirmation", "extension")  # the look's key in the record, for a longer look
 _FAILED = ("over-cap", "hang", "error", "skipped")
 
 
@@ -76,19 +77,20 @@ def _number(metric: registry.Metric, metrics: dict | None) -> float | None:
     return _rate((metrics or {}).get(metric.key))
 
 
-def _growth(verdict: str, signals: list[str], metrics: dict, later: dict | None) -> dict:
-    """The deciding growth number: a leak's first kept signal, else the memory basis."""
+def _growth(verdict: str, signals: list[str], metrics: dict, later: dict | None, look: str) -> dict:
+    """The deciding growth number: a leak's first kept signal, else the memory basis. later: the
+    metrics of the later half of the longer look named `look` ("confirmation", "extension")."""
     for name in signals:
         metric = registry.BY_SIGNAL.get(name)
         if metric is None or metric.threshold is None:
             continue
-        for source, found in (("confirmation", later), ("first run", metrics)):
+        for source, found in ((look, later), (FIRST, metrics)):
             value = _number(metric, found)
-            if value is not None and (source == "first run" or value >= metric.threshold):
+            if value is not None and (source == FIRST or value >= metric.threshold):
                 return _entry(metric, value, metric.threshold, source)
     basis = rules.memory_basis(later or metrics).metric
     found = later if later and later.get(basis.key) else metrics
-    return _entry(basis, _number(basis, found), basis.threshold, _source(found is later))
+    return _entry(basis, _number(basis, found), basis.threshold, look if found is later else FIRST)
 
 
 def _entry(metric: registry.Metric, value: float | None, bar: float | None, source: str) -> dict:
@@ -102,10 +104,6 @@ def _entry(metric: registry.Metric, value: float | None, bar: float | None, sour
     }
 
 
-def _source(later: bool) -> str:
-    return "confirmation" if later else "first run"
-
-
 def _peak(metrics: dict) -> dict | None:
     """The peak's rise from the smallest to the largest size, with its exponent; None without."""
     scaling = metrics.get("peak_scaling") or {}
@@ -113,7 +111,7 @@ def _peak(metrics: dict) -> dict | None:
     if len(peaks) < 2:
         return None
     return {
-        **_entry(registry.PEAK, peaks[-1] - peaks[0], registry.PEAK_RISE_MIN, "first run"),
+        **_entry(registry.PEAK, peaks[-1] - peaks[0], registry.PEAK_RISE_MIN, FIRST),
         "signal": registry.PEAK_SIGNAL,
         "exponent": scaling.get("exponent"),
         "k_bar": rules.PEAK_EXPONENT_MIN,
@@ -135,7 +133,7 @@ def decide(rec: Mapping[str, Any], later: dict | None = None, look: dict | None 
     why = look.get("why") if look else None
     if verdict in _FAILED or not metrics:
         found: dict[str, Any] = {"signal": None, "label": None, "value": None, "unit": None}
-        found.update(bar=None, source="first run")
+        found.update(bar=None, source=FIRST)
         reason = rec.get("skip_reason") or rec.get("error") or rec.get("phase")
         tail = (reason or "").strip().splitlines()
         return {
@@ -150,7 +148,8 @@ def decide(rec: Mapping[str, Any], later: dict | None = None, look: dict | None 
     elif verdict == "fragmentation":
         found = _fragmentation(metrics)
     else:
-        found = _growth(verdict, signals if verdict == "leak" else [], metrics, later)
+        kept = signals if verdict == "leak" else []
+        found = _growth(verdict, kept, metrics, later, (look or {}).get("key") or "confirmation")
         if look and look.get("key") == "extension" and look.get("envelope") and verdict == "leak":
             found = _envelope(found, look["envelope"])
     if why is None:
@@ -168,9 +167,9 @@ def _fragmentation(metrics: dict) -> dict:
             "value": metrics.get("malloc_free_held_bytes"),
             "unit": "bytes",
             "bar": rules.FREE_HELD_MIN,
-            "source": "first run",
+            "source": FIRST,
         }
-    return _entry(registry.TRIM, metrics.get(registry.TRIM.key), rules.TRIM_HELD_MIN, "first run")
+    return _entry(registry.TRIM, metrics.get(registry.TRIM.key), rules.TRIM_HELD_MIN, FIRST)
 
 
 FREE_HELD_LABEL = "malloc free bytes held"
