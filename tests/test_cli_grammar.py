@@ -107,7 +107,8 @@ def test_out_is_a_file_where_it_is_not_a_folder():
                 metavars[path[-1]] = param.make_metavar(ctx)
     assert metavars == {
         name: "DIR" if name in ("report-back", "site") else "FILE"
-        for name in ("run", "check", "matrix", "compare", "gate", "calibrate", "repeat", "bisect")
+        for name in ("run", "check", "causes", "matrix", "compare", "gate", "calibrate", "repeat")
+        + ("bisect",)
         + ("report-back", "site")
     }
 

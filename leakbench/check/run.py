@@ -17,6 +17,7 @@ from pathlib import Path
 
 from leakbench.analysis.schema import Record, first_run
 from leakbench.catalog import Target
+from leakbench.check import causes
 from leakbench.check.diagnosis import attribution, hints
 from leakbench.contract import Scenario, read_metadata
 from leakbench.engine import target as check_target
@@ -66,7 +67,9 @@ def check(
 
 def diagnosis(rec: Record) -> dict:
     """Evidence of the first (default-size) run, summarized: types, attribution, stacks (the largest
-    live and the growing ones, leakbench.engine.heap), the reference chain, hints."""
+    live and the growing ones, leakbench.engine.heap), the reference chain, the nearest known
+    causes (leakbench.check.causes: the suite's pairs, by the committed records), hints (the
+    nearest known cause first, with its lesson and fix)."""
     run = first_run(rec)
     evidence = run.get("diagnostics") or {}
     found = {
@@ -78,5 +81,8 @@ def diagnosis(rec: Record) -> dict:
         "stack_growth": (run.get("heap") or {}).get("stack_growth") or [],
         "reference_chain": run.get("reference_chain"),  # what keeps the type that grew most alive
     }
-    found["hints"] = hints(rec, found)
+    known = causes.for_diagnosis(rec)
+    found["causes"] = known
+    named = causes.hint(known)
+    found["hints"] = ([named] if named else []) + hints(rec, found)
     return found

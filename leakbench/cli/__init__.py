@@ -1,4 +1,4 @@
-"""Command line: `leakbench list | run | check | compare | matrix | gate | bisect
+"""Command line: `leakbench list | run | check | causes | compare | matrix | gate | bisect
 | report-back | site | calibrate | repeat`, and `leakbench --version`.
 
 One module per command family; each registers its commands on the group in
@@ -10,6 +10,7 @@ exit codes and the old spellings kept: docs/cli.md.
 from leakbench.cli import (  # noqa: F401  (registers them)
     bisect,
     calibrate,
+    causes,
     check,
     gate,
     history,

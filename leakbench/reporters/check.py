@@ -11,6 +11,7 @@ from leakbench import metrics
 from leakbench.analysis import decision, record
 from leakbench.analysis.schema import Record
 from leakbench.engine.pytypes import TYPE_GROWTH_MIN
+from leakbench.reporters import causes
 from leakbench.units import KIB, MIB, format_bytes
 
 CHECK_SERIES = tuple(m for m in metrics.METRICS if m.check)  # the trends `check` shows
@@ -184,6 +185,7 @@ def check_view(rec: Record) -> list:
         out.append(Text(f"kept alive: n/a ({chain['na']})"))
     for hint in d.get("hints") or []:
         out.append(Text(f"hint: {hint}"))
+    out += [Text(line) for line in causes.check_lines(d.get("causes") or {})]
     return out
 
 

@@ -1,0 +1,356 @@
+"""Naming the known cause: which of the suite's measured causes a record's evidence is nearest to.
+
+    from leakbench.check.causes import name_causes
+    for cause in name_causes(record):          # the committed records are read by default
+        print(cause.pair, cause.score, cause.lesson, cause.diff)
+
+`name_causes(record_or_evidence, known_records=None) -> list[Cause]`, best first; an empty list
+means that nothing grew (the verdict is no leak) or that none of the known causes matches well
+enough (`none_matches` says which, in words).
+
+The matching reads the committed records (results/records/<machine>/tf-<version>.jsonl): every
+leaky pair's record whose verdict moved (leak, over-cap, fragmentation) is one example of its
+cause. Each record becomes a feature vector in five groups of evidence, the evidence both a `run`
+record and a `check` record hold (a check record's run also holds "diagnostics", which the
+committed records lack: it is not read):
+
+- signal: the signals that moved (record["signals"]) and a verdict of fragmentation or over-cap;
+- type: the Python types that grew (run["python_type_growth"]);
+- chain: what keeps the type that grew most alive (run["reference_chain"]): each link's type,
+  TensorFlow's private attributes and keys on the way (`_py_funcs_used_in_graph`), a library's
+  module at the root (never the measured file's own module);
+- stage: the tf.data stages holding at least STAGE_BYTES_MIN at the last reading, and those
+  that grew by it between readings (run["stages"], the autotune model's buffered bytes);
+- site: the library functions (TensorFlow, Keras, NumPy) nearest the allocation sites whose
+  live bytes grew by at least SITE_BYTES_MIN per repetition in memray's pass
+  (run["heap"]["stack_growth"]); a growing site with no Python frame (TensorFlow's own threads)
+  reads `(native)`. The user's own frames never enter: they name the file, not the cause.
+
+A feature's weight is its inverse document frequency over the known records, log(N / df), so
+what every leaky record shows (the engine's own ReferenceType churn, `held`) weighs little and
+what few show (a `traceback` type, a MemoryCache stage) weighs much. The similarity of a record to
+a known one is the mean, over the groups the record has evidence in, of the cosine of the two
+groups' weighted vectors (a group the known record lacks counts 0; one the record lacks, evidence
+not read, is left out). A known cause's score is its best record's
+similarity; causes at or above MATCH_MIN are named, best first, at most CAUSES_SHOWN.
+
+How well it names: `leakbench causes --leave-one-out` (results/causes-leave-one-out.md).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leakbench import catalog
+from leakbench import metrics as registry
+from leakbench.analysis.schema import first_run
+from leakbench.history import store
+from leakbench.units import KIB, MIB
+
+# The least similarity for a cause to be named. Set from the leave-one-out over the committed
+# records (results/causes-leave-one-out.md): a held-out leaky record's own cause, measured on other
+# releases, scores at or above it in all but a few records, and the best other cause of a pair held
+# out entirely (a cause the suite would not know) scores below it in most. Below it the answer is
+# "none of the known causes matches".
+MATCH_MIN = 0.6
+CAUSES_SHOWN = 3  # at most this many causes named, best first
+MOVED = ("leak", "over-cap", "fragmentation")  # verdicts where something grew, or RSS stayed
+STAGE_BYTES_MIN = 1 * MIB  # a stage holding less is no evidence (diagnosis.HOLDER_BYTES_MIN)
+SITE_BYTES_MIN = 4 * KIB  # an allocation site growing less per repetition is noise
+SITES_READ = 3  # the growing allocation sites read, largest first
+SITE_FRAMES = 3  # library frames read per site, innermost first
+TYPES_READ = 8  # Python types read, fastest-growing first
+LIBRARIES = ("tensorflow/", "keras/", "tf_keras/", "numpy/")  # a library frame's path
+GROUPS = ("signal", "type", "chain", "stage", "site")
+_PRIVATE = re.compile(r"\['(_\w+)'\]|\.(_\w+)")
+_VERSIONED = re.compile(r"V\d+$")  # ParallelMapV2 is ParallelMap, ParallelInterleaveV4 its own
+
+Features = dict[str, frozenset[str]]
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A known cause named for a record: the pair, the similarity (0 to 1) of its nearest record,
+    the evidence they share, the lesson and the fix.
+
+    lesson: the lesson's page in a built site (`leakbench site`: site/lessons/<pair>.html);
+    scenario, fix: the two files (scenarios/<pair>.py, fixes/<pair>.py), relative to the checkout;
+    diff: `diff scenarios/<pair>.py fixes/<pair>.py` as a unified diff ("" where a file is missing).
+    """
+
+    pair: str
+    score: float
+    title: str
+    shared: tuple[str, ...]
+    lesson: str
+    scenario: str
+    fix: str
+    diff: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Known:
+    """The known causes: one feature set per leaky record whose verdict moved, with its pair and
+    where it was measured (machine, TensorFlow version), and the weight of every feature."""
+
+    examples: tuple[tuple[str, str, Features], ...]  # (pair, machine:version, features)
+    weights: Mapping[str, float]
+    titles: Mapping[str, str]
+    pairs: tuple[str, ...]  # every pair of the suite (the count "none of the N" names)
+
+
+def moved(record_or_evidence: Mapping[str, Any]) -> bool:
+    """Whether anything grew: a verdict of leak, over-cap or fragmentation, or (evidence without a
+    verdict) a signal that moved."""
+    verdict = record_or_evidence.get("verdict")
+    if verdict is None:
+        return bool(record_or_evidence.get("signals"))
+    return verdict in MOVED
+
+
+def features(record_or_evidence: Mapping[str, Any]) -> Features:
+    """The evidence groups (GROUPS) of a record, or of evidence: a mapping with any of "signals",
+    "verdict", "python_type_growth", "reference_chain", "stages", "heap" (a run's keys) at the top
+    level (a record's first run is read where it has "runs")."""
+    rec = record_or_evidence
+    run = first_run(rec) if rec.get("runs") else rec
+    signal = {str(s) for s in rec.get("signals") or []}
+    if rec.get("verdict") in ("fragmentation", "over-cap"):
+        signal.add(str(rec["verdict"]))
+    # which types grew, and what keeps one alive, say something only where Python objects grew:
+    # elsewhere they are the engine's own churn
+    objects = registry.OBJECTS.signal in signal
+    types = sorted(run.get("python_type_growth") or [], key=lambda t: -t["per_repetition"])
+    runs = rec.get("runs") or [run]
+    return {
+        "signal": frozenset(signal),
+        "type": frozenset(t["type"] for t in types[:TYPES_READ] if objects),
+        "chain": frozenset(_chain(run.get("reference_chain") or {}) if objects else ()),
+        "stage": frozenset(_stages([r.get("stages") or {} for r in runs])),
+        "site": frozenset(_sites((run.get("heap") or {}).get("stack_growth") or [])),
+    }
+
+
+def _chain(chain: Mapping[str, Any]) -> set[str]:
+    """Each link's type (the state's own: "state list") and the private attributes and keys on
+    the way; a module at the root is left out (which module a walk starts from varies by run)."""
+    out: set[str] = set()
+    for link in chain.get("chain") or []:
+        words = link.split()
+        if not words or words[0] == "module":
+            continue
+        out.add(words[0] if words[0] != "state" else " ".join(words[:2]))
+        out.update(a or b for a, b in _PRIVATE.findall(link))
+    return out
+
+
+def _stages(readings: list[Mapping[str, Any]]) -> set[str]:
+    """The stages holding at least STAGE_BYTES_MIN at any reading of any run ("holds Prefetch",
+    and where it sits: "holds Prefetch in ParallelInterleave"); "holds nothing" where the stages
+    were read and none holds that much. Nothing where they were not read (a function target, a
+    TensorFlow without get_model_proto)."""
+    out, read = set(), False
+    for found in readings:
+        read = read or bool(found.get("stages"))
+        for row in found.get("stages") or []:
+            if max(row.get("bytes") or [0]) >= STAGE_BYTES_MIN:
+                name = _VERSIONED.sub("", row["stage"])
+                out.add(f"holds {name}")
+                if row.get("inside"):
+                    out.add(f"holds {name} in {_VERSIONED.sub('', row['inside'])}")
+    return out or ({"holds nothing"} if read else set())
+
+
+def _sites(growth: list) -> set[str]:
+    """Per growing site: its innermost library frames (what allocates) and its outermost two
+    ("via fit": the API the user's code called); "(native)" for a site with no Python frame."""
+    out = set()
+    big = [g for g in growth if (g.get("bytes_per_rep") or 0) >= SITE_BYTES_MIN]
+    for site in sorted(big, key=lambda g: -g["bytes_per_rep"])[:SITES_READ]:
+        frames = site.get("frames") or []
+        if not frames:
+            out.add("(native)")
+        library = [f.split(" (")[0] for f in frames if any(lib in f for lib in LIBRARIES)]
+        out.update(library[:SITE_FRAMES])
+        out.update(f"via {name}" for name in library[-2:])
+    return out
+
+
+def known_from(records: Iterable[tuple[str, Mapping[str, Any]]], pairs: Iterable[str]) -> Known:
+    """Known causes from (where, record) pairs: leaky records whose verdict moved, of any pair.
+    where: a label of the record's machine and TensorFlow version (shown in the leave-one-out)."""
+    examples: list[tuple[str, str, Features]] = []
+    titles: dict[str, str] = {}
+    for where, rec in records:
+        if rec.get("variant") != "leaky" or not moved(rec):
+            continue
+        examples.append((rec["pair"], where, features(rec)))
+        titles.setdefault(rec["pair"], rec.get("title") or "")
+    df: Counter = Counter()
+    for _, _, found in examples:
+        df.update((g, f) for g in GROUPS for f in found[g])
+    n = len(examples)
+    weights = {f"{g}:{f}": math.log(n / count) for (g, f), count in df.items()}
+    return Known(tuple(examples), weights, titles, tuple(sorted(pairs)))
+
+
+def committed(results: Path | None = None) -> list[tuple[str, dict]]:
+    """Every committed record of every machine in results/ (default: the checkout's), as
+    ("machine tf-version", record)."""
+    results = results or catalog.find_root() / "results"
+    out: list[tuple[str, dict]] = []
+    for machine in store.machines(results):
+        for version, path in store.available(results, machine).items():
+            out.extend((f"{machine} {version}", dict(r)) for r in store.read_records(path))
+    return out
+
+
+def similarity(a: Features, b: Features, weights: Mapping[str, float]) -> float:
+    """The mean, over the groups `a` (the record named) has evidence in, of the cosine of the two
+    records' weighted vectors in that group: evidence `a` lacks (not read: a watcher without a
+    heap pass, a TensorFlow without get_model_proto) is not held against a known record."""
+    total, groups = 0.0, 0
+    for g in GROUPS:
+        if not a[g]:
+            continue
+        groups += 1
+        # in sorted order: a sum over a set's order would differ in its last bits from one
+        # process to the next (PYTHONHASHSEED), and ties must break the same way every time
+        wa = {f: weights.get(f"{g}:{f}", 0.0) for f in sorted(a[g])}
+        wb = {f: weights.get(f"{g}:{f}", 0.0) for f in sorted(b[g])}
+        norm = math.sqrt(sum(w * w for w in wa.values()) * sum(w * w for w in wb.values()))
+        if norm > 0:
+            total += sum(wa[f] * wb[f] for f in sorted(wa.keys() & wb.keys())) / norm
+    return round(total / groups, 9) if groups else 0.0
+
+
+def scores(found: Features, known: Known, skip: Iterable[str] = ()) -> dict[str, tuple]:
+    """pair -> (its best record's similarity, the features shared with that record), over the known
+    examples; `skip`: labels "pair@where" of examples left out (the leave-one-out's)."""
+    skipped = set(skip)
+    best: dict[str, tuple] = defaultdict(lambda: (0.0, ()))
+    for pair, where, example in known.examples:
+        if f"{pair}@{where}" in skipped or pair in skipped:
+            continue
+        score = similarity(found, example, known.weights)
+        if score > best[pair][0]:
+            shared = tuple(
+                sorted(
+                    f"{g}:{f}"
+                    for g in GROUPS
+                    for f in found[g] & example[g]
+                    if known.weights.get(f"{g}:{f}", 0.0) > 0
+                )
+            )
+            best[pair] = (score, shared)
+    return dict(best)
+
+
+def name_causes(
+    record_or_evidence: Mapping[str, Any],
+    known_records: Iterable[Mapping[str, Any]] | Known | None = None,
+) -> list[Cause]:
+    """The known causes nearest to a record (a `check` or `run` record, or evidence: see
+    `features`), best first, at most CAUSES_SHOWN, each scoring at least MATCH_MIN.
+
+    known_records: the records that hold the known causes (any records: only leaky ones whose
+    verdict moved are read), or a `Known`; default: every committed record of the checkout.
+    An empty list: nothing grew, or none matches (`none_matches` words either).
+    """
+    if not moved(record_or_evidence):
+        return []
+    known = _known(known_records)
+    ranked = sorted(
+        scores(features(record_or_evidence), known).items(), key=lambda kv: (-kv[1][0], kv[0])
+    )
+    return [
+        cause(pair, score, shared, known.titles.get(pair, ""))
+        for pair, (score, shared) in ranked[:CAUSES_SHOWN]
+        if score >= MATCH_MIN
+    ]
+
+
+def _known(known_records) -> Known:
+    if isinstance(known_records, Known):
+        return known_records
+    root = catalog.find_root()
+    if known_records is None:
+        return known_from(committed(root / "results"), catalog.pair_names(root))
+    return known_from(((r.get("pair", ""), r) for r in known_records), catalog.pair_names(root))
+
+
+def none_matches(record_or_evidence: Mapping[str, Any], known: Known | None = None) -> str:
+    """The sentence for an empty `name_causes`: nothing grew, or none of the N known causes
+    matches."""
+    if not moved(record_or_evidence):
+        return "nothing grew: no cause to name"
+    n = len(known.pairs) if known is not None else len(catalog.pair_names(catalog.find_root()))
+    return f"none of the {n} known causes matches (similarity below {MATCH_MIN:g})"
+
+
+def cause(pair: str, score: float, shared: tuple, title: str) -> Cause:
+    """A Cause for `pair`, with its lesson's page and the fix's diff read from the checkout."""
+    scenario = f"{catalog.VARIANT_DIRS['leaky']}/{pair}.py"
+    fix = f"{catalog.VARIANT_DIRS['fixed']}/{pair}.py"
+    return Cause(
+        pair=pair,
+        score=round(score, 3),
+        title=title,
+        shared=shared,
+        lesson=f"site/lessons/{pair}.html",
+        scenario=scenario,
+        fix=fix,
+        diff=fix_diff(pair),
+    )
+
+
+def fix_diff(pair: str, root: Path | None = None) -> str:
+    """`diff -u scenarios/<pair>.py fixes/<pair>.py` (difflib), "" where either is missing."""
+    try:
+        root = root or catalog.find_root()
+        leaky = (root / catalog.VARIANT_DIRS["leaky"] / f"{pair}.py").read_text().splitlines()
+        fixed = (root / catalog.VARIANT_DIRS["fixed"] / f"{pair}.py").read_text().splitlines()
+    except (OSError, catalog.ContractError):
+        return ""
+    return "\n".join(
+        difflib.unified_diff(
+            leaky, fixed, f"scenarios/{pair}.py", f"fixes/{pair}.py", lineterm="", n=1
+        )
+    )
+
+
+def for_diagnosis(rec: Mapping[str, Any]) -> dict:
+    """check's reading of the known causes, beside its other evidence (rec["diagnosis"]["causes"]):
+    {"named": [Cause as a dict, ...], "none": the sentence where none is named}, or {"na": why}
+    where the committed records cannot be read (no checkout, a bad records file)."""
+    try:
+        known = _known(None)
+    except (catalog.ContractError, store.VersionError, OSError) as e:
+        return {"na": f"the known causes cannot be read: {e}"}
+    named = name_causes(rec, known)
+    return {
+        "named": [asdict(c) for c in named],
+        "none": None if named else none_matches(rec, known),
+    }
+
+
+def hint(found: Mapping[str, Any]) -> str | None:
+    """One line naming the nearest known cause (for check's hints), from for_diagnosis's dict."""
+    named = found.get("named") or []
+    if not named:
+        return None
+    best = named[0]
+    also = ", ".join(c["pair"] for c in named[1:])
+    return (
+        f"nearest known cause: {best['pair']} ({best['title']}; similarity {best['score']:.2f}"
+        + (f"; also near: {also}" if also else "")
+        + f"): lesson {best['lesson']} (after `leakbench site`), "
+        f"fix: diff {best['scenario']} {best['fix']}."
+    )

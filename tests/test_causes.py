@@ -1,0 +1,141 @@
+"""Naming the known cause (leakbench.check.causes): on the committed records alone, no TensorFlow.
+
+The leave-one-out names at least 18 of the CPU leaky pairs right and no fix as a cause, and its
+committed table (results/causes-leave-one-out.md) is what `leakbench causes --leave-one-out`
+prints; evidence that shares nothing with any known cause names none; a fix names none; the check
+view of a record shows the cause with its lesson and the fix's diff.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from leakbench import cli
+from leakbench.check import causes, leave_one_out
+from leakbench.check import run as checking
+from leakbench.cli.base import as_text
+from leakbench.history import store
+from leakbench.reporters import causes as causes_view
+from leakbench.reporters.check import check_summary, check_view
+
+ROOT = Path(__file__).parent.parent
+RESULTS = ROOT / "results"
+TABLE = RESULTS / "causes-leave-one-out.md"
+
+
+@pytest.fixture(scope="module")
+def evaluation() -> leave_one_out.Evaluation:
+    return leave_one_out.evaluate(RESULTS)
+
+
+@pytest.fixture(scope="module")
+def known() -> causes.Known:
+    return causes.known_from(
+        causes.committed(RESULTS), [p.stem for p in (ROOT / "scenarios").glob("*.py")]
+    )
+
+
+def _record(pair: str, variant: str, version: str = "2.21.0") -> dict:
+    path = store.records_path(RESULTS, "vm", version)
+    return next(
+        dict(r) for r in store.read_records(path) if (r["pair"], r["variant"]) == (pair, variant)
+    )
+
+
+def test_leave_one_out_names_the_held_out_pairs_and_no_fix(evaluation):
+    assert len(evaluation.pairs) >= 20  # every CPU leaky pair (the GPU pair reads skipped)
+    wrong = [p.pair for p in evaluation.pairs if not p.held_out.right]
+    assert evaluation.right >= 18, wrong
+    assert evaluation.fixes and not evaluation.fixes_named, evaluation.fixes_named
+
+
+def test_the_committed_table_is_what_the_command_prints(evaluation, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    done = CliRunner().invoke(cli.main, ["causes", "--leave-one-out"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout == TABLE.read_text(), (
+        "regenerate: leakbench causes --leave-one-out --out results/causes-leave-one-out.md"
+    )
+    assert done.stdout == causes_view.leave_one_out_markdown(evaluation)
+
+
+def test_a_held_out_record_is_named_by_the_same_pair_on_other_releases(known):
+    rec = _record("kept_iterators", "leaky")
+    skip = "kept_iterators@vm 2.21.0"
+    ranked = sorted(
+        causes.scores(causes.features(rec), known, skip=[skip]).items(), key=lambda kv: -kv[1][0]
+    )
+    assert ranked[0][0] == "kept_iterators" and ranked[0][1][0] >= causes.MATCH_MIN
+
+
+def test_evidence_without_a_record_names_a_cause(known):
+    """What a loop watcher hands in: a mapping of the run's keys, no record around it."""
+    evidence = {
+        "signals": ["held", "heap", "threads", "python objects"],
+        "python_type_growth": [
+            {"type": "traceback", "per_repetition": 24.0},
+            {"type": "frame", "per_repetition": 17.0},
+            {"type": "InvalidArgumentError", "per_repetition": 1.0},
+        ],
+    }
+    named = causes.name_causes(evidence, known)
+    assert named and named[0].pair == "kept_iterators"
+    assert named[0].lesson == "site/lessons/kept_iterators.html"
+    assert "+++ fixes/kept_iterators.py" in named[0].diff
+
+
+def test_evidence_like_no_known_cause_names_none(known):
+    evidence = {
+        "verdict": "leak",
+        "signals": ["open files"],  # no pair of the suite leaks descriptors
+        "python_type_growth": [{"type": "BufferedReader", "per_repetition": 5.0}],
+    }
+    assert causes.name_causes(evidence, known) == []
+    sentence = causes.none_matches(evidence, known)
+    assert sentence.startswith(f"none of the {len(known.pairs)} known causes matches")
+    assert len(known.pairs) == 22
+
+
+@pytest.mark.parametrize("pair", ["stateful_map", "unbounded_cache", "kept_iterators"])
+def test_a_fix_names_no_cause(known, pair):
+    fixed = _record(pair, "fixed")
+    assert fixed["verdict"] == "no-leak"
+    assert causes.name_causes(fixed, known) == []
+    assert causes.none_matches(fixed, known) == "nothing grew: no cause to name"
+
+
+def test_check_view_shows_the_cause_its_lesson_and_the_fix(monkeypatch):
+    """A committed leaky record dressed as a check record: the view names its pair first, with
+    the lesson's page, the fix's files and diff; the plain summary carries the same hint."""
+    monkeypatch.chdir(ROOT)
+    rec = copy.deepcopy(_record("stateful_map", "leaky"))
+    rec["variant"], rec["pair"] = "check", "check my_pipeline.py:make_dataset"
+    rec["diagnosis"] = checking.diagnosis(rec)
+    shown = as_text(*check_view(rec))
+    assert "hint: nearest known cause: stateful_map" in shown
+    assert "lesson: site/lessons/stateful_map.html" in shown
+    assert "fix: diff scenarios/stateful_map.py fixes/stateful_map.py" in shown
+    assert '+    STATS["count"] += 1' in shown  # a line of the fix's diff
+    assert "nearest known cause: stateful_map" in check_summary(rec)
+    json.dumps(rec)  # the record stays JSON
+
+
+def test_check_view_says_when_none_matches():
+    lines = causes_view.check_lines({"named": [], "none": "none of the 22 known causes matches"})
+    assert lines == ["known causes: none of the 22 known causes matches"]
+
+
+def test_causes_command_names_the_cause_of_a_record_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(_record("dataset_per_step", "leaky")))
+    done = CliRunner().invoke(cli.main, ["causes", str(path)])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[1].strip().startswith("dataset_per_step · similarity")
+    refused = CliRunner().invoke(cli.main, ["causes"])
+    assert refused.exit_code == 2
