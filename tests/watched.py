@@ -1,0 +1,71 @@
+"""Run a watched job (tests/data/watch_job.py) as the engine runs a child: in its own session,
+its process tree's RSS capped and its wall time limited (leakbench.engine.supervise), killed past
+either. A leaky job is never run without them (tests/test_watch.py, tests/test_keras_watch.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from leakbench.engine import memlimit, supervise
+from leakbench.units import GIB
+
+JOB = Path(__file__).with_name("data") / "watch_job.py"
+RECORDS = Path(__file__).resolve().parents[1] / "results" / "records" / "vm"
+CAP_BYTES = 2 * GIB  # each job's tree (a TensorFlow process is ~0.5 GiB; the leaks add < 0.5)
+TIMEOUT_SECONDS = 150.0  # each job: about 10-60 s on the 2-core VM, beside other work
+
+
+def run_watched(kind: str, pair: str, variant: str, folder: Path) -> dict:
+    """The WatchResult (as_dict, without its series) of one watched job; AssertionError naming
+    the job where it went over the cap, its timeout, or failed."""
+    out = folder / f"{kind}-{pair}-{variant}.json"
+    log = folder / f"{kind}-{pair}-{variant}.log"
+    cap = min(CAP_BYTES, memlimit.default_cap_bytes())
+    stopped = None
+    with log.open("w") as sink:
+        child = supervise.Supervised(
+            [sys.executable, str(JOB), kind, pair, variant, str(out)],
+            env=supervise.child_env(),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + TIMEOUT_SECONDS
+        try:
+            while not child.reap() and stopped is None:
+                stopped = child.over_limits(cap, deadline)
+                time.sleep(supervise.POLL_SECONDS)
+        finally:
+            child.kill()
+    tail = log.read_text()[-2000:]
+    assert stopped is None, f"{kind} {pair} {variant}: {stopped} after {child.seconds():.0f} s"
+    assert child.returncode == 0, f"{kind} {pair} {variant} exited {child.returncode}:\n{tail}"
+    return json.loads(out.read_text())
+
+
+def tensorflow_version() -> str | None:
+    """The installed TensorFlow's version, read without importing it."""
+    for name in ("tensorflow-cpu", "tensorflow"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return None
+
+
+def committed_verdict(pair: str, variant: str) -> str | None:
+    """`leakbench run`'s verdict for a variant on the installed TensorFlow, as committed
+    (results/records/vm/tf-<version>.jsonl), None where no record is committed."""
+    path = RECORDS / f"tf-{tensorflow_version()}.jsonl"
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("pair") == pair and rec.get("variant") == variant:
+            return rec["verdict"]
+    return None
