@@ -139,3 +139,11 @@ def test_causes_command_names_the_cause_of_a_record_file(tmp_path, monkeypatch):
     assert done.stdout.splitlines()[1].strip().startswith("dataset_per_step · similarity")
     refused = CliRunner().invoke(cli.main, ["causes"])
     assert refused.exit_code == 2
+
+
+def test_signals_alone_that_fit_many_causes_name_none(known):
+    """The peak signal alone fits the six peak pairs alike: no cause is named, and it says so."""
+    evidence = {"verdict": "leak", "signals": ["peak"]}
+    assert causes.name_causes(evidence, known) == []
+    said = causes.none_matches(evidence, known)
+    assert said.startswith("the evidence fits 6 known causes alike (captured_tensor_map, ")

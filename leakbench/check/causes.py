@@ -262,19 +262,33 @@ def name_causes(
 
     known_records: the records that hold the known causes (any records: only leaky ones whose
     verdict moved are read), or a `Known`; default: every committed record of the checkout.
-    An empty list: nothing grew, or none matches (`none_matches` words either).
+    An empty list: nothing grew, none matches, or the evidence fits more than CAUSES_SHOWN causes
+    alike (too little of it to tell them apart: the signals alone, say); `none_matches` words
+    which.
     """
     if not moved(record_or_evidence):
         return []
     known = _known(known_records)
-    ranked = sorted(
-        scores(features(record_or_evidence), known).items(), key=lambda kv: (-kv[1][0], kv[0])
-    )
+    ranked = _ranked(record_or_evidence, known)
+    if len(tied(ranked)) > CAUSES_SHOWN:
+        return []
     return [
         cause(pair, score, shared, known.titles.get(pair, ""))
         for pair, (score, shared) in ranked[:CAUSES_SHOWN]
         if score >= MATCH_MIN
     ]
+
+
+def _ranked(record_or_evidence: Mapping[str, Any], known: Known) -> list[tuple[str, tuple]]:
+    found = scores(features(record_or_evidence), known)
+    return sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0]))
+
+
+def tied(ranked: list[tuple[str, tuple]]) -> list[str]:
+    """The causes that share the best score, where it reaches MATCH_MIN."""
+    if not ranked or ranked[0][1][0] < MATCH_MIN:
+        return []
+    return [pair for pair, (score, _) in ranked if score == ranked[0][1][0]]
 
 
 def _known(known_records) -> Known:
@@ -287,12 +301,18 @@ def _known(known_records) -> Known:
 
 
 def none_matches(record_or_evidence: Mapping[str, Any], known: Known | None = None) -> str:
-    """The sentence for an empty `name_causes`: nothing grew, or none of the N known causes
-    matches."""
+    """The sentence for an empty `name_causes`: nothing grew, the evidence fits too many causes
+    alike, or none of the N known causes matches."""
     if not moved(record_or_evidence):
         return "nothing grew: no cause to name"
-    n = len(known.pairs) if known is not None else len(catalog.pair_names(catalog.find_root()))
-    return f"none of the {n} known causes matches (similarity below {MATCH_MIN:g})"
+    known = _known(known)
+    alike = tied(_ranked(record_or_evidence, known))
+    if len(alike) > CAUSES_SHOWN:
+        return (
+            f"the evidence fits {len(alike)} known causes alike ({', '.join(alike)}): "
+            "too little of it to name one"
+        )
+    return f"none of the {len(known.pairs)} known causes matches (similarity below {MATCH_MIN:g})"
 
 
 def cause(pair: str, score: float, shared: tuple, title: str) -> Cause:

@@ -42,6 +42,7 @@ class Named:
     named: tuple[tuple[str, float], ...]
     right: bool
     own: float  # its own pair's score (0 where the pair was held out entirely)
+    tied: int = 0  # how many causes tie at the best score, where too many to name (else 0)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,10 @@ def _named(rec: Mapping[str, Any], pair: str, where: str, known: naming.Known, s
     ranked = sorted(
         naming.scores(found, known, skip=[skip]).items(), key=lambda kv: (-kv[1][0], kv[0])
     )
-    named = tuple((p, round(s, 2)) for p, (s, _) in ranked[: naming.CAUSES_SHOWN])
+    # as name_causes answers: none where more causes than it shows tie at the best score
+    tied = len(naming.tied(ranked))
+    shown = [] if tied > naming.CAUSES_SHOWN else ranked
+    named = tuple((p, round(s, 2)) for p, (s, _) in shown[: naming.CAUSES_SHOWN])
     own = next((s for p, s in named if p == pair), 0.0)
     right = (
         bool(named)
@@ -96,7 +100,8 @@ def _named(rec: Mapping[str, Any], pair: str, where: str, known: naming.Known, s
         and named[0][1] >= naming.MATCH_MIN
         and (len(named) == 1 or named[1][1] < named[0][1])
     )
-    return Named(where, tuple((p, s) for p, s in named if s >= naming.MATCH_MIN), right, own)
+    kept = tuple((p, s) for p, s in named if s >= naming.MATCH_MIN)
+    return Named(where, kept, right, own, tied if tied > naming.CAUSES_SHOWN else 0)
 
 
 def evaluate(results: Path, machine: str = "vm") -> Evaluation:

@@ -41,6 +41,8 @@ def check_lines(found: Mapping[str, Any]) -> list[str]:
 
 
 def _answer(n: Named) -> str:
+    if n.tied:
+        return f"none ({n.tied} causes tie)"
     return ", ".join(f"{p} {s:.2f}" for p, s in n.named) or "none"
 
 
