@@ -2,11 +2,13 @@
 leakbench is installed from a wheel, outside any checkout.
 
 The wheel is built from a clean copy of the commit (`git archive HEAD`: what a clone gets, no
-untracked file), with this environment's setuptools (no download). The install goes into a fresh
-virtualenv made outside the checkout by the base interpreter; a .pth file there puts this
-environment's site-packages on its path, so it sees the installed TensorFlow without installing
-it again (it is no dependency: pyproject.toml). Every command runs in a folder outside any
-checkout, with a subprocess timeout, and the measurement with a cap and a timeout of its own.
+untracked file), offline, with this environment's setuptools and wheel, which TensorFlow brings
+(tensorflow-cpu needs setuptools, its astunparse wheel): hence the `tf` marker on both tests, which
+the suite without TensorFlow skips. The install goes into a fresh virtualenv made outside the
+checkout by the base interpreter; a .pth file there puts this environment's site-packages on its
+path, so it sees the installed TensorFlow without installing it again (it is no dependency:
+pyproject.toml). Every command runs in a folder outside any checkout, with a subprocess timeout,
+and the measurement with a cap and a timeout of its own.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 PAIR = "dataset_per_step"  # one of the quickest pairs: about 5 s a variant (results/run-vm-*.md)
 MEASURE = ["--cap", "2GiB", "--timeout", "120", "--jobs", "1"]
 SHIPPED = "leakbench/suite"  # where pyproject.toml maps scenarios/, fixes/ and results/
+
+pytestmark = pytest.mark.tf
 
 
 def run(args: list, timeout: float, **kwargs) -> subprocess.CompletedProcess:
@@ -95,7 +99,6 @@ def installed(wheel, tmp_path) -> Path:
     return venv / "bin"
 
 
-@pytest.mark.tf
 def test_installed_wheel_lists_runs_and_builds_the_site(clone, installed, tmp_path):
     """Outside any checkout: list names the 22 pairs, run measures one, site builds the lessons
     from the shipped records, and nothing is written into the installed package."""
