@@ -9,16 +9,16 @@
     print(w.result().text())
 
 The Keras callback (leakbench.keras.LeakWatch) is a thin adapter over the same Watch; what a
-sample reads and how the samples are judged is leakbench.online's. The first `warmup` samples
-are skipped (measure.Settings.warmup, 3); then rounds of the engine's protocol follow one
+sample reads and how the samples are judged is leakbench.online's. The first `warmup` boundaries
+(measure.Settings.warmup, 3; a boundary is `every` units of work) are timed, not sampled; then
+rounds of the engine's protocol follow one
 another: a round that ends in no-leak starts the next, a leak is final and sampling stops.
 
 Cost: a sample starts with a full garbage collection, which walks every object the collector
 tracks (126 ms with TensorFlow 2.21 and a small Keras model imported, on a 2-core VM: see
-docs/check.md, "Watching a job"). Each sample is timed; at the end of the warm-up, where a sample
-would cost more than `budget` (1 %) of the work between two samples, the watch samples every
-k-th time, k fixed from then on, so that one sample stays one unit of work (result().sample
-says what it is).
+docs/watch.md). Each sample is timed; where the first costs more than `budget` (1 %) of the
+work between two boundaries (timed over the warm-up), the watch samples every k-th boundary, k
+fixed from then on, so that one sample stays one unit of work (result().sample says what it is).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class WatchResult:
     verdict: "leak", "no-leak" (every round so far), or None (no round decided yet). signals:
     the signals kept. decision: analysis.decision's dict of the deciding round (a leak's, else
     the last), its value per sample in its unit. why: the longer look's sentence. sample: what one
-    sample is ("100 steps"). samples: taken, warm-ups included; warmup: of them skipped; rounds:
+    sample is ("100 steps"). samples: taken (a first one the stride widened after is not judged);
+    warmup: warm-up boundaries gone by, timed, not sampled; rounds:
     decided; left: samples the next decision needs. cost_seconds: sampling's own wall time in
     all; cost_per_sample_seconds: its mean; watched_seconds: wall time since the watch started,
     sampling included. series: every sample's values by series name (SAMPLED), warm-ups included.
@@ -95,7 +96,7 @@ class WatchResult:
         if self.why:
             lines.append(f"  {self.why}")
         lines.append(
-            f"  {self.samples} samples ({self.warmup} warm-up), {self.rounds} rounds decided"
+            f"  {self.samples} samples after {self.warmup} warm-ups, {self.rounds} rounds decided"
         )
         per = self.cost_per_sample_seconds
         share = self.cost_share
@@ -167,6 +168,7 @@ class Watch:
         self._works: list[float] = []  # wall time between samples, less their cost (seconds)
         self._rounds: list[Round] = []
         self._count = 0
+        self._warmed = 0  # warm-up boundaries gone by
         self._started: float | None = None
         self._last = 0.0
         self._leak: WatchResult | None = None
@@ -179,8 +181,8 @@ class Watch:
         return self
 
     def step(self, n: int = 1) -> Round | None:
-        """n units of work done; sample where `every` × stride units have gone by. Returns the
-        round the sample decided, else None."""
+        """n units of work done; where `every` × stride units have gone by, a boundary: timed
+        only in the warm-up, else sampled. Returns the round the sample decided, else None."""
         self.start()
         if self._leak is not None:
             return None  # a leak is final: nothing more to pay for
@@ -188,23 +190,27 @@ class Watch:
         if self._count < self.every * self.stride:
             return None
         self._count = 0
+        if self._warmed < self.warmup:  # a warm-up: timed (the budget's work), not sampled
+            now = time.perf_counter()
+            self._warmed += 1
+            self._works.append(now - self._last)
+            self._last = now
+            return None
         return self.sample()
 
     def sample(self) -> Round | None:
-        """Take one sample now, and judge it (see the module docstring)."""
+        """Take one sample now, and judge it (see the module docstring). The first sample also
+        fixes the stride (`_widen`); where that widens it, the first is not judged (its grid
+        is not the later samples')."""
         self.start()
         began = time.perf_counter()
         found = sample(self._process, self.objects)
         ended = time.perf_counter()
         self._costs.append(ended - began)
-        self._works.append(began - self._last)
-        self._last = ended
+        work, self._last = began - self._last, ended
         for name in SAMPLED:
             self._series[name].append(found[name])
-        taken = len(self._costs)
-        if taken <= self.warmup:
-            if taken == self.warmup:
-                self._widen()
+        if len(self._costs) == 1 and self._widen(self._costs[0], work):
             return None
         done = self._judge.add(found)
         if done is not None:
@@ -213,21 +219,26 @@ class Watch:
                 self._decided_leak()
         return done
 
-    def _widen(self) -> None:
-        """Fix the stride from the warm-up's cost and work (medians), so that sampling costs at
-        most `budget` of the time: k = ceil(cost / (budget × work)), at least 1."""
-        if self.budget is None or not self._works:
-            return
-        cost, work = statistics.median(self._costs), statistics.median(self._works)
-        if work > 0 and cost > self.budget * work:
-            self.stride = math.ceil(cost / (self.budget * work))
-            LOG.info(
-                "leakbench watch: a sample costs %.3f s, %.1f %% of %s; sampling every %d from now",
-                cost,
-                100 * cost / work,
-                self._unit_words(self.every),
-                self.every * self.stride,
-            )
+    def _widen(self, cost: float, work: float) -> bool:
+        """Fix the stride from the first sample's cost and the work of one boundary (the warm-up's
+        median, else the work before that sample), so that sampling costs at most `budget` of the
+        time, that first sample included over the first round:
+        k = ceil(cost × (reps + 1) / (reps × budget × work)). True where k > 1."""
+        work = statistics.median(self._works) if self._works else work
+        if self.budget is None or work <= 0:
+            return False
+        stride = math.ceil(cost * (self.reps + 1) / (self.reps * self.budget * work))
+        if stride <= 1:
+            return False
+        self.stride = stride
+        LOG.info(
+            "leakbench watch: a sample costs %.3f s, %.1f %% of %s; sampling every %s",
+            cost,
+            100 * cost / work,
+            self._unit_words(self.every),
+            self._unit_words(self.every * stride),
+        )
+        return True
 
     def _decided_leak(self) -> None:
         self._leak = self.result()
@@ -265,9 +276,9 @@ class Watch:
             why=last.why if last else None,
             sample=self._unit_words(self.every * self.stride),
             samples=taken,
-            warmup=min(taken, self.warmup),
+            warmup=self._warmed,
             rounds=len(self._rounds),
-            left=max(self.warmup - taken, 0) + self._judge.left(),
+            left=self._judge.left(),
             cost_seconds=cost,
             cost_per_sample_seconds=cost / taken if taken else None,
             watched_seconds=watched,
