@@ -281,3 +281,23 @@ def utf8(text: str) -> bool:
         return True
     except UnicodeEncodeError:
         return False
+
+
+# JSON Schema's types as a one-line error says them ("runs: must be a list", "result is an int,
+# not a dict or null"): validate (records files) and engine.messages (the child's messages)
+TYPE_WORDS = {
+    "object": "a dict",
+    "array": "a list",
+    "number": "a number",
+    "integer": "an integer",
+    "string": "a string",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def type_words(types: str | list) -> str:
+    """A JSON Schema "type" (one name or a list) in words: "a dict or null"."""
+    return " or ".join(
+        TYPE_WORDS.get(t, str(t)) for t in ([types] if isinstance(types, str) else types)
+    )

@@ -116,6 +116,10 @@ BAD_RECORDS = {
         "environment: must be a dict (got [])",
     ),
     "schema a bool": (lambda r: edited(r, schema=True), "schema: must be an integer (got True)"),
+    "a look's extend a number": (  # JSON's words for a boolean (jsonfile.TYPE_WORDS)
+        lambda r: edited(r, confirmation={"extend": 1}),
+        "confirmation.extend: must be true or false (got 1)",
+    ),
 }
 
 

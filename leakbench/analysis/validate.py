@@ -107,25 +107,8 @@ def _message(e) -> str:
     if e.rule == "enum":
         return f"{where}: {_short(e.value)} is not one of {', '.join(map(str, e.rule_definition))}"
     if e.rule == "type":
-        types: list[Any] = (
-            e.rule_definition if isinstance(e.rule_definition, list) else [e.rule_definition]
-        )
-        return (
-            f"{where}: must be {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} "
-            f"(got {_short(e.value)})"
-        )
+        return f"{where}: must be {jsonfile.type_words(e.rule_definition)} (got {_short(e.value)})"
     return f"{where}: {e.message.split(' ', 1)[-1]} (got {_short(e.value)})"
-
-
-_TYPE_WORDS = {
-    "object": "a dict",
-    "array": "a list",
-    "number": "a number",
-    "integer": "an integer",
-    "string": "a string",
-    "boolean": "true or false",
-    "null": "null",
-}
 
 
 def _short(value: Any) -> str:

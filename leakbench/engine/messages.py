@@ -276,15 +276,6 @@ def _validators() -> dict:
 # --- saying what is wrong, in one line ------------------------------------------------------------
 
 _SHORT = 40  # characters of a key or value shown
-_TYPE_WORDS = {
-    "object": "a dict",
-    "array": "a list",
-    "number": "a number",
-    "integer": "an integer",
-    "string": "a string",
-    "boolean": "a bool",
-    "null": "null",
-}
 
 
 def _wrong(e, kind: str) -> str:
@@ -292,10 +283,7 @@ def _wrong(e, kind: str) -> str:
     where = _where(e.name[len("data") :], kind)
     value, rule, wanted = e.value, e.rule, e.rule_definition
     if rule == "type":
-        kinds = wanted if isinstance(wanted, list) else [wanted]
-        return (
-            f"{where} is {_a(value)}, not {' or '.join(_TYPE_WORDS.get(t, str(t)) for t in kinds)}"
-        )
+        return f"{where} is {_a(value)}, not {jsonfile.type_words(wanted)}"
     if rule == "required":
         missing = [k for k in wanted if k not in (value or {})]
         return f"{where} lacks {_show(missing[0]) if missing else 'a key'}"
