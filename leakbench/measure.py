@@ -10,7 +10,7 @@ size changes no verdict and only costs time (docs/measurements.md, "Run time").
 Every size runs the whole protocol: its peak is VmHWM through the measured
 repetitions, not after warm-up alone, because glibc's slack in VmHWM settles
 over more epochs and a peak read early put a real leak's k under the bar
-(docs/measurements.md, "Flaky verdicts seen").
+(docs/flaky.md).
 The heap pass (memray) runs only at the first size: it is the costly pass.
 With Settings.flamegraph_dir, its capture is kept until memray has drawn the
 flame graph of the allocations still live at its end (heap.render_flamegraph):

@@ -1,4 +1,4 @@
-"""The committed tables that docs/asv.md says are generated (`leakbench matrix > results/...`)
+"""The committed tables that docs/compare.md says are generated (`leakbench matrix > results/...`)
 are exactly what those commands print from the committed records today: a change to a
 verdict's wording or a record shows here, not as a stale file."""
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).parent.parent
 GENERATED = re.compile(r"^leakbench (.+?) > (results/\S+)(?:\s+# exits (\d))?", re.MULTILINE)
 COMMANDS = [
     (args, path, int(code or 0))
-    for args, path, code in GENERATED.findall((ROOT / "docs" / "asv.md").read_text())
+    for args, path, code in GENERATED.findall((ROOT / "docs" / "compare.md").read_text())
 ]
 
 

@@ -238,8 +238,7 @@ def build(
     # A run that hung in teardown after its result came is measured whole: the
     # verdict is the measurement's, and the stall is reported beside it
     # (teardown_stalled). How long freeing live iterators takes is the machine's
-    # load, not the pipeline's memory (kept_iterators: docs/measurements.md,
-    # "Flaky verdicts seen").
+    # load, not the pipeline's memory (kept_iterators: docs/flaky.md).
     stalled = [r for r, o in zip(runs, outcomes) if stalled_in_teardown(o)]
     word, signals = verdict.decide(["ok" if r in stalled else r["status"] for r in runs], found)
     failed = next(
