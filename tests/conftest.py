@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from leakbench.engine import memlimit
 # Debian's chromium, for the browser tests (test_site, test_check_html). make's setup installs
 # it as root on Debian (scripts/system-packages) and prints the apt-get line elsewhere.
 CHROMIUM = Path("/usr/bin/chromium")
+_REAL_POPEN = subprocess.Popen  # before a test's monkeypatch replaces it (leakbench below)
 
 
 def need_system_package(missing: str | None) -> None:
@@ -171,6 +173,20 @@ def own_processes() -> set[int]:
     return found
 
 
+def pytest_terminal_summary(terminalreporter):
+    """After the run: tests/test_fuzz.py's summary (cases per kind, failures by cause) where its
+    cases ran, also written to LEAKBENCH_FUZZ_SUMMARY=FILE. It was a test that could not fail."""
+    fuzz = sys.modules.get("test_fuzz")
+    text = fuzz.summary() if fuzz is not None else None
+    if text is None:
+        return
+    terminalreporter.write_sep("-", "leakbench fuzz")
+    terminalreporter.write_line(text)
+    if fuzz.SUMMARY:
+        fuzz.SUMMARY.parent.mkdir(parents=True, exist_ok=True)
+        fuzz.SUMMARY.write_text(text)
+
+
 def pytest_sessionfinish(session):
     # an interrupted session: the measuring process and its children end with it (SIGKILL)
     if _TF_SESSION is not None and _TF_SESSION.poll() is None:
@@ -199,43 +215,67 @@ def tf_records():
     return {tuple(r.pop("key")): r for r in map(json.loads, lines)}
 
 
-def pure_python_checkout(where: Path) -> Path:
-    """A checkout under where/root with the pure-Python pair `pyleak` (tests/data's python_leak and
-    python_bounded) and stateful_map, and where/ok.py (check targets): the world of the bad-input
-    and fuzz tests, which never measure TensorFlow. Returns the root (for LEAKBENCH_ROOT)."""
-    import shutil
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).parent.parent
 
-    data, repo = Path(__file__).parent / "data", Path(__file__).parent.parent
+
+def pair_checkout(
+    where: Path, leaky: str = "python_leak", fixed: str = "python_bounded", name: str = "pyleak"
+) -> Path:
+    """A checkout under where/root holding one pair `name`: tests/data's `leaky` as its scenario,
+    `fixed` as its fix. Returns the root (for LEAKBENCH_ROOT)."""
     root = where / "root"
-    for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
-        (root / sub).mkdir(parents=True)
-        shutil.copy(data / f"{source}.py", root / sub / "pyleak.py")
-        shutil.copy(repo / sub / "stateful_map.py", root / sub / "stateful_map.py")
-    shutil.copy(data / "check_python.py", where / "ok.py")
+    for sub, source in (("scenarios", leaky), ("fixes", fixed)):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        shutil.copy(DATA / f"{source}.py", root / sub / f"{name}.py")
     return root
 
 
+def pure_python_checkout(where: Path) -> Path:
+    """pair_checkout's pure-Python pair `pyleak` (tests/data's python_leak and python_bounded) and
+    stateful_map, and where/ok.py (check targets): the world of the bad-input and fuzz tests,
+    which never measure TensorFlow. Returns the root (for LEAKBENCH_ROOT)."""
+    root = pair_checkout(where)
+    for sub in ("scenarios", "fixes"):
+        shutil.copy(REPO / sub / "stateful_map.py", root / sub / "stateful_map.py")
+    shutil.copy(DATA / "check_python.py", where / "ok.py")
+    return root
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch) -> Path:
+    """pure_python_checkout under tmp_path as LEAKBENCH_ROOT, tmp_path as cwd; returns the root."""
+    root = pure_python_checkout(tmp_path)
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
+    monkeypatch.chdir(tmp_path)
+    return root
+
+
+@pytest.fixture
+def here(checkout, tmp_path, monkeypatch) -> Path:
+    """checkout, with results/ (the site fixture's records, machine vm) and a cache folder of its
+    own (XDG_CACHE_HOME: bisect's registry answers); returns the cwd, tmp_path."""
+    shutil.copytree(DATA / "site_results", tmp_path / "results")
+    monkeypatch.setenv("ASV_MACHINE", "vm")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path
+
+
 # What a refusal must look like, and what it must leave as it was (test_bad_input, test_refusals).
-def invoke(*args):
-    """leakbench's command line in this process (click's CliRunner), arguments as strings."""
+def invoke(*args, env: dict | None = None):
+    """leakbench's command line in this process (click's CliRunner), arguments as strings, with
+    `env` added to the environment."""
     from click.testing import CliRunner
 
     from leakbench import cli
 
-    return CliRunner().invoke(cli.main, [str(a) for a in args])
-
-
-def one_error_line(result) -> str:
-    """The one line a refusal says (exit 2, "leakbench: error: ..." on stderr alone)."""
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
-    return lines[0]
+    return CliRunner().invoke(cli.main, [str(a) for a in args], env=env)
 
 
 def refused(done, *fragments: str) -> str:
     """Exit 2, one line 'leakbench: error: ...' on stderr holding every fragment, no traceback,
-    nothing on stdout, no exception but SystemExit (in process: nothing started)."""
+    nothing on stdout, no exception but SystemExit (in process: nothing started). Returns the
+    line. `done`: invoke's result, or a finished process (subprocess.CompletedProcess)."""
     if isinstance(done, subprocess.CompletedProcess):
         code = done.returncode
     else:
@@ -250,6 +290,33 @@ def refused(done, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def leakbench(*args, seconds: float = 60) -> subprocess.CompletedProcess:
+    """`python -m leakbench ARGS` as a child in a session of its own, killed after `seconds` (a
+    refusal takes about one; a command waiting on a FIFO or reading /dev/full would never end);
+    then no process of that session may be left. Starts it even where a test made
+    subprocess.Popen refuse (test_refusals)."""
+    child = _REAL_POPEN(
+        [sys.executable, "-m", "leakbench", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=seconds)
+    finally:
+        child.kill()
+        child.wait()
+    try:  # SIGKILL, where 0 would do to ask: a leftover must not outlive the test either
+        os.killpg(child.pid, signal.SIGKILL)
+        left = True
+    except ProcessLookupError:
+        left = False
+    assert not left, f"a process of `leakbench {' '.join(map(str, args))[:80]}` is left"
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
 
 def state(*paths: Path) -> dict:

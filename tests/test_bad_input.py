@@ -23,12 +23,10 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import invoke, pure_python_checkout, refused, state
+from conftest import invoke, leakbench, pure_python_checkout, refused, state
 from packaging.tags import Tag
 
 from leakbench import jsonfile
@@ -39,33 +37,9 @@ from leakbench.site import build as site
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["--cap", "1GiB", "--timeout", "60", "--warmup", "1", "--reps", "6", "--heap-reps", "0"]
-SECONDS = 60  # a refusal takes about one; a command waiting on a FIFO would take for ever
 
 
 # --- helpers ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch) -> Path:
-    """cwd: a checkout root/ with the pure-Python pair `pyleak`, ok.py (check targets), results/
-    (the site fixture's records, machine vm) and root/ as LEAKBENCH_ROOT."""
-    root = pure_python_checkout(tmp_path)
-    shutil.copytree(DATA / "site_results", tmp_path / "results")
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    monkeypatch.setenv("ASV_MACHINE", "vm")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def leakbench(*args) -> subprocess.CompletedProcess:
-    """The command in a child process of its own, killed
-    after SECONDS (a FIFO never hangs the suite)."""
-    return subprocess.run(
-        [sys.executable, "-m", "leakbench", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=SECONDS,
-    )
 
 
 def special(path: Path, kind: str) -> Path:
@@ -417,7 +391,7 @@ def test_report_back_out_is_not_a_records_file(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def offline(monkeypatch, tmp_path):
+def bisect_offline(monkeypatch, tmp_path):
     """bisect without the network or an install: the
     saved registry sample; a checkout of one pair."""
     sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
@@ -446,7 +420,7 @@ def offline(monkeypatch, tmp_path):
     return root
 
 
-def test_bisect_out_is_not_the_pair_nor_special_nor_in_the_venv(offline, tmp_path):
+def test_bisect_out_is_not_the_pair_nor_special_nor_in_the_venv(bisect_offline, tmp_path):
     base = [
         "bisect",
         "py_function_map",
@@ -458,7 +432,7 @@ def test_bisect_out_is_not_the_pair_nor_special_nor_in_the_venv(offline, tmp_pat
         "1GiB",
         "--force",
     ]
-    (tmp_path / "b.md").symlink_to(offline / "fixes" / "py_function_map.py")
+    (tmp_path / "b.md").symlink_to(bisect_offline / "fixes" / "py_function_map.py")
     before = state(tmp_path)
     refused(invoke(*base, "--out", "b.json"), "--out's table: b.md is the pair's scenario file")
     for kind in ("dev-full", "loop", "dangling"):

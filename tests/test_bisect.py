@@ -11,11 +11,10 @@ import math
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke, refused
 from packaging.tags import Tag
 from packaging.version import Version
 
-from leakbench import cli
 from leakbench.history import bisect, installer, readings, registry
 from leakbench.history.registry import Build
 from leakbench.reporters import bisect as views
@@ -108,7 +107,7 @@ def test_bad_ends(good, bad, fragment):
 # --- the search, with fakes ----------------------------------------------------------------------
 
 
-def line(n: int) -> list[Build]:
+def nightlies(n: int) -> list[Build]:
     return [Build(f"2.22.0.dev2026{i:04d}", "tf-nightly", None, 600 * MIB) for i in range(n)]
 
 
@@ -149,7 +148,7 @@ class Fake:
         return rec
 
 
-def run(fake, confirm=3):
+def bisected(fake, confirm=3):
     return bisect.search(fake.builds, fake.install, fake.measure, confirm=confirm)
 
 
@@ -157,8 +156,8 @@ def run(fake, confirm=3):
     "n, flip", [(2, 1), (3, 1), (3, 2), (100, 1), (100, 37), (100, 99), (166, 57)]
 )
 def test_boundary_found_in_about_log2_measurements(n, flip):
-    fake = Fake(line(n), lambda i: "leak" if i < flip else "no-leak")
-    found = run(fake)
+    fake = Fake(nightlies(n), lambda i: "leak" if i < flip else "no-leak")
+    found = bisected(fake)
     assert found.status == bisect.FOUND and found.exit_code == 0
     assert (found.good.version, found.bad.version) == (
         fake.builds[flip - 1].version,
@@ -183,8 +182,8 @@ def test_unusable_builds_are_skipped_for_a_neighbour():
             return "over-cap-import"
         return "error" if i in errors else "leak" if i < 60 else "no-leak"
 
-    fake = Fake(line(100), verdict, broken=[broken_install])
-    found = run(fake)
+    fake = Fake(nightlies(100), verdict, broken=[broken_install])
+    found = bisected(fake)
     assert found.status == bisect.FOUND
     assert (found.good.version, found.bad.version) == (
         fake.builds[59].version,
@@ -196,8 +195,10 @@ def test_unusable_builds_are_skipped_for_a_neighbour():
 
 
 def test_boundary_among_unusable_builds_is_unresolved():
-    fake = Fake(line(10), lambda i: "hang" if i in (4, 5, 6) else "leak" if i < 5 else "no-leak")
-    found = run(fake)
+    fake = Fake(
+        nightlies(10), lambda i: "hang" if i in (4, 5, 6) else "leak" if i < 5 else "no-leak"
+    )
+    found = bisected(fake)
     assert found.status == bisect.UNRESOLVED and found.exit_code == 1
     assert (found.good.version, found.bad.version) == (
         fake.builds[3].version,
@@ -208,29 +209,29 @@ def test_boundary_among_unusable_builds_is_unresolved():
 
 def test_unstable_boundary_is_reported_with_the_verdicts_seen():
     fake = Fake(
-        line(20), lambda i: "leak" if i < 12 else ["no-leak", "leak"] if i == 12 else "no-leak"
+        nightlies(20), lambda i: "leak" if i < 12 else ["no-leak", "leak"] if i == 12 else "no-leak"
     )
-    found = run(fake)
+    found = bisected(fake)
     assert found.status == bisect.UNSTABLE and found.exit_code == 1
     assert "not stable" in found.message and "no-leak, leak, no-leak" in found.message
 
 
 def test_ends_reading_the_same_end_the_search():
-    fake = Fake(line(50), lambda i: "leak")
-    found = run(fake)
+    fake = Fake(nightlies(50), lambda i: "leak")
+    found = bisected(fake)
     assert found.status == bisect.SAME and found.exit_code == 1
     assert len(found.readings) == 2 and "both ends read leak" in found.message
 
 
 def test_an_unusable_end_ends_the_search():
-    fake = Fake(line(50), lambda i: "error" if i == 0 else "leak")
-    found = run(fake)
+    fake = Fake(nightlies(50), lambda i: "error" if i == 0 else "leak")
+    found = bisected(fake)
     assert found.status == bisect.UNUSABLE_END and len(found.readings) == 1
 
 
 def test_confirm_one_measures_no_more():
-    fake = Fake(line(9), lambda i: "leak" if i < 4 else "no-leak")
-    found = run(fake, confirm=1)
+    fake = Fake(nightlies(9), lambda i: "leak" if i < 4 else "no-leak")
+    found = bisected(fake, confirm=1)
     assert found.status == bisect.FOUND and not [r for r in found.readings if r.role == "confirm"]
 
 
@@ -240,7 +241,7 @@ def test_result_names_the_rate_and_the_commits():
         Build("2.16.0rc0", "tensorflow-cpu", "2024-02-23"),
         Build("2.16.1", "tensorflow-cpu", "2024-03-09"),
     ]
-    found = run(Fake(builds, lambda i: "leak" if i == 0 else "no-leak"))
+    found = bisected(Fake(builds, lambda i: "leak" if i == 0 else "no-leak"))
     data = found.as_dict()
     assert (
         data["boundary"]["compare_url"]
@@ -305,22 +306,10 @@ def offline(monkeypatch, tmp_path):
     return seen
 
 
-def invoke(*args):
-    return CliRunner().invoke(cli.main, ["bisect", *map(str, args)])
-
-
-def one_line(result, fragment):
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.output
-    assert result.stderr.startswith("leakbench: error: ") and fragment in result.stderr, (
-        result.stderr
-    )
-
-
 def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
     out = tmp_path / "b.json"
     args = ["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--out", out, "--cap", "1GiB"]
-    result = invoke(*args)
+    result = invoke("bisect", *args)
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
     assert (data["boundary"]["good"]["version"], data["boundary"]["bad"]["version"]) == (
@@ -334,9 +323,9 @@ def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
     assert "| first otherwise | 2.16.1 | tensorflow-cpu | 2024-03-09 |" in md
     assert offline.count("ensure") == 1
     before = out.read_text()
-    one_line(invoke(*args), "exists; pass --force")
+    refused(invoke("bisect", *args), "exists; pass --force")
     assert out.read_text() == before
-    assert invoke(*args, "--force").exit_code == 0
+    assert invoke("bisect", *args, "--force").exit_code == 0
 
 
 @pytest.mark.parametrize(
@@ -365,18 +354,19 @@ def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
     ],
 )
 def test_command_bad_input_one_line(offline, tmp_path, args, fragment):
-    one_line(invoke(*args, "--out", tmp_path / "r.json"), fragment)
+    refused(invoke("bisect", *args, "--out", tmp_path / "r.json"), fragment)
     assert offline == [] and not (tmp_path / "r.json").exists()
 
 
 def test_command_refuses_an_unwritable_out_and_a_foreign_venv(offline, tmp_path):
     base = ["py_function_map", "--good", "2.15.1", "--bad", "2.16.2"]
-    one_line(invoke(*base, "--out", tmp_path / "missing" / "r.json"), "does not exist")
+    refused(invoke("bisect", *base, "--out", tmp_path / "missing" / "r.json"), "does not exist")
     mine = tmp_path / "project"
     mine.mkdir()
     (mine / "keep.txt").write_text("mine")
-    one_line(
-        invoke(*base, "--out", tmp_path / "r.json", "--venv", mine), "is not a bisect virtualenv"
+    refused(
+        invoke("bisect", *base, "--out", tmp_path / "r.json", "--venv", mine),
+        "is not a bisect virtualenv",
     )
     assert (mine / "keep.txt").exists() and offline == []
 
@@ -384,8 +374,9 @@ def test_command_refuses_an_unwritable_out_and_a_foreign_venv(offline, tmp_path)
 def test_an_unwritable_out_is_refused_before_the_registry_is_asked(offline, tmp_path, monkeypatch):
     asked = []
     monkeypatch.setattr(registry, "fetch_index", lambda *a, **k: asked.append(a) or fetch(*a, **k))
-    one_line(
+    refused(
         invoke(
+            "bisect",
             "py_function_map",
             "--good",
             "2.21.0",
@@ -414,7 +405,16 @@ def test_command_bad_nightly_is_the_newest_nightly_served(offline, tmp_path, mon
     )
     out = tmp_path / "n.json"
     result = invoke(
-        "py_function_map", "--good", "2.21.0", "--bad", "nightly", "--out", out, "--cap", "1GiB"
+        "bisect",
+        "py_function_map",
+        "--good",
+        "2.21.0",
+        "--bad",
+        "nightly",
+        "--out",
+        out,
+        "--cap",
+        "1GiB",
     )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
@@ -427,8 +427,9 @@ def test_command_refuses_a_venv_another_bisect_holds(offline, tmp_path):
     venv = tmp_path / "v"
     with open(tmp_path / "v.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        one_line(
+        refused(
             invoke(
+                "bisect",
                 "py_function_map",
                 "--good",
                 "2.15.1",
@@ -446,8 +447,9 @@ def test_command_refuses_a_venv_another_bisect_holds(offline, tmp_path):
 
 def test_command_refused_for_its_budget_makes_no_folder(offline, tmp_path):
     venv = tmp_path / "a" / "b" / "v"
-    one_line(
+    refused(
         invoke(
+            "bisect",
             "py_function_map",
             "--good",
             "2.15.1",

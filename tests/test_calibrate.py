@@ -33,7 +33,7 @@ def trend(slope: float, p: float = 0.0001, halves: tuple = (None, None)) -> dict
     }
 
 
-def rec(
+def calibration_record(
     rss: dict | None,
     heap: dict | None,
     verdict_: str = "no-leak",
@@ -70,12 +70,14 @@ def observations() -> list[dict]:
     for run, noise in enumerate((0.9, 1.0, 1.1), 1):
         found.append(
             calibrate.observe(
-                rec(trend(0.0, p=1.0), trend(700.0, p=0.004)), calibrate.Case("tensorflow", 0), run
+                calibration_record(trend(0.0, p=1.0), trend(700.0, p=0.004)),
+                calibrate.Case("tensorflow", 0),
+                run,
             )
         )
         found.append(
             calibrate.observe(
-                rec(
+                calibration_record(
                     trend(noise * 1024 * KIB),
                     trend(noise * 2 * KIB),
                     "leak",
@@ -186,7 +188,7 @@ def test_a_fix_is_a_false_alarm_where_the_expectation_refuses_it(tmp_path):
 def test_a_control_alarm_is_any_verdict_no_leak_does_not_accept():
     seen = observations() + [
         calibrate.observe(
-            rec(trend(0.0, p=1.0), None, "over-cap", phase="repetitions"),
+            calibration_record(trend(0.0, p=1.0), None, "over-cap", phase="repetitions"),
             calibrate.Case("tensorflow", 0),
             4,
         )
@@ -366,7 +368,7 @@ def test_a_run_gets_the_files_params_then_the_designs_then_the_size(tmp_path, mo
 
     def measure(target, params, settings):
         got.append((target.scenario.path.name, params))
-        return rec(trend(0.0, p=1.0), trend(0.0, p=1.0))
+        return calibration_record(trend(0.0, p=1.0), trend(0.0, p=1.0))
 
     monkeypatch.setattr(calibrate, "measure", measure)
     out = tmp_path / "c.json"
@@ -395,7 +397,7 @@ def test_holders_takes_a_group_word(tmp_path, monkeypatch):
 
     def measure(target, params, settings):
         got.append(target.scenario.path.name)
-        return rec(trend(0.0, p=1.0), trend(0.0, p=1.0))
+        return calibration_record(trend(0.0, p=1.0), trend(0.0, p=1.0))
 
     monkeypatch.setattr(calibrate, "measure", measure)
     monkeypatch.chdir(tmp_path)
@@ -415,7 +417,9 @@ def test_holders_takes_a_group_word(tmp_path, monkeypatch):
 def shaped(name: str, size: int, verdicts: list[str]) -> list[dict]:
     """Observations of one case of a design, a run per verdict (flat signals)."""
     return [
-        calibrate.observe(rec(trend(0.0, p=1.0), None, v), calibrate.Case(name, size), run)
+        calibrate.observe(
+            calibration_record(trend(0.0, p=1.0), None, v), calibrate.Case(name, size), run
+        )
         for run, v in enumerate(verdicts, 1)
     ]
 
@@ -570,7 +574,7 @@ def stub_measure(monkeypatch):
 
     def measure(target, params, settings):
         calls.append(params["bytes_per_rep"])
-        return rec(trend(0.0, p=1.0), trend(0.0, p=1.0))
+        return calibration_record(trend(0.0, p=1.0), trend(0.0, p=1.0))
 
     monkeypatch.setattr(calibrate, "measure", measure)
     return calls
@@ -701,8 +705,12 @@ def test_a_shape_reads_its_verdict_through_the_engines_looks(design, size, word,
 
     found = calibrate.DESIGNS[design]
     scenario = contract.read_metadata(found.path)
-    rec = measure(Target(scenario, "file"), calibrate.params_for(found, size), SETTINGS)
-    made = [k for k in ("confirmation", "extension") if k in rec]
-    assert rec["verdict"] == word, [rec[k]["why"] for k in made]
+    calibration_record = measure(
+        Target(scenario, "file"), calibrate.params_for(found, size), SETTINGS
+    )
+    made = [k for k in ("confirmation", "extension") if k in calibration_record]
+    assert calibration_record["verdict"] == word, [calibration_record[k]["why"] for k in made]
     assert (made[-1] if made else None) in looks  # the look that decided
-    assert all(rec[k]["why"] and rec[k]["status"] == "ok" for k in made)
+    assert all(
+        calibration_record[k]["why"] and calibration_record[k]["status"] == "ok" for k in made
+    )

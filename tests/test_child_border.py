@@ -55,9 +55,10 @@ def check(tmp_path: Path, name: str, call: int = 1) -> subprocess.CompletedProce
     )
 
 
-def one_error_line(done: subprocess.CompletedProcess) -> str:
+def error_in_one_line(done: subprocess.CompletedProcess) -> str:
     """Exit 2 (an error), no traceback anywhere, and exactly one line on stderr: check's
-    'leakbench: error in PHASE: ...'. Returns that line."""
+    'leakbench: error in PHASE: ...' (its view of the failed run is on stdout; a refusal, which
+    prints nothing there, is conftest.refused). Returns that line."""
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     lines = done.stderr.splitlines()
@@ -89,7 +90,7 @@ def kept_file(line: str, tmp_path: Path) -> Path:
     ],
 )
 def test_a_message_of_the_wrong_type_is_an_error_in_one_line(tmp_path, name, said):
-    line = one_error_line(check(tmp_path, name))
+    line = error_in_one_line(check(tmp_path, name))
     assert line.endswith(f": {said}"), line
     assert not list((tmp_path / "tmp").iterdir())  # no crash: no output kept, nothing left
 
@@ -110,7 +111,7 @@ def test_a_message_of_the_wrong_type_is_an_error_in_one_line(tmp_path, name, sai
 def test_a_closed_or_reused_channel_is_one_line_and_the_traceback_is_kept(
     tmp_path, name, said, call
 ):
-    line = one_error_line(check(tmp_path, name, call))
+    line = error_in_one_line(check(tmp_path, name, call))
     assert (
         "child exited with code 1 during " in line
         and "ChannelLost: leakbench's message pipe" in line
@@ -123,7 +124,7 @@ def test_a_closed_or_reused_channel_is_one_line_and_the_traceback_is_kept(
 @pytest.mark.timeout(SECONDS)
 def test_a_child_that_replaces_its_channel_and_runs_on_is_killed_in_one_line(tmp_path):
     """Its pipe ends (EOF) while it runs: after a short grace it is killed, and says so."""
-    line = one_error_line(check(tmp_path, "dup2_and_stay"))
+    line = error_in_one_line(check(tmp_path, "dup2_and_stay"))
     assert "closed leakbench's message pipe during setup and was killed, still running" in line
     assert line.endswith("with no output"), line
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import invoke, pair_checkout, refused
 
 from leakbench import cli
 
@@ -26,49 +27,20 @@ SAFE = ["--cap", "1GiB", "--timeout", "60"]  # every run here is capped and time
 FAST = [*SAFE, "--warmup", "1", "--reps", "6", "--heap-reps", "5"]
 
 
-def make_root(
-    base: Path, leaky: str = "python_leak", fixed: str = "python_bounded", name: str = "pyleak"
-) -> Path:
-    root = base / "root"
-    for sub, source in (("scenarios", leaky), ("fixes", fixed)):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-        shutil.copy(DATA / f"{source}.py", root / sub / f"{name}.py")
-    return root
-
-
 @pytest.fixture
 def root(tmp_path, monkeypatch):
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.chdir(tmp_path)
     return root
-
-
-def invoke(args: list[str]):
-    return CliRunner().invoke(cli.main, args)
-
-
-def assert_bad_input(result, *fragments: str) -> str:
-    """Exit 2, exactly one line on stderr, 'leakbench:
-    error: ...', no traceback, nothing on stdout."""
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    assert isinstance(result.exception, SystemExit)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("leakbench: error: "), lines[0]
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 # --- bad input ------------------------------------------------------------------
 
 
 def test_unknown_scenario_name(root):
-    assert_bad_input(
-        invoke(["run", "no_such_pair", *SAFE]), "unknown scenario 'no_such_pair'", "known: pyleak"
+    refused(
+        invoke("run", "no_such_pair", *SAFE), "unknown scenario 'no_such_pair'", "known: pyleak"
     )
 
 
@@ -76,8 +48,8 @@ def test_file_without_the_contract_is_not_executed(root, tmp_path):
     marker = tmp_path / "executed"
     plain = tmp_path / "plain.py"
     plain.write_text(f"open({str(marker)!r}, 'w').close()\nprint('hello')\n")
-    assert_bad_input(
-        invoke(["run", str(plain), *SAFE]),
+    refused(
+        invoke("run", str(plain), *SAFE),
         str(plain),
         "not a leakbench scenario",
         "TITLE",
@@ -89,91 +61,85 @@ def test_file_without_the_contract_is_not_executed(root, tmp_path):
 def test_file_that_does_not_parse(root, tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("def setup(:\n")
-    assert_bad_input(invoke(["run", str(broken), *SAFE]), "does not parse")
+    refused(invoke("run", str(broken), *SAFE), "does not parse")
 
 
 def test_error_text_with_brackets_is_printed_verbatim(root, tmp_path):
     """rich would read '[scenario]' in a path as a style tag and drop it."""
     plain = tmp_path / "not_a[scenario].py"
     plain.write_text("x = 1\n")
-    assert_bad_input(invoke(["run", str(plain), *SAFE]), "not_a[scenario].py")
+    refused(invoke("run", str(plain), *SAFE), "not_a[scenario].py")
 
 
 def test_missing_file(root, tmp_path):
-    assert_bad_input(invoke(["run", str(tmp_path / "nowhere.py"), *SAFE]), "no scenario file at")
+    refused(invoke("run", str(tmp_path / "nowhere.py"), *SAFE), "no scenario file at")
 
 
 def test_unknown_param(root):
-    assert_bad_input(
-        invoke(["run", "pyleak", *SAFE, "--param", "unknown=1"]),
+    refused(
+        invoke("run", "pyleak", *SAFE, "--param", "unknown=1"),
         "--param unknown",
         "no selected scenario has such a parameter",
     )
 
 
 def test_param_not_a_number(root):
-    assert_bad_input(
-        invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=lots"]),
+    refused(
+        invoke("run", "pyleak", *SAFE, "--param", "bytes_per_rep=lots"),
         "bytes_per_rep='lots'",
         "is not int",
     )
 
 
 def test_param_float_for_int(root):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=1.5"]), "is not int")
+    refused(invoke("run", "pyleak", *SAFE, "--param", "bytes_per_rep=1.5"), "is not int")
 
 
 def test_param_not_positive(root):
-    assert_bad_input(
-        invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep=0"]), "must be positive"
-    )
+    refused(invoke("run", "pyleak", *SAFE, "--param", "bytes_per_rep=0"), "must be positive")
 
 
 def test_param_without_equals(root):
-    assert_bad_input(
-        invoke(["run", "pyleak", *SAFE, "--param", "bytes_per_rep"]), "is not NAME=VALUE"
-    )
+    refused(invoke("run", "pyleak", *SAFE, "--param", "bytes_per_rep"), "is not NAME=VALUE")
 
 
 @pytest.mark.parametrize("cap", ["nonsense", "12 parsecs", "-1GiB", "0", "GiB", ""])
 def test_bad_cap(root, cap):
-    assert_bad_input(invoke(["run", "pyleak", "--cap", cap, "--timeout", "60"]), "--cap")
+    refused(invoke("run", "pyleak", "--cap", cap, "--timeout", "60"), "--cap")
 
 
 @pytest.mark.parametrize("scales", ["0,x", "1,x", "0,1", "1,-2", "", "1,,2", "4,2,1", "1,1", "4"])
 def test_bad_scales(root, scales):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--scales", scales]), "--scales")
+    refused(invoke("run", "pyleak", *SAFE, "--scales", scales), "--scales")
 
 
 def test_json_into_missing_directory(root, tmp_path):
     target = tmp_path / "no" / "such" / "dir" / "out.jsonl"
-    assert_bad_input(
-        invoke(["run", "pyleak", *SAFE, "--json", str(target)]), "--json", "does not exist"
-    )
+    refused(invoke("run", "pyleak", *SAFE, "--json", str(target)), "--json", "does not exist")
     assert not target.parent.exists()
 
 
 @pytest.mark.parametrize("heap_reps", ["1", "3", "4"])
 def test_heap_reps_too_few_for_a_trend(root, heap_reps):
     """Fewer than 5 points can never pass the trend test (1/4! > TREND_P_MAX)."""
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, "--heap-reps", heap_reps]), "--heap-reps")
+    refused(invoke("run", "pyleak", *SAFE, "--heap-reps", heap_reps), "--heap-reps")
 
 
 @pytest.mark.parametrize("reps", ["3", "4"])
 def test_reps_too_few_for_a_trend(root, reps):
-    result = invoke(["run", "pyleak", *SAFE, "--reps", reps])
+    result = invoke("run", "pyleak", *SAFE, "--reps", reps)
     assert result.exit_code == 2  # click's own usage error
     assert "--reps" in result.stderr
 
 
 @pytest.mark.parametrize("args", [["--variant", "nope"], ["--timeout", "0"], ["--no-such-option"]])
 def test_click_usage_errors_are_one_line(root, args):
-    assert_bad_input(invoke(["run", "pyleak", *SAFE, *args]))
+    refused(invoke("run", "pyleak", *SAFE, *args))
 
 
 def test_root_without_scenarios(tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(tmp_path))
-    assert_bad_input(invoke(["run", "pyleak", *SAFE]), "has no scenarios/ directory")
+    refused(invoke("run", "pyleak", *SAFE), "has no scenarios/ directory")
 
 
 def test_tensorflow_not_installed(root, monkeypatch):
@@ -192,7 +158,7 @@ def test_tensorflow_not_installed(root, monkeypatch):
         "find_spec",
         lambda name, *a, **k: None if name == "tensorflow" else real(name, *a, **k),
     )
-    line = assert_bad_input(invoke(["run", "tf_pair", *SAFE]), "TensorFlow is not installed")
+    line = refused(invoke("run", "tf_pair", *SAFE), "TensorFlow is not installed")
     assert "leakbench[tf]" in line
 
 
@@ -203,7 +169,7 @@ def test_tensorflow_check_ignores_pure_python_scenarios(root, monkeypatch):
         "find_spec",
         lambda name, *a, **k: None if name == "tensorflow" else real(name, *a, **k),
     )
-    result = invoke(["run", "pyleak", *FAST])
+    result = invoke("run", "pyleak", *FAST)
     assert result.exit_code == 0, result.output
 
 
@@ -229,7 +195,7 @@ def test_list(root):
 # --- real runs: through the installed entry point, and in process ----------------------
 
 
-def leakbench(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedProcess:
+def entry_point(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "LEAKBENCH_ROOT": str(root)}
     return subprocess.run(
         [str(LEAKBENCH), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
@@ -254,9 +220,9 @@ def test_entry_point_is_installed():
 
 @pytest.mark.timeout(120)
 def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     out = tmp_path / "out.jsonl"
-    first = leakbench(["run", *FAST, "--json", "out.jsonl"], root, tmp_path)
+    first = entry_point(["run", *FAST, "--json", "out.jsonl"], root, tmp_path)
     assert first.returncode == 0, first.stderr
     assert "Traceback" not in first.stderr
     assert "leakbench: memory per scenario variant" in first.stdout
@@ -276,7 +242,7 @@ def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
     assert records[0]["path"] == str(root / "scenarios" / "pyleak.py")
     assert records[1]["path"] == str(root / "fixes" / "pyleak.py")
 
-    second = leakbench(["run", *FAST, "--json", "out.jsonl"], root, tmp_path)
+    second = entry_point(["run", *FAST, "--json", "out.jsonl"], root, tmp_path)
     assert second.returncode == 0, second.stderr
     again = out.read_text().splitlines()
     assert len(again) == 4
@@ -286,7 +252,7 @@ def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_fixed_variant_that_leaks_exits_one(tmp_path, monkeypatch):
-    root = make_root(tmp_path, leaky="python_leak", fixed="python_leak")
+    root = pair_checkout(tmp_path, leaky="python_leak", fixed="python_leak")
     result = in_process(
         ["run", "pyleak", *FAST, "--json", "out.jsonl"], root, tmp_path, monkeypatch
     )
@@ -300,7 +266,7 @@ def test_fixed_variant_that_leaks_exits_one(tmp_path, monkeypatch):
 
 @pytest.mark.timeout(120)
 def test_swapped_pair_exits_one(tmp_path, monkeypatch):
-    root = make_root(tmp_path, leaky="python_bounded", fixed="python_leak")
+    root = pair_checkout(tmp_path, leaky="python_bounded", fixed="python_leak")
     result = in_process(["run", *FAST, "--variant", "both"], root, tmp_path, monkeypatch)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
@@ -309,7 +275,7 @@ def test_swapped_pair_exits_one(tmp_path, monkeypatch):
 @pytest.mark.timeout(120)
 def test_over_cap_leaky_variant_is_as_expected(tmp_path, monkeypatch):
     """A leak cut short by the cap is still the leak: exit 0 for the leaky variant alone."""
-    root = make_root(tmp_path, leaky="python_over_cap", fixed="python_bounded")
+    root = pair_checkout(tmp_path, leaky="python_over_cap", fixed="python_bounded")
     result = in_process(
         [
             "run",
@@ -337,7 +303,7 @@ def test_over_cap_leaky_variant_is_as_expected(tmp_path, monkeypatch):
 
 @pytest.mark.timeout(120)
 def test_error_in_scenario_exits_one_with_its_message(tmp_path, monkeypatch):
-    root = make_root(tmp_path, leaky="python_raises", fixed="python_bounded")
+    root = pair_checkout(tmp_path, leaky="python_raises", fixed="python_bounded")
     result = in_process(["run", "pyleak", "--variant", "leaky", *FAST], root, tmp_path, monkeypatch)
     assert result.returncode == 1
     assert (
@@ -349,14 +315,14 @@ def test_error_in_scenario_exits_one_with_its_message(tmp_path, monkeypatch):
 
 def test_scales_out_of_order_are_refused_before_anything_runs(root):
     """4,2,1 used to be accepted, and a peak pair then read no-leak (its largest size first)."""
-    message = assert_bad_input(invoke(["run", "pyleak", *SAFE, "--scales", "4,2,1"]), "--scales")
+    message = refused(invoke("run", "pyleak", *SAFE, "--scales", "4,2,1"), "--scales")
     assert "increasing" in message
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd:x", "/etc/passwd"])
 def test_check_of_a_file_that_is_not_python_is_one_line(target):
     """/etc/passwd:x used to end in AttributeError: 'NoneType' object has no attribute 'loader'."""
-    assert_bad_input(invoke(["check", target, *SAFE]), ".py")
+    refused(invoke("check", target, *SAFE), ".py")
 
 
 @pytest.mark.parametrize(
@@ -396,7 +362,7 @@ def test_check_of_a_file_that_is_not_python_is_one_line(target):
 def test_an_output_that_cannot_be_written_is_refused_before_measuring(root, args, option):
     """These used to measure first and end in a traceback (run --json/--markdown, repeat and
     calibrate --out), or to create a mistyped folder and measure into it (repeat --out)."""
-    assert_bad_input(invoke(args), option)
+    refused(invoke(*args), option)
     assert not Path("/nonexistent-leakbench").exists()
 
 
@@ -465,7 +431,7 @@ BISECT = ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2"]  # refused 
     ],
 )
 def test_numbers_must_be_finite_and_sizes_whole_bytes(root, args, option):
-    assert_bad_input(invoke(args), option)
+    refused(invoke(*args), option)
 
 
 @pytest.mark.parametrize(
@@ -482,10 +448,11 @@ def test_param_must_be_finite_even_times_a_scale(tmp_path, monkeypatch, param):
     """nan and inf reached the scenario; 309 digits times
     the scale 4 crashed in leakbench/measure.py."""
     monkeypatch.setenv(
-        "LEAKBENCH_ROOT", str(make_root(tmp_path, "python_peak", "python_peak_bounded", "pypeak"))
+        "LEAKBENCH_ROOT",
+        str(pair_checkout(tmp_path, "python_peak", "python_peak_bounded", "pypeak")),
     )
     monkeypatch.chdir(tmp_path)
-    assert_bad_input(invoke(["run", "pypeak", *SAFE, "--param", param]), "pypeak")
+    refused(invoke("run", "pypeak", *SAFE, "--param", param), "pypeak")
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import pure_python_checkout, refused
+from conftest import refused
 
 from leakbench import cli
 
@@ -191,14 +191,6 @@ def test_gate_old_spellings_are_its_format_and_out(tmp_path):
 
 
 # --- run and check: a measurement of pure Python ------------------------------------------------
-
-
-@pytest.fixture
-def checkout(tmp_path, monkeypatch):
-    root = pure_python_checkout(tmp_path)
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    monkeypatch.chdir(tmp_path)
-    return root
 
 
 @pytest.mark.timeout(180)

@@ -29,7 +29,7 @@ SETTINGS = Settings(warmup=1, reps=6, heap_reps=0, cap_bytes=1 << 30, timeout_se
 NO_TF = "no GPU visible to TensorFlow (the scenario did not import TensorFlow)"
 
 
-def run(name: str, params: dict | None = None) -> dict:
+def measure_data(name: str, params: dict | None = None) -> dict:
     target = Target(contract.read_metadata(DATA / f"{name}.py"), "file")
     return measure(target, {**target.scenario.params, **(params or {})}, SETTINGS)
 
@@ -39,7 +39,7 @@ def run(name: str, params: dict | None = None) -> dict:
 
 @pytest.mark.timeout(60)
 def test_without_a_gpu_the_gpu_fields_are_null_with_the_reason():
-    rec = run("python_leak")
+    rec = measure_data("python_leak")
     env = rec["environment"]
     assert (env["device"], env["gpu"], env["gpu_unavailable"]) == ("CPU", None, NO_TF)
     assert rec["metrics"]["gpu_memory_growth"] is None and rec["metrics"]["gpu_peak_bytes"] is None
@@ -57,7 +57,7 @@ def test_without_a_gpu_the_gpu_fields_are_null_with_the_reason():
 
 @pytest.mark.timeout(60)
 def test_gpu_allocator_growth_is_a_leak_on_the_gpu_signal():
-    rec = run("python_fake_gpu")
+    rec = measure_data("python_fake_gpu")
     env = rec["environment"]
     assert env["device"] == "GPU:0" and env["gpu_unavailable"] is None
     assert env["gpu"] == {
@@ -82,7 +82,7 @@ def test_gpu_allocator_growth_is_a_leak_on_the_gpu_signal():
 
 @pytest.mark.timeout(60)
 def test_bounded_gpu_use_is_no_leak():
-    rec = run("python_fake_gpu", {"keep": 0})
+    rec = measure_data("python_fake_gpu", {"keep": 0})
     assert rec["runs"][0]["series"]["gpu_current_bytes"] == [0] * SETTINGS.reps
     assert rec["metrics"]["gpu_memory_growth"]["slope"] == 0
     # the peak sees the tensor freed within the repetition
@@ -92,7 +92,7 @@ def test_bounded_gpu_use_is_no_leak():
 
 @pytest.mark.timeout(60)
 def test_a_gpu_without_allocator_statistics_is_measured_without_gpu_readings():
-    rec = run("python_fake_gpu", {"stats": 0})
+    rec = measure_data("python_fake_gpu", {"stats": 0})
     # not an error: the host was measured
     assert rec["verdict"] == "no-leak", (rec["error"], rec["signals"])
     env = rec["environment"]
@@ -131,7 +131,7 @@ def test_gpu_signal_threshold():
 
 @pytest.mark.timeout(60)
 def test_requires_gpu_without_one_is_skipped_before_setup():
-    rec = run("python_requires_gpu")  # its setup raises: it must never run
+    rec = measure_data("python_requires_gpu")  # its setup raises: it must never run
     assert rec["verdict"] == "skipped" and rec["skip_reason"] == NO_TF
     assert (rec["phase"], rec["error"], rec["signals"], rec["metrics"]) == (None, None, [], {})
     assert [r["status"] for r in rec["runs"]] == ["skipped"]

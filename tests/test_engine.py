@@ -47,7 +47,7 @@ def settings(**overrides) -> Settings:
     return Settings(**base)
 
 
-def run(
+def engine_run(
     name: str, params: dict | None = None, env: dict | None = None, on_message=None, **overrides
 ) -> dict:
     t = target(name)
@@ -100,7 +100,7 @@ def assert_no_process_left(spawned: list, before: set[int]) -> None:
 def test_python_leak_is_a_leak(spawned):
     before = own_processes()
     phases = []
-    rec = run("python_leak", on_message=lambda m: "phase" in m and phases.append(m["phase"]))
+    rec = engine_run("python_leak", on_message=lambda m: "phase" in m and phases.append(m["phase"]))
     assert rec["verdict"] == "leak", rec["metrics"]
     assert "held" in rec["signals"] and "heap" in rec["signals"]
     per_rep = target("python_leak").scenario.params["bytes_per_rep"]
@@ -121,7 +121,7 @@ def test_python_leak_is_a_leak(spawned):
 
 @pytest.mark.timeout(60)
 def test_bounded_twin_is_no_leak():
-    rec = run("python_bounded")
+    rec = engine_run("python_bounded")
     assert rec["verdict"] == "no-leak", rec["metrics"]
     assert rec["signals"] == []
     # it was judged on the same evidence as the leak, not on missing data
@@ -139,7 +139,7 @@ def test_bounded_twin_is_no_leak():
     ],
 )
 def test_count_leaks_are_leaks(name, signal, metric):
-    rec = run(name, heap_reps=0)
+    rec = engine_run(name, heap_reps=0)
     assert rec["verdict"] == "leak"
     assert signal in rec["signals"]
     assert rec["metrics"][metric]["slope"] == pytest.approx(1.0)
@@ -153,7 +153,7 @@ def test_count_leaks_are_leaks(name, signal, metric):
 def test_over_cap_is_killed_near_the_cap(spawned):
     before = own_processes()
     cap = 300 * MIB
-    rec = run("python_over_cap", cap_bytes=cap, reps=50, heap_reps=0)
+    rec = engine_run("python_over_cap", cap_bytes=cap, reps=50, heap_reps=0)
     assert rec["verdict"] == "over-cap"
     assert rec["signals"] == [] and rec["metrics"] == {}
     assert rec["phase"] in ("warm-up", "repetitions")
@@ -171,7 +171,7 @@ def test_hang_in_repetition_is_cut_at_the_timeout(spawned):
     before = own_processes()
     timeout = 10.0
     start = time.monotonic()
-    rec = run("python_hang", timeout_seconds=timeout, heap_reps=0)
+    rec = engine_run("python_hang", timeout_seconds=timeout, heap_reps=0)
     elapsed = time.monotonic() - start
     assert rec["verdict"] == "hang"
     assert rec["phase"] == "warm-up"  # warmup=1: the first repetition is a warm-up one
@@ -191,7 +191,7 @@ def test_hang_in_teardown_keeps_the_measurement(spawned):
     the measurement was in, so the verdict is its leak and the stall is reported beside it."""
     before = own_processes()
     start = time.monotonic()
-    rec = run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
+    rec = engine_run("python_teardown_hang", teardown_timeout_seconds=3.0, heap_reps=0)
     assert (rec["verdict"], rec["phase"]) == ("leak", None)
     assert rec["runs"][0]["status"] == "hang" and rec["runs"][0]["phase"] == "teardown"
     assert re.match(
@@ -207,7 +207,7 @@ def test_hang_in_teardown_keeps_the_measurement(spawned):
 
 @pytest.mark.timeout(60)
 def test_hang_without_warmup_is_in_repetitions():
-    rec = run("python_hang", timeout_seconds=3.0, warmup=0, heap_reps=0)
+    rec = engine_run("python_hang", timeout_seconds=3.0, warmup=0, heap_reps=0)
     assert (rec["verdict"], rec["phase"]) == ("hang", "repetitions")
 
 
@@ -230,7 +230,7 @@ def test_steady_slow_progress_outlasts_the_timeout_and_ends_ok(spawned):
     run, lasts longer than the timeout, yet each step is well inside it."""
     before = own_processes()
     on_message, seen = timed_messages()
-    rec = run(
+    rec = engine_run(
         "python_hang",
         {"seconds": STEP},
         on_message=on_message,
@@ -263,7 +263,7 @@ def test_a_run_that_stops_making_progress_is_a_hang_a_timeout_after_its_last_pro
     timeout_seconds after the last sign of progress, `hang` in repetitions."""
     before = own_processes()
     on_message, seen = timed_messages()
-    rec = run(
+    rec = engine_run(
         "python_slow_then_stuck",
         {"seconds": STEP, "stuck_at": 7},
         on_message=on_message,
@@ -293,7 +293,7 @@ def test_hang_in_setup_kills_the_whole_tree(spawned, tmp_path):
     """Setup starts a grandchild (`sleep`) and then hangs: the kill must reach both."""
     before = own_processes()
     pidfile = tmp_path / "grandchild.pid"
-    rec = run(
+    rec = engine_run(
         "python_hang_setup",
         timeout_seconds=6.0,
         heap_reps=0,
@@ -324,7 +324,7 @@ def test_process_left_by_a_finished_child_does_not_make_a_hang(spawned, tmp_path
     before = own_processes()
     pidfile = tmp_path / "forked.pid"
     timeout = 20.0
-    rec = run(
+    rec = engine_run(
         "python_fork_leftover",
         timeout_seconds=timeout,
         heap_reps=0,
@@ -349,7 +349,7 @@ def test_process_left_by_a_finished_child_does_not_make_a_hang(spawned, tmp_path
 @pytest.mark.timeout(60)
 def test_exception_in_repetition_is_an_error_with_its_text(spawned):
     before = own_processes()
-    rec = run("python_raises")
+    rec = engine_run("python_raises")
     assert rec["verdict"] == "error"
     assert rec["phase"] == "warm-up"
     assert "RuntimeError: scenario exploded with code 42" in rec["error"]
@@ -360,7 +360,7 @@ def test_exception_in_repetition_is_an_error_with_its_text(spawned):
 @pytest.mark.timeout(60)
 def test_exception_in_first_measured_repetition_names_that_phase():
     """warmup=0: the scenario raises in the first measured repetition."""
-    rec = run("python_raises", warmup=0)
+    rec = engine_run("python_raises", warmup=0)
     assert (rec["verdict"], rec["phase"]) == ("error", "repetitions")
     assert "scenario exploded with code 42" in rec["error"]
 
@@ -368,7 +368,7 @@ def test_exception_in_first_measured_repetition_names_that_phase():
 @pytest.mark.timeout(60)
 def test_crash_without_exception_is_an_error_with_exit_code_and_output(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the crash's output file goes here
-    rec = run("python_crashes")
+    rec = engine_run("python_crashes")
     assert rec["verdict"] == "error"
     assert rec["phase"] == "warm-up"
     assert "exited with code 7" in rec["error"]
@@ -394,7 +394,7 @@ PEAK_SIZE = 24 * MIB
 
 @pytest.mark.timeout(90)
 def test_peak_that_scales_with_size_is_a_leak():
-    rec = run("python_peak", heap_reps=0)
+    rec = engine_run("python_peak", heap_reps=0)
     assert rec["verdict"] == "leak", rec["metrics"]
     assert rec["signals"] == ["peak"]  # nothing grows per repetition
     scaling = rec["metrics"]["peak_scaling"]
@@ -409,7 +409,7 @@ def test_peak_that_scales_with_size_is_a_leak():
 
 @pytest.mark.timeout(90)
 def test_peak_bounded_twin_is_no_leak():
-    rec = run("python_peak_bounded", heap_reps=0)
+    rec = engine_run("python_peak_bounded", heap_reps=0)
     assert rec["verdict"] == "no-leak", rec["metrics"]
     scaling = rec["metrics"]["peak_scaling"]
     assert len(scaling["peaks_bytes"]) == 3
@@ -424,7 +424,7 @@ def test_transient_peak_is_measured_whatever_the_warmup():
     """A buffer built and dropped each repetition: with three warm-up
     repetitions glibc keeps its 24 MiB of pages before the baseline, yet the
     peak must still be the 24 MiB the work costs."""
-    rec = run("python_transient_peak", warmup=3, heap_reps=0)
+    rec = engine_run("python_transient_peak", warmup=3, heap_reps=0)
     scaling = rec["metrics"]["peak_scaling"]
     assert scaling["peaks_bytes"][0] == pytest.approx(PEAK_SIZE, rel=0.2)
     assert scaling["exponent"] == pytest.approx(1.0, abs=0.15)
@@ -438,7 +438,7 @@ def test_peak_run_stops_at_the_first_size_that_fails():
     Ten warm-up repetitions of 50 ms keep the 96 MiB child above the cap for
     0.5 s, ten of the runner's 50 ms polls (a child that passes the cap for less
     than one poll is not caught; the runner documents that overshoot)."""
-    rec = run(
+    rec = engine_run(
         "python_peak",
         {"rep_seconds": 0.05},
         cap_bytes=80 * MIB,
@@ -457,7 +457,7 @@ def test_peak_run_stops_at_the_first_size_that_fails():
 
 @pytest.mark.timeout(60)
 def test_record_is_json_with_schema_environment_and_units():
-    rec = run("python_leak")
+    rec = engine_run("python_leak")
     text = json.dumps(rec, allow_nan=False)  # strict JSON: no NaN or Infinity
     back = json.loads(text)
     assert back["verdict"] == rec["verdict"] == "leak"
@@ -499,7 +499,7 @@ def test_record_is_json_with_schema_environment_and_units():
 
 @pytest.mark.timeout(60)
 def test_failed_record_is_json_too():
-    rec = run("python_raises")
+    rec = engine_run("python_raises")
     back = json.loads(json.dumps(rec, allow_nan=False))
     assert back["verdict"] == "error" and back["metrics"] == {} and back["signals"] == []
     assert back["environment"]["python"] == platform.python_version()
@@ -604,7 +604,7 @@ def test_a_child_that_cannot_start_is_an_error_and_leaks_no_pipe(monkeypatch):
 @pytest.mark.parametrize("kind", range(4))
 def test_garbage_on_the_message_pipe_is_an_error_in_one_line_never_a_traceback(spawned, kind):
     before = own_processes()
-    rec = run("python_garbler", {"kind": kind}, timeout_seconds=60, warmup=1, heap_reps=0)
+    rec = engine_run("python_garbler", {"kind": kind}, timeout_seconds=60, warmup=1, heap_reps=0)
     assert rec["verdict"] == "error" and "is not a message of leakbench's child" in rec["error"], (
         rec["error"]
     )
@@ -644,10 +644,10 @@ def test_a_growth_child_measures_tensors_on_malloc_and_a_peak_child_on_onednns_p
         return runner.Outcome("error", "import", params, 0.0, error="not run")
 
     monkeypatch.setattr(runner, "run_child", fake_child)
-    run(name)
+    engine_run(name)
     assert seen == [allocator]
     # a caller's own setting wins, for either kind
     monkeypatch.setenv(supervise.TF_SYSTEM_ALLOCATOR, "7")
     seen.clear()
-    run(name)
+    engine_run(name)
     assert seen == ["7"]

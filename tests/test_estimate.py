@@ -447,7 +447,7 @@ def held_run(values) -> dict:
     }
 
 
-def scenario():
+def growth_scenario():
     return type("Scenario", (), {"kind": "growth"})()
 
 
@@ -462,11 +462,11 @@ def test_confirmation_reads_the_later_half_of_a_longer_run():
     # a creep that levels off: 3 x the bar per repetition for 12 repetitions, then flat
     levelled = np.minimum(line(3 * HELD_SLOPE_MIN, n=n), 3 * HELD_SLOPE_MIN * 12 + BASE)
     assert verdict.moved(trend_dict(levelled[:12]), HELD_SLOPE_MIN)  # a first run of 12 reads leak
-    later = record.confirmation_metrics(held_run(noisy(levelled, KIB, seed=2)), scenario())
+    later = record.confirmation_metrics(held_run(noisy(levelled, KIB, seed=2)), growth_scenario())
     found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found)[:2] == ("no-leak", []) and not found.extend
     assert "stopped growing" in found.why
-    later = record.confirmation_metrics(held_run(steady), scenario())
+    later = record.confirmation_metrics(held_run(steady), growth_scenario())
     assert len(looks.later_half(list(steady))) == 18
     found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found) == ("leak", ["held"], ["held"]) and "grew steadily" in found.why
@@ -505,7 +505,7 @@ def extension(malloc: np.ndarray, held: np.ndarray | None = None):
     """An extension run's later-half metrics and envelope (record.extended), from its series."""
     run = held_run(held if held is not None else malloc)
     run["series"]["malloc_used_bytes"] = list(malloc)
-    later = record.confirmation_metrics(run, scenario())
+    later = record.confirmation_metrics(run, growth_scenario())
     return later, record.envelope_of(run, later)
 
 
@@ -515,8 +515,8 @@ EXTENDED = looks.extension_reps(12)
 def test_a_creep_in_a_few_steps_is_measured_longer_and_turned_away():
     """oversized_prefetch's fix in a quiet CI run: held memory rose in three steps in its
     confirmation (+2,049, +4,097 and +2,304 KiB), a block malloc mapped whole touched deeper, with
-    malloc's bytes in use flat; the steps passed the bar in both halves (docs/measurements.md,
-    "Flaky verdicts seen"). It rose without deciding: measured longer, malloc's lows stay level."""
+    malloc's bytes in use flat; the steps passed the bar in both halves (docs/flaky.md). It rose
+    without deciding: measured longer, malloc's lows stay level."""
     later = trend_dict(stepped({4: 2049 * KIB, 9: 4097 * KIB, 14: 2304 * KIB}))
     assert verdict.moved(later, HELD_SLOPE_MIN)  # the bar alone reads leak
     assert later["median_rise"] < KIB and later["top_rises_share"] > 0.99

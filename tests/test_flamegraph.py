@@ -11,14 +11,15 @@ import json
 import re
 
 from click.testing import CliRunner
+from conftest import pair_checkout
 
 from leakbench import cli
 from leakbench.engine import heap
-from tests.test_cli import FAST, make_root
+from tests.test_cli import FAST
 
 
 def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "graphs" / "tf-none"  # created by the option
@@ -50,7 +51,7 @@ def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
 
 
 def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     result = CliRunner().invoke(
         cli.main,
@@ -60,7 +61,7 @@ def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
 
 
 def test_a_folder_that_takes_no_file_is_bad_input_before_measuring(tmp_path, monkeypatch):
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     result = CliRunner().invoke(
         cli.main, ["run", "pyleak", *FAST[:-2], "--flamegraph-dir", "/proc/self"]

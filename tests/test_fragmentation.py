@@ -25,13 +25,13 @@ MIB = 1 << 20
 SETTINGS = Settings(warmup=1, reps=12, heap_reps=6, cap_bytes=1 << 30, timeout_seconds=60)
 
 
-def run(name: str, env: dict | None = None) -> dict:
+def measure_allocator(name: str, env: dict | None = None) -> dict:
     target = Target(contract.read_metadata(DATA / f"{name}.py"), "file")
     return measure(target, target.scenario.params, SETTINGS, env=env)
 
 
 def test_designed_fragmentation_reads_fragmentation():
-    rec = run("python_fragments")
+    rec = measure_allocator("python_fragments")
     m = rec["metrics"]
     assert rec["verdict"] == "fragmentation", (
         rec["signals"],
@@ -50,7 +50,7 @@ def test_designed_fragmentation_reads_fragmentation():
 
 
 def test_designed_leak_reads_leak_not_fragmentation():
-    rec = run("python_leak")
+    rec = measure_allocator("python_leak")
     m = rec["metrics"]
     assert rec["verdict"] == "leak"
     assert "held" in rec["signals"] and m["growth_basis"] == "held"
@@ -61,7 +61,7 @@ def test_designed_leak_reads_leak_not_fragmentation():
 
 def test_malloc_heap_is_na_under_a_preloaded_allocator():
     need_system_package(preload.missing({"LD_PRELOAD": JEMALLOC}))
-    rec = run("python_leak", env={"LD_PRELOAD": JEMALLOC})
+    rec = measure_allocator("python_leak", env={"LD_PRELOAD": JEMALLOC})
     m = rec["metrics"]
     assert "libjemalloc" in m["malloc_heap_unavailable"]
     assert m["malloc_heap_growth"] is None and m["trim_returned_bytes"] is None
@@ -71,7 +71,7 @@ def test_malloc_heap_is_na_under_a_preloaded_allocator():
 
 
 def test_missing_preload_is_skipped_not_a_silent_glibc_run():
-    rec = run("python_leak", env={"LD_PRELOAD": "/nonexistent/libjemalloc.so.2"})
+    rec = measure_allocator("python_leak", env={"LD_PRELOAD": "/nonexistent/libjemalloc.so.2"})
     assert rec["verdict"] == "skipped" and rec["error"] is None
     assert rec["skip_reason"].startswith("LD_PRELOAD names /nonexistent/libjemalloc.so.2, which")
     assert "apt-get install libjemalloc2" in rec["skip_reason"]

@@ -47,8 +47,10 @@ before and after each case. A few cases run as a subprocess in a session of thei
 real exit code and stderr and to see no process of it is left.
 
 Size: LEAKBENCH_FUZZ_CASES cases in all (default 1,200, about a minute on 2 busy cores),
-LEAKBENCH_FUZZ_SEED the seed (default 20). The long run, and its summary (cases per kind,
-failures by cause) written to a file:
+LEAKBENCH_FUZZ_SEED the seed (default 20); the tests that run them are marked `fuzz` (run by
+default, as in CI; `-m "not fuzz"` leaves them out). Their summary (cases per kind, failures by
+cause) is printed after the run (conftest's pytest_terminal_summary); the long run, with its
+summary written to a file:
 
     LEAKBENCH_FUZZ_CASES=10000 LEAKBENCH_FUZZ_SUMMARY=results/fuzz/summary.md \\
         .venv/bin/python -m pytest tests/test_fuzz.py -p no:cacheprovider
@@ -76,12 +78,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import own_processes, pure_python_checkout
+from conftest import invoke, own_processes, pure_python_checkout
 from packaging.tags import Tag
 from rich.console import Console
 
-from leakbench import cli, contract
+from leakbench import contract
 from leakbench.engine import messages, runner
 from leakbench.history import installer, registry
 from leakbench.reporters import table
@@ -162,6 +163,8 @@ def world(tmp_path_factory):
     mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     yield here
     mp.undo()
+    # after the module's last case, whatever the order: the results copy is unchanged
+    assert digest(here / "results") == DIGESTS["results"], "a case changed the copy of results/"
 
 
 def snapshot(folder: Path) -> dict:
@@ -184,10 +187,6 @@ def changed(before: dict, after: dict) -> list[str]:
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-def invoke(args: list[str]):
-    return CliRunner().invoke(cli.main, args, catch_exceptions=True)
-
-
 def one_line_refusal(result) -> str | None:
     """None when result keeps the promise for bad input, else the cause in a few words."""
     exc = result.exception
@@ -207,7 +206,7 @@ def one_line_refusal(result) -> str | None:
     return None
 
 
-def record(kind: str, outcome: str, cause: str | None, reproducer) -> None:
+def tally(kind: str, outcome: str, cause: str | None, reproducer) -> None:
     COUNTS.setdefault(kind, Counter())[outcome] += 1
     if cause:
         FAILURES.setdefault(kind, []).append((cause, reproducer))
@@ -487,14 +486,14 @@ KNOWN: list = []
 
 def test_a_results_name_too_long_is_one_line(world):
     assert (
-        one_line_refusal(invoke(["report-back", "--results", "x" * 300, "--machine", "vm"])) is None
+        one_line_refusal(invoke("report-back", "--results", "x" * 300, "--machine", "vm")) is None
     )
 
 
 def test_a_version_name_too_long_is_one_line(world):
     assert (
         one_line_refusal(
-            invoke(["compare", "x" * 300, "2.16.2", "--results", "results", "--machine", "vm"])
+            invoke("compare", "x" * 300, "2.16.2", "--results", "results", "--machine", "vm")
         )
         is None
     )
@@ -502,7 +501,7 @@ def test_a_version_name_too_long_is_one_line(world):
 
 def test_a_cap_in_unicode_digits_is_refused(world):
     assert (
-        one_line_refusal(invoke(["run", "pyleak", "--timeout", "5", "--cap", "１", "--reps", "5"]))
+        one_line_refusal(invoke("run", "pyleak", "--timeout", "5", "--cap", "１", "--reps", "5"))
         is None
     )
 
@@ -517,11 +516,12 @@ def test_a_metric_past_a_float_is_one_line(world, tmp_path, monkeypatch):
     (records / "tf-2.16.2.jsonl").write_text(
         "\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n"
     )
-    result = invoke(["compare", "2.15.1", "2.16.2", "--results", str(tmp_path), "--machine", "vm"])
+    result = invoke("compare", "2.15.1", "2.16.2", "--results", str(tmp_path), "--machine", "vm")
     assert isinstance(result.exception, (SystemExit, type(None))), repr(result.exception)
     assert result.exit_code in (0, 1) or one_line_refusal(result) is None, result.stderr
 
 
+@pytest.mark.fuzz
 def test_command_lines_are_refused_in_one_line(world):
     rng = random.Random(SEED)
     n = max(10, int(CASES * SHARE["arguments"]))
@@ -529,7 +529,7 @@ def test_command_lines_are_refused_in_one_line(world):
     for _ in range(n):
         what, args = bad_arguments(rng)
         before = snapshot(world)
-        result = invoke(args)
+        result = invoke(*args)
         cause = one_line_refusal(result)
         if cause is None:
             moved = changed(before, snapshot(world))
@@ -537,11 +537,11 @@ def test_command_lines_are_refused_in_one_line(world):
                 cause = f"changed {Path(moved[0]).relative_to(world)}"
         known = cause and next((why for test, why in KNOWN if test(cause, args)), None)
         if known:
-            record("arguments", f"known open: {known}", None, args)
+            tally("arguments", f"known open: {known}", None, args)
             continue
         if cause:
             cause = f"{what}: {cause}"
-        record("arguments", "refused" if cause is None else "failed", cause, args)
+        tally("arguments", "refused" if cause is None else "failed", cause, args)
         _clean(world, before)
     SECONDS["arguments"] = time.monotonic() - started
     report("arguments")
@@ -780,6 +780,7 @@ def keeps_the_contract(s: contract.Scenario) -> str | None:
     return None
 
 
+@pytest.mark.fuzz
 def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_path):
     rng = random.Random(SEED + 1)
     n = max(10, int(CASES * SHARE["scenarios"]))
@@ -825,7 +826,7 @@ def test_scenario_files_are_refused_in_one_line_or_keep_the_contract(world, tmp_
                     cause = f"listing: {type(e).__name__}"
         if cause is None and i % 10 == 0 and not special:
             cause = _through_the_cli(world, path, outcome)
-        record("scenarios", outcome if cause is None else "failed", cause, repro)
+        tally("scenarios", outcome if cause is None else "failed", cause, repro)
         move = "special file" if special else rng.last_move
         COUNTS.setdefault(f"scenarios, mutation: {move}", Counter())[
             outcome if cause is None else "failed"
@@ -849,7 +850,7 @@ def _through_the_cli(world: Path, path: Path, outcome: str) -> str | None:
             ["list"],
             ["run", str(path), *SAFE, "--reps", "5", "--warmup", "0", "--heap-reps", "0"],
         ):
-            result = invoke(args)
+            result = invoke(*args)
             if outcome == "refused":
                 cause = one_line_refusal(result)
                 if cause:
@@ -974,6 +975,7 @@ def mutate_records(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     return "blank and whitespace lines", b"\n \n" + data + b"\n\t\n"
 
 
+@pytest.mark.fuzz
 def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_path):
     rng = random.Random(SEED + 2)
     n = max(10, int(CASES * SHARE["records"]))
@@ -1065,7 +1067,7 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
             }[command]
             kind = f"records/{command}"
         before = snapshot(world)
-        result = invoke(args)
+        result = invoke(*args)
         exc = result.exception
         if isinstance(exc, WouldStart):  # a good resume file: the runs left are measured next
             outcome, cause = "accepted, then a process started", None
@@ -1092,7 +1094,7 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
         ]
         if cause is None and moved:
             cause = f"{kind}: changed {Path(moved[0]).relative_to(world)}"
-        record("records", outcome if cause is None else "failed", cause, f"{kind}: {what}")
+        tally("records", outcome if cause is None else "failed", cause, f"{kind}: {what}")
         COUNTS.setdefault(f"records: {kind}", Counter())[outcome] += 1
         COUNTS.setdefault(f"records, mutation: {rng.last_move}", Counter())[outcome] += 1
         _clean(world, before)
@@ -1250,6 +1252,7 @@ def _playing(lines: list[bytes], honest: list[bytes]):
 CHECK_ARGS = ["check", "ok.py:bounded", *SAFE, "--reps", "6", "--warmup", "1", "--heap-reps", "5"]
 
 
+@pytest.mark.fuzz
 def test_the_childs_messages_are_read_or_refused_in_one_line(world, monkeypatch):
     """A stream of the child's messages with one of them changed (or reordered) is played to the
     runner under `leakbench check`: a message that is no message of the child (its `problem`)
@@ -1269,7 +1272,7 @@ def test_the_childs_messages_are_read_or_refused_in_one_line(world, monkeypatch)
         bad = next((why for why in found if why), None)
         monkeypatch.setattr(runner, "run_child", _playing(lines, STREAMS[stream]))
         before = snapshot(world)
-        result = invoke(CHECK_ARGS)
+        result = invoke(*CHECK_ARGS)
         exc, err = result.exception, result.stderr
         cause = None
         if exc is not None and not isinstance(exc, SystemExit):
@@ -1292,7 +1295,7 @@ def test_the_childs_messages_are_read_or_refused_in_one_line(world, monkeypatch)
         outcome = (
             "failed" if cause else ("refused" if bad else f"accepted, exit {result.exit_code}")
         )
-        record("messages", outcome, cause and f"{rng.last_move}: {cause}", f"{stream}: {what}")
+        tally("messages", outcome, cause and f"{rng.last_move}: {cause}", f"{stream}: {what}")
         COUNTS.setdefault(f"messages, mutation: {rng.last_move}", Counter())[outcome] += 1
         _clean(world, before)
     SECONDS["messages"] = time.monotonic() - started
@@ -1347,6 +1350,7 @@ TAMPERING = {
 CHANNEL_ARGS = ["--timeout", "30", "--cap", "1GiB", "--reps", "5", "--warmup", "1"]
 
 
+@pytest.mark.fuzz
 def test_a_closed_or_reused_channel_is_one_line_and_keeps_the_traceback(
     world, tmp_path, monkeypatch
 ):
@@ -1377,7 +1381,7 @@ def test_a_closed_or_reused_channel_is_one_line_and_keeps_the_traceback(
         spec = f"{path}:step" if form == "check target" else str(path)
         repro = f"{form}, {how} at {when}"
         processes = own_processes()
-        result = invoke(["check", spec, *CHANNEL_ARGS, "--heap-reps", "0"])
+        result = invoke("check", spec, *CHANNEL_ARGS, "--heap-reps", "0")
         exc, lines = result.exception, result.stderr.splitlines()
         cause = None
         if exc is not None and not isinstance(exc, SystemExit):
@@ -1399,7 +1403,7 @@ def test_a_closed_or_reused_channel_is_one_line_and_keeps_the_traceback(
         if cause is None and own_processes() - processes:
             cause = "a process left"
         outcome = "failed" if cause else ("measured" if how == "dup2 onto itself" else "refused")
-        record("channel", outcome, cause and f"{how}: {cause}", repro)
+        tally("channel", outcome, cause and f"{how}: {cause}", repro)
         COUNTS.setdefault(f"channel, tamper: {how}", Counter())[outcome] += 1
         for kept_file in kept_in.glob("leakbench-child-*.log"):
             kept_file.unlink()
@@ -1436,7 +1440,7 @@ def test_a_subprocess_exits_2_with_one_line_and_leaves_no_process(world, args):
     assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert changed(before, snapshot(world)) == []
-    record("subprocess", "refused", None, args)
+    tally("subprocess", "refused", None, args)
 
 
 def _real_run(argv, cwd, env) -> subprocess.CompletedProcess:
@@ -1478,15 +1482,15 @@ def digest(folder: Path) -> dict:
     }
 
 
-def test_zy_the_results_copy_is_unchanged_byte_for_byte(world):
-    assert digest(world / "results") == DIGESTS["results"]  # hashed by the fixture, before any case
-
-
 # --- the summary ----------------------------------------------------------------------------------
 
 
-def test_zz_summary():
-    """Write the counts (LEAKBENCH_FUZZ_SUMMARY=FILE); always print them."""
+def summary() -> str | None:
+    """The counts per kind and the failures by cause, as markdown; None when no case ran (the
+    `fuzz` tests deselected). conftest's pytest_terminal_summary prints it after the run and
+    writes it to LEAKBENCH_FUZZ_SUMMARY=FILE."""
+    if not COUNTS:
+        return None
     lines = [
         f"# leakbench fuzz: {CASES:,} cases, seed {SEED}",
         "",
@@ -1524,8 +1528,4 @@ def test_zz_summary():
     for (kind, cause), n in Counter((k, c) for k, c, _ in found).most_common():
         example = next(r for k, c, r in found if (k, c) == (kind, cause))
         lines.append(f"- {kind}: {cause} ({n:,}); e.g. `{str(example)[:160]}`")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if SUMMARY:
-        Path(SUMMARY).parent.mkdir(parents=True, exist_ok=True)
-        Path(SUMMARY).write_text(text)
+    return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import invoke, one_error_line
+from conftest import invoke, refused
 
 from leakbench.analysis import decision
 from leakbench.history import compare, registry, store
@@ -252,12 +252,12 @@ def test_markdown_file_has_the_summary_then_every_metric(tmp_path):
     ],
 )
 def test_bad_input_exits_2_in_one_line(args, message):
-    assert message in one_error_line(gate(*args))
+    assert message in refused(gate(*args))
 
 
 def test_an_output_that_is_no_file_is_refused_before_anything(tmp_path):
     result = gate("--baseline", "2.13.1", "--candidate", "2.21.0", "--junit", tmp_path)
-    assert "--junit" in one_error_line(result)
+    assert "--junit" in refused(result)
 
 
 # --- --measure, with a stand-in for each measurement --------------------------------------

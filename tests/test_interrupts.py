@@ -68,7 +68,7 @@ def measured_child(cli: subprocess.Popen, name: str) -> psutil.Process | None:
     return None
 
 
-def records(path: Path) -> list[dict]:
+def lines_of(path: Path) -> list[dict]:
     """Every line of a JSON lines file, parsed: fails on a torn or partial line."""
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -97,7 +97,7 @@ def interrupt_mid_suite(suite: Path, tmp_path: Path, sig: int):
 def test_kill_9_mid_suite_keeps_records_and_a_rerun_appends(suite, tmp_path):
     code, _stderr, out = interrupt_mid_suite(suite, tmp_path, signal.SIGKILL)
     assert code == -signal.SIGKILL
-    before = records(out)
+    before = lines_of(out)
     assert [(r["pair"], r["verdict"]) for r in before] == [("a_leak", "leak")]
     # the next run: the same file, appended to, every line still a record
     rerun = start(
@@ -105,7 +105,7 @@ def test_kill_9_mid_suite_keeps_records_and_a_rerun_appends(suite, tmp_path):
     )
     rerun.communicate(timeout=60)
     assert rerun.returncode == 0
-    assert [r["pair"] for r in records(out)] == ["a_leak", "a_leak"]
+    assert [r["pair"] for r in lines_of(out)] == ["a_leak", "a_leak"]
 
 
 @pytest.mark.timeout(120)
@@ -114,7 +114,7 @@ def test_ctrl_c_stops_the_child_and_keeps_records(suite, tmp_path):
     code, stderr, out = interrupt_mid_suite(suite, tmp_path, signal.SIGINT)
     assert code == 130, stderr
     assert "Traceback" not in stderr
-    assert [(r["pair"], r["verdict"]) for r in records(out)] == [("a_leak", "leak")]
+    assert [(r["pair"], r["verdict"]) for r in lines_of(out)] == [("a_leak", "leak")]
     assert time.monotonic() - start_ < 60  # b_hang's 60 s timeout was not waited for
 
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import invoke, one_error_line, state
+from conftest import invoke, refused, state
 
 from leakbench.analysis import record, schema
 from leakbench.history import store
@@ -59,7 +59,7 @@ def mixed(tmp_path) -> Path:
 )
 def test_a_folder_of_two_cpu_models_is_refused_naming_both(tmp_path, args):
     results = mixed(tmp_path)
-    line = one_error_line(invoke(*args, "--results", results, "--machine", "box"))
+    line = refused(invoke(*args, "--results", results, "--machine", "box"))
     assert f"{results / 'records' / 'box'} mixes records of 2 machines under one name" in line
     # the most numerous with its count, the other with its files and counts
     assert "11 of AMD EPYC, 2 cores (2 files)" in line
@@ -80,7 +80,7 @@ def test_the_store_refuses_what_every_view_reads(tmp_path):
 
 def test_a_records_file_of_two_cpu_models_is_refused(tmp_path):
     path = mixed(tmp_path) / "records" / "box" / "tf-2.21.0.jsonl"
-    line = one_error_line(invoke("compare", FILES / "tf-2.13.1.jsonl", path))
+    line = refused(invoke("compare", FILES / "tf-2.13.1.jsonl", path))
     assert f"{path} mixes records of 2 machines" in line
     assert "Intel(R) Xeon(R) Processor, 2 cores" in line and "AMD EPYC, 2 cores" in line
 

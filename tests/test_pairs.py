@@ -23,7 +23,7 @@ ROOT = catalog.find_root()
 
 
 @pytest.fixture
-def run(tf_records):
+def pair_record(tf_records):
     def measured(name: str, variant: str) -> dict:
         rec = tf_records[(name, variant)]
         assert rec["metrics"], f"no measurement: {rec['verdict']} in {rec['phase']}: {rec['error']}"
@@ -71,8 +71,8 @@ GROWTH = [
 
 @pytest.mark.tf
 @pytest.mark.parametrize("name, signal, retained", GROWTH, ids=[g[0] for g in GROWTH])
-def test_growth_pair(run, name, signal, retained):
-    leaky = run(name, "leaky")
+def test_growth_pair(pair_record, name, signal, retained):
+    leaky = pair_record(name, "leaky")
     assert leaks(leaky) and signal in leaky["signals"], (leaky["verdict"], leaky["signals"])
     if retained:
         assert 0.5 * retained <= slope(leaky, "held_growth") <= 2 * retained
@@ -84,7 +84,7 @@ def test_growth_pair(run, name, signal, retained):
     if name == "autograph_to_graph":
         assert slope(leaky, "retained_heap") >= 2 * verdict.HEAP_SLOPE_MIN
         assert slope(leaky, "python_objects_growth") > 100
-    fixed = run(name, "fixed")
+    fixed = pair_record(name, "fixed")
     assert fixed["verdict"] == "no-leak", fixed["signals"]
     # held memory does not grow at a sustained rate (a single step is not growth: verdict.rate);
     # where a creep passed the bar in the first run, the confirmation's later half decides
@@ -115,14 +115,14 @@ PEAK = [
 
 @pytest.mark.tf
 @pytest.mark.parametrize("name, bytes_per_unit", PEAK, ids=[p[0] for p in PEAK])
-def test_peak_pair(run, name, bytes_per_unit):
-    leaky = run(name, "leaky")
+def test_peak_pair(pair_record, name, bytes_per_unit):
+    leaky = pair_record(name, "leaky")
     scaling = leaky["metrics"]["peak_scaling"]
     assert leaks(leaky) and "peak" in leaky["signals"], (leaky["verdict"], leaky["signals"])
     rise = scaling["peaks_bytes"][-1] - scaling["peaks_bytes"][0]
     expected = (scaling["sizes"][-1] - scaling["sizes"][0]) * bytes_per_unit
     assert rise >= 0.5 * expected, (rise, expected)
-    fixed = run(name, "fixed")
+    fixed = pair_record(name, "fixed")
     assert fixed["verdict"] == "no-leak", fixed["signals"]
     # Over the same sizes the fix's peak rises less than a third of the leak's. Not an
     # exponent bound: a fix's peak is small (10-30 MiB) and may keep a small cost per
@@ -152,8 +152,8 @@ REPORTED_ON_DEFAULT_TF = [
 @pytest.mark.parametrize(
     "name, on_default_tf", REPORTED_ON_DEFAULT_TF, ids=[r[0] for r in REPORTED_ON_DEFAULT_TF]
 )
-def test_version_dependent_pair(run, name, on_default_tf):
-    leaky = run(name, "leaky")
+def test_version_dependent_pair(pair_record, name, on_default_tf):
+    leaky = pair_record(name, "leaky")
     assert leaky["reported"] and leaky["reported"]["leaks_on"], (
         "the report's claim travels with the record"
     )
@@ -161,7 +161,7 @@ def test_version_dependent_pair(run, name, on_default_tf):
         assert leaky["verdict"] == on_default_tf, (DEFAULT_TF, leaky["verdict"], leaky["signals"])
     else:
         assert expectation.VERSION_DEPENDENT.accepts(leaky), (leaky["verdict"], leaky["error"])
-    fixed = run(name, "fixed")
+    fixed = pair_record(name, "fixed")
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 
 

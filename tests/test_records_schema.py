@@ -47,7 +47,7 @@ HERE_RECORDS = ("tf-2.20.0.jsonl", "tf-2.21.0.jsonl", "tf-2.23.0.dev20261026.jso
 
 
 @pytest.fixture
-def here(tmp_path, monkeypatch) -> Path:
+def records_here(tmp_path, monkeypatch) -> Path:
     """cwd: results/ with a copy of three of the committed records files (HERE_RECORDS, machine
     vm); the repository as LEAKBENCH_ROOT (report-back's pairs)."""
     machine = tmp_path / "results" / "records" / "vm"
@@ -184,30 +184,35 @@ def test_the_file_and_line_are_named(tmp_path, committed_line):
 
 @pytest.mark.parametrize("case", BAD_RECORDS)
 def test_every_command_reading_records_refuses_a_bad_one_and_changes_nothing(
-    here, case, committed_line
+    records_here, case, committed_line
 ):
     make, why = BAD_RECORDS[case]
-    path = here / "results" / "records" / "vm" / "tf-2.21.0.jsonl"
+    path = records_here / "results" / "records" / "vm" / "tf-2.21.0.jsonl"
     spoil(path, 2, make(committed_line))
-    before = state(here)
+    before = state(records_here)
     named = f"tf-2.21.0.jsonl, line 2: not a valid record: {why}"
     refused(invoke("matrix", "--results", "results"), named)
     refused(invoke("matrix", "--results", "results", "--format", "json"), named)
     refused(invoke("compare", "2.20.0", "2.21.0", "--results", "results"), named)
-    refused(invoke("compare", path, here / "results" / "records" / "vm" / "tf-2.20.0.jsonl"), named)
+    refused(
+        invoke("compare", path, records_here / "results" / "records" / "vm" / "tf-2.20.0.jsonl"),
+        named,
+    )
     refused(invoke("report-back", "py_function_map", "--results", "results"), named)
-    refused(invoke("site", "--results", "results", "--out", here / "site", "--no-asv"), named)
-    assert state(here) == before and not (here / "site").exists()
+    refused(
+        invoke("site", "--results", "results", "--out", records_here / "site", "--no-asv"), named
+    )
+    assert state(records_here) == before and not (records_here / "site").exists()
 
 
-def test_store_keeps_a_file_it_cannot_read_whole(here, committed_line):
-    path = here / "results" / "records" / "vm" / "tf-2.21.0.jsonl"
+def test_store_keeps_a_file_it_cannot_read_whole(records_here, committed_line):
+    path = records_here / "results" / "records" / "vm" / "tf-2.21.0.jsonl"
     spoil(path, 2, edited(committed_line, runs=5))
     before = path.read_bytes()
     with pytest.raises(
         store.VersionError, match="line 2: not a valid record: runs: .*it is kept as it is"
     ):
-        store.write_records(here / "results", "vm", "2.21.0", [committed_line])
+        store.write_records(records_here / "results", "vm", "2.21.0", [committed_line])
     assert path.read_bytes() == before
 
 
@@ -254,7 +259,7 @@ def stub_record(target, params, settings) -> dict:
 
 
 @pytest.fixture
-def pairs(tmp_path, monkeypatch) -> Path:
+def stubbed(tmp_path, monkeypatch) -> Path:
     """cwd: a checkout root/ with the pure-Python pair `pyleak` as LEAKBENCH_ROOT; repeat and
     calibrate measure through stub_record."""
     root = tmp_path / "root"
@@ -343,18 +348,18 @@ RESUMED = {
 @pytest.mark.parametrize(
     "kind, case", [(kind, case) for kind, spec in RESUMED.items() for case in spec[3]]
 )
-def test_a_bad_resume_file_is_refused_in_one_line_and_kept(pairs, kind, case):
+def test_a_bad_resume_file_is_refused_in_one_line_and_kept(stubbed, kind, case):
     args, start, end, cases = RESUMED[kind]
-    out = pairs / args[-1]
+    out = stubbed / args[-1]
     done = invoke(*args)
     assert done.exit_code == 0, (done.stderr, done.exception)
     found = json.loads(out.read_text())
     assert validate.problem(kind, found) is None
     change, why = cases[case]
     out.write_text(json.dumps(change(found)))
-    before = state(pairs)
+    before = state(stubbed)
     refused(invoke(*args), start, why, end)
-    assert state(pairs) == before
+    assert state(stubbed) == before
     if kind == "repeat":
         assert invoke(*args, "--fresh").exit_code == 0  # --fresh replaces it
 
@@ -377,9 +382,9 @@ def test_suite_records_without_settings_count_no_run(tmp_path, committed_line):
     )
 
 
-def test_calibrate_with_suite_records_without_settings_ends_well(pairs, committed_line):
+def test_calibrate_with_suite_records_without_settings_ends_well(stubbed, committed_line):
     bare = {k: v for k, v in committed_line.items() if k != "settings"}
-    (pairs / "suite.jsonl").write_text(json.dumps(bare) + "\n")
+    (stubbed / "suite.jsonl").write_text(json.dumps(bare) + "\n")
     done = invoke(
         "calibrate",
         "--holders",
@@ -396,7 +401,7 @@ def test_calibrate_with_suite_records_without_settings_ends_well(pairs, committe
         "suite.jsonl",
     )
     assert done.exit_code == 0, (done.stderr, done.exception)
-    assert json.loads((pairs / "c.json").read_text())["suite_cost"] is None
+    assert json.loads((stubbed / "c.json").read_text())["suite_cost"] is None
 
 
 # --- values anywhere
@@ -448,3 +453,52 @@ def test_the_trend_schema_is_estimates_trend_and_requires_what_the_verdict_reads
         broken = {k: v for k, v in found.items() if k != key}
         problem = validate.problem("record", {**rec, "metrics": {"held_growth": broken}})
         assert problem == f"metrics.held_growth.{key}: missing", problem
+
+
+def test_the_record_schema_is_derived_from_the_record_type():
+    """One source for a record's keys: schema.Record. Every key of the type is in the schema, no
+    other; the required keys are schema.REQUIRED; a detail naming a key the type lacks fails."""
+    from typing import TypedDict, get_type_hints
+
+    from leakbench.analysis import json_schemas
+
+    found = json_schemas.schema_of("record")
+    assert set(found["properties"]) == set(get_type_hints(schema.Record))
+    assert found["required"] == list(schema.REQUIRED)
+
+    class Small(TypedDict, total=False):
+        n: int
+        name: str | None
+
+    assert json_schemas.from_typed(Small, {}, ("n",))["properties"] == {
+        "n": {"type": "integer"},
+        "name": {"type": ["string", "null"]},
+    }
+    with pytest.raises(TypeError, match="has no key 'size'"):
+        json_schemas.from_typed(Small, {"size": {"type": "integer"}}, ())
+    with pytest.raises(TypeError, match="refuses null"):
+        json_schemas.from_typed(Small, {"name": {"type": "string"}}, ())
+
+
+@pytest.mark.parametrize("verdict", ["leak", "no-leak", "fragmentation", "error", "skipped"])
+def test_what_validation_accepts_the_views_read_without_a_key_error(verdict):
+    """A record of the required keys alone, and one whose decision holds its required keys
+    alone, pass validation; matrix.cell, the decision's words and the table's row read them."""
+    from leakbench.analysis import decision, json_schemas
+    from leakbench.history import matrix
+
+    least = {
+        "schema": 3,
+        "pair": "p",
+        "variant": "leaky",
+        "verdict": verdict,
+        "metrics": {},
+        "environment": {},
+    }
+    required = json_schemas.schema_of("record")["properties"]["decision"]["required"]
+    made = {k: None for k in required} | {"verdict": verdict, "source": "first run", "signals": []}
+    for rec in (least, {**least, "decision": made}):
+        assert validate.problem("record", rec) is None
+        read = schema.migrate(json.loads(json.dumps(rec)))
+        assert matrix.cell(read)["verdict"] == verdict
+        assert decision.words(decision.of(read)).startswith(verdict)

@@ -32,19 +32,14 @@ that session may be left. No TensorFlow: the scenarios are the pure-Python pair 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import pure_python_checkout, refused, state
+from conftest import invoke, leakbench, refused, state
 from packaging.tags import Tag
 
-from leakbench import cli
 from leakbench.history import installer, registry
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,8 +63,6 @@ BISECT = [
 DIGITS_309 = "1" * 309  # past 1e308
 LONG = "y" * 300  # one name past NAME_MAX (255)
 DEEP = "/".join(["d" * 200] * 25)  # a path past PATH_MAX (4096), each name short enough
-SECONDS = 60  # a refusal takes about one; a command that reads /dev/full would never end
-REAL_POPEN = subprocess.Popen  # before the `here` fixture replaces it
 SAMPLE_TAGS = {
     Tag("cp311", "cp311", p)
     for p in ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
@@ -88,57 +81,17 @@ def _start(*args, **kwargs):
 
 
 @pytest.fixture
-def here(tmp_path, monkeypatch) -> Path:
-    """cwd: root/ (LEAKBENCH_ROOT: the pure-Python pair `pyleak`, and stateful_map), ok.py (check
-    targets), results/ (the site fixture's records, machine vm); no process can start, nor a
-    virtualenv be made; the package registry answers from test_bisect's saved sample."""
-    root = pure_python_checkout(tmp_path)
-    shutil.copytree(DATA / "site_results", tmp_path / "results")
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    monkeypatch.setenv("ASV_MACHINE", "vm")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+def sealed(here, monkeypatch) -> Path:
+    """conftest's `here` (the pure-Python pair `pyleak`, stateful_map, ok.py, the site fixture's
+    records as results/), where no process can start, nor a virtualenv be made; the package
+    registry answers from test_bisect's saved sample."""
     monkeypatch.setattr(subprocess, "Popen", _start)
-    sample = json.loads(
-        (DATA / "pypi-simple-tf.json").read_text()
-    )  # bisect asks the registry: test_bisect's sample
+    sample = json.loads((DATA / "pypi-simple-tf.json").read_text())
     monkeypatch.setattr(registry, "fetch_index", lambda dist: sample[dist])
     monkeypatch.setattr(registry, "sys_tags", lambda: iter(SAMPLE_TAGS))
     for name in ("ensure", "install", "measure"):
         monkeypatch.setattr(installer.Venv, name, _start)
-    return tmp_path
-
-
-def invoke(*args, env: dict | None = None):
-    """The command in process (CliRunner), with `env` added to the environment."""
-    return CliRunner().invoke(cli.main, [str(a) for a in args], env=env)
-
-
-def leakbench(*args) -> subprocess.CompletedProcess:
-    """The command as a child in a session of its own, killed after SECONDS; then no process of
-    that session may be left."""
-    child = REAL_POPEN(
-        [sys.executable, "-m", "leakbench", *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(timeout=SECONDS)
-    finally:
-        child.kill()
-        child.wait()
-    try:
-        os.killpg(
-            child.pid, signal.SIGKILL
-        )  # 0 would do to ask; a leftover must not outlive the test either
-        left = True
-    except ProcessLookupError:
-        left = False
-    assert not left, f"a process of `leakbench {' '.join(map(str, args))[:80]}` is left"
-    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+    return here
 
 
 # --- numbers and names on the command line --------------------------------------------------------
@@ -210,11 +163,11 @@ OPTIONS = {
 
 
 @pytest.mark.parametrize("case", OPTIONS)
-def test_a_bad_number_or_machine_name_is_refused(here, case):
+def test_a_bad_number_or_machine_name_is_refused(sealed, case):
     args, named, env = OPTIONS[case]
-    before = state(here)
+    before = state(sealed)
     refused(invoke(*args, env=env), named)
-    assert state(here) == before
+    assert state(sealed) == before
 
 
 # case -> (command line, environment added, what the line says): a path no filesystem takes
@@ -254,11 +207,11 @@ TOO_LONG = {
 
 
 @pytest.mark.parametrize("case", TOO_LONG)
-def test_a_path_too_long_is_refused(here, case):
+def test_a_path_too_long_is_refused(sealed, case):
     args, env, named = TOO_LONG[case]
-    before = state(here)
+    before = state(sealed)
     refused(invoke(*args, env=env), named)
-    assert state(here) == before  # repeat, calibrate, bisect --machine: no results/<kind>/ made
+    assert state(sealed) == before  # repeat, calibrate, bisect --machine: no results/<kind>/ made
 
 
 # --- /dev/full as an output -----------------------------------------------------------------------
@@ -282,11 +235,11 @@ DEV_FULL = {  # the device itself (tests/test_bad_input.py: a link to it)
 
 
 @pytest.mark.parametrize("case", DEV_FULL)
-def test_dev_full_as_an_output_is_refused(here, case):
+def test_dev_full_as_an_output_is_refused(sealed, case):
     args, named = DEV_FULL[case]
-    before = state(here)
+    before = state(sealed)
     refused(leakbench(*args), named)
-    assert state(here) == before
+    assert state(sealed) == before
 
 
 @pytest.fixture
@@ -389,20 +342,20 @@ SCENARIOS = {
 
 @pytest.mark.parametrize("command", ["run FILE", "check FILE", "list"])
 @pytest.mark.parametrize("case", SCENARIOS)
-def test_a_scenario_file_that_breaks_the_contract_is_refused(here, case, command):
+def test_a_scenario_file_that_breaks_the_contract_is_refused(sealed, case, command):
     """`run FILE` and `check FILE` (a file of the user's), `list` (the file in scenarios/): refused
     in one line naming the file, before anything runs."""
     data, why = SCENARIOS[case]
-    path = here / "root" / "scenarios" / "pyleak.py" if command == "list" else here / "mine.py"
+    path = sealed / "root" / "scenarios" / "pyleak.py" if command == "list" else sealed / "mine.py"
     path.write_bytes(data)
-    before = state(here)
+    before = state(sealed)
     args = {
         "run FILE": ["run", path, *FAST],
         "check FILE": ["check", path, *FAST],
         "list": ["list"],
     }[command]
     refused(invoke(*args), str(path), why)
-    assert state(here) == before
+    assert state(sealed) == before
 
 
 # --- records and resume files ---------------------------------------------------------------------
@@ -440,12 +393,12 @@ def test_the_good_record_is_what_the_cases_spoil():
 
 @pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("case", RECORDS)
-def test_a_records_file_that_is_not_json_records_is_refused(here, case, reader):
+def test_a_records_file_that_is_not_json_records_is_refused(sealed, case, reader):
     line, why = RECORDS[case]
-    (here / "results" / "records" / "vm" / "tf-2.17.1.jsonl").write_text(line + "\n")
-    before = state(here)
+    (sealed / "results" / "records" / "vm" / "tf-2.17.1.jsonl").write_text(line + "\n")
+    before = state(sealed)
     refused(invoke(*READERS[reader]), "tf-2.17.1.jsonl, line 1: ", why)
-    assert state(here) == before  # site: no site/ made
+    assert state(sealed) == before  # site: no site/ made
 
 
 # case -> (a resume file's text, what the line says of it)
@@ -471,10 +424,10 @@ RESUMERS = {
 
 @pytest.mark.parametrize("command", RESUMERS)
 @pytest.mark.parametrize("case", RESUMES)
-def test_a_resume_file_of_another_shape_is_refused_and_kept(here, case, command):
+def test_a_resume_file_of_another_shape_is_refused_and_kept(sealed, case, command):
     text, why = RESUMES[case]
     args, kind = RESUMERS[command]
-    (here / "out.json").write_text(text)
-    before = state(here)
+    (sealed / "out.json").write_text(text)
+    before = state(sealed)
     refused(invoke(*args), "out.json ", why.format(kind=kind), "it is kept")
-    assert state(here) == before
+    assert state(sealed) == before

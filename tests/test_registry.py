@@ -170,7 +170,7 @@ def _trend(slope: float) -> dict:
     }
 
 
-def _record(found: dict) -> dict:
+def _metric_record(found: dict) -> dict:
     return {
         "pair": "p",
         "variant": "leaky",
@@ -202,7 +202,7 @@ def _record(found: dict) -> dict:
 def test_a_record_without_held_memory_reads_rss_in_every_view(found):
     """memory_basis is the one answer: the verdict's rules, the record's words, the run table,
     the matrix and bisect all name RSS and its rate."""
-    rec = _record(found)
+    rec = _metric_record(found)
     assert verdict.memory_basis(found).metric is metrics.RSS
     assert verdict.memory_basis(found).words.startswith("rss (held memory ")
     assert verdict.moved_signals(found) == ["rss"]

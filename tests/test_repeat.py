@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 from click.testing import CliRunner
+from conftest import pair_checkout
 
 from leakbench import cli, expectation
 from leakbench.analysis import verdict
@@ -124,16 +125,9 @@ def test_a_file_made_with_other_settings_is_refused_and_kept(tmp_path):
     assert [o["pair"] for o in fresh["observations"]] == ["python_bounded"]
 
 
-def make_root(base: Path) -> Path:
-    for sub, source in (("scenarios", "python_leak"), ("fixes", "python_bounded")):
-        (base / "root" / sub).mkdir(parents=True, exist_ok=True)
-        shutil.copy(DATA / f"{source}.py", base / "root" / sub / "pyleak.py")
-    return base / "root"
-
-
 @pytest.mark.timeout(120)
 def test_command_writes_json_and_table_by_default_and_refuses_bad_input(tmp_path, monkeypatch):
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(make_root(tmp_path)))
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(pair_checkout(tmp_path)))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results").mkdir()
     found = CliRunner().invoke(

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke, refused
 
-from leakbench import catalog, cli, contract
+from leakbench import catalog, contract
 from leakbench.analysis import decision
 from leakbench.history import builds, matrix
 from leakbench.reporters import report_back
@@ -28,22 +28,18 @@ REPORT_PAIRS = [
 
 
 @pytest.fixture
-def checkout(monkeypatch, tmp_path):
+def real_checkout(monkeypatch, tmp_path):
     """The real checkout's scenarios, run from elsewhere."""
     monkeypatch.setenv("LEAKBENCH_ROOT", str(ROOT))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def invoke(args):
-    return CliRunner().invoke(cli.main, args)
-
-
 @functools.cache  # the committed records do not change during a test session
 def block_of(pair: str, *more: str) -> str:
     """`leakbench report-back PAIR` on the committed
     results, run from the checkout fixture's setting."""
-    result = invoke(["report-back", pair, "--results", str(RESULTS), *more])
+    result = invoke("report-back", pair, "--results", str(RESULTS), *more)
     assert result.exit_code == 0, (result.output, result.exception)
     return result.stdout
 
@@ -59,15 +55,6 @@ def table(block: str) -> dict:
     return {r[0].strip(): (r[1].strip(), r[2].strip()) for r in rows}
 
 
-def assert_bad_input(result, *fragments: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("leakbench: error: "), result.stderr
-    assert result.stdout == "" and "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-
-
 def test_there_are_report_pairs_and_seed_pairs_are_not_among_them():
     assert "py_function_map" in REPORT_PAIRS and "predict_in_loop" in REPORT_PAIRS
     assert "stateful_map" not in REPORT_PAIRS
@@ -76,7 +63,7 @@ def test_there_are_report_pairs_and_seed_pairs_are_not_among_them():
 # --- the block ------------------------------------------------------------------
 
 
-def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(checkout):
+def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(real_checkout):
     block = block_of("py_function_map")
     lines = block.splitlines()
     assert lines[0] == (
@@ -118,7 +105,7 @@ def test_py_function_map_shows_its_claim_and_where_the_leaky_verdict_changed(che
     assert len(lines) <= 35
 
 
-def test_a_pair_without_reported_shows_its_title_and_first_paragraph(checkout):
+def test_a_pair_without_reported_shows_its_title_and_first_paragraph(real_checkout):
     block = block_of("full_shuffle_buffer")
     claim = next(
         line
@@ -142,7 +129,7 @@ def committed_matrix() -> dict:
 
 
 @pytest.mark.parametrize("pair", REPORT_PAIRS)
-def test_numbers_in_a_block_are_the_matrix_numbers(checkout, committed_matrix, pair):
+def test_numbers_in_a_block_are_the_matrix_numbers(real_checkout, committed_matrix, pair):
     rows = {r["variant"]: r["cells"] for r in committed_matrix["rows"] if r["pair"] == pair}
     shown = table(block_of(pair))
     columns = {builds.label(v): v for v in rows["leaky"]}
@@ -158,7 +145,7 @@ def test_numbers_in_a_block_are_the_matrix_numbers(checkout, committed_matrix, p
             assert decision.number(cell["decision"]) in text, (version, variant, text)
 
 
-def test_every_number_in_a_block_comes_from_the_records(checkout):
+def test_every_number_in_a_block_comes_from_the_records(real_checkout):
     """Outside the table, the claim and the reproduce lines, a block states no figure of its own."""
     for pair in REPORT_PAIRS:
         for line in block_of(pair).splitlines():
@@ -182,7 +169,7 @@ def test_every_number_in_a_block_comes_from_the_records(checkout):
             assert not re.search(r"\b\d", line), (pair, line)
 
 
-def test_a_leak_resting_on_other_signals_names_them(checkout):
+def test_a_leak_resting_on_other_signals_names_them(real_checkout):
     block = block_of("generator_per_step")
     # the cell's number is the signal that decided, in its unit (the decision)
     assert table(block)["2.21.0"][0] == "leak · python objects +133/rep"
@@ -202,7 +189,7 @@ def test_fixture_records_and_a_report_pair_of_ones_own(monkeypatch, tmp_path):
         (root / sub / "growing.py").write_text(text)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.chdir(tmp_path)
-    result = invoke(["report-back", "--results", str(DATA / "results")])
+    result = invoke("report-back", "--results", str(DATA / "results"))
     assert result.exit_code == 0, (result.output, result.exception)
     block = result.stdout
     assert block.startswith(
@@ -218,39 +205,35 @@ def test_fixture_records_and_a_report_pair_of_ones_own(monkeypatch, tmp_path):
 # --- bad input and --out ----------------------------------------------------------
 
 
-def test_a_seed_pair_is_bad_input(checkout):
-    assert_bad_input(
-        invoke(["report-back", "stateful_map", "--results", str(RESULTS)]),
+def test_a_seed_pair_is_bad_input(real_checkout):
+    refused(
+        invoke("report-back", "stateful_map", "--results", str(RESULTS)),
         "stateful_map is not a report pair",
         "py_function_map",
     )
 
 
-def test_an_unknown_pair_is_bad_input(checkout):
-    assert_bad_input(
-        invoke(["report-back", "no_such_pair", "--results", str(RESULTS)]),
+def test_an_unknown_pair_is_bad_input(real_checkout):
+    refused(
+        invoke("report-back", "no_such_pair", "--results", str(RESULTS)),
         "unknown pair 'no_such_pair'",
     )
 
 
-def test_results_without_the_pair_or_without_records_are_bad_input(checkout, tmp_path):
-    assert_bad_input(
-        invoke(["report-back", "py_function_map", "--results", str(DATA / "results")]),
+def test_results_without_the_pair_or_without_records_are_bad_input(real_checkout, tmp_path):
+    refused(
+        invoke("report-back", "py_function_map", "--results", str(DATA / "results")),
         "no records of py_function_map",
     )
-    assert_bad_input(
-        invoke(["report-back", "--results", str(tmp_path / "none")]), "no results directory"
-    )
-    assert_bad_input(
-        invoke(["report-back", "--results", str(RESULTS), "--machine", "elsewhere"]), "elsewhere"
-    )
+    refused(invoke("report-back", "--results", str(tmp_path / "none")), "no results directory")
+    refused(invoke("report-back", "--results", str(RESULTS), "--machine", "elsewhere"), "elsewhere")
 
 
-def test_out_writes_one_file_per_pair_and_keeps_the_rest(checkout, tmp_path):
+def test_out_writes_one_file_per_pair_and_keeps_the_rest(real_checkout, tmp_path):
     out = tmp_path / "new" / "report-back"
     out.mkdir(parents=True)
     (out / "README.txt").write_text("mine")
-    result = invoke(["report-back", "--results", str(RESULTS), "--out", str(out)])
+    result = invoke("report-back", "--results", str(RESULTS), "--out", str(out))
     assert result.exit_code == 0, (result.output, result.exception)
     assert result.stdout.splitlines() == [str(out / f"{p}.md") for p in REPORT_PAIRS]
     assert sorted(p.name for p in out.iterdir()) == sorted(
@@ -259,30 +242,23 @@ def test_out_writes_one_file_per_pair_and_keeps_the_rest(checkout, tmp_path):
     assert (out / "README.txt").read_text() == "mine"
     assert (out / "py_function_map.md").read_text() == block_of("py_function_map")
     one = invoke(
-        [
-            "report-back",
-            "predict_in_loop",
-            "--results",
-            str(RESULTS),
-            "--out",
-            str(tmp_path / "one"),
-        ]
+        "report-back", "predict_in_loop", "--results", str(RESULTS), "--out", str(tmp_path / "one")
     )
     assert one.exit_code == 0 and [p.name for p in (tmp_path / "one").iterdir()] == [
         "predict_in_loop.md"
     ]
 
 
-def test_out_that_is_a_file_is_bad_input(checkout, tmp_path):
+def test_out_that_is_a_file_is_bad_input(real_checkout, tmp_path):
     (tmp_path / "taken").write_text("x")
-    assert_bad_input(
-        invoke(["report-back", "--results", str(RESULTS), "--out", str(tmp_path / "taken")]),
+    refused(
+        invoke("report-back", "--results", str(RESULTS), "--out", str(tmp_path / "taken")),
         "--out",
     )
     assert (tmp_path / "taken").read_text() == "x"
 
 
-def test_the_committed_blocks_are_generated_from_the_committed_records(checkout, tmp_path):
+def test_the_committed_blocks_are_generated_from_the_committed_records(real_checkout, tmp_path):
     committed = RESULTS / "report-back"
     assert sorted(p.stem for p in committed.glob("*.md")) == REPORT_PAIRS
     for pair in REPORT_PAIRS:

@@ -136,7 +136,7 @@ def test_matrix_accepts_either_verdict_of_a_version_dependent_scenario(tmp_path)
 # --- leakbench run: the exit code, and the claim in the record ---------------------
 
 
-def run(root: Path, cwd: Path, monkeypatch, *args: str) -> Result:
+def run_pair(root: Path, cwd: Path, monkeypatch, *args: str) -> Result:
     """`leakbench run pair FAST ARGS` from cwd with root as LEAKBENCH_ROOT, in process (CliRunner;
     the measured children are started as from the command; test_cli runs the installed entry
     point). An exception out of the command, a traceback from a real one, fails here."""
@@ -152,7 +152,7 @@ def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path
     root = tmp_path / "root"
     reported_copy(root / "scenarios", "python_bounded", "pair")
     reported_copy(root / "fixes", "python_bounded", "pair")
-    result = run(root, tmp_path, monkeypatch, "--json", "out.jsonl")
+    result = run_pair(root, tmp_path, monkeypatch, "--json", "out.jsonl")
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [(r["variant"], r["verdict"], r["reported"]) for r in records] == [
@@ -167,5 +167,5 @@ def test_run_still_fails_a_leaking_fix_of_a_version_dependent_pair(tmp_path, mon
     reported_copy(root / "scenarios", "python_bounded", "pair")
     (root / "fixes").mkdir(parents=True)
     shutil.copy(DATA / "python_leak.py", root / "fixes" / "pair.py")
-    result = run(root, tmp_path, monkeypatch, "--variant", "fixed")
+    result = run_pair(root, tmp_path, monkeypatch, "--variant", "fixed")
     assert result.exit_code == 1, result.stderr

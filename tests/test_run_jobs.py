@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import pair_checkout
 
 from leakbench import cli
 from leakbench.cli import run as run_command
 from leakbench.history import pin, store
-from tests.test_cli import DATA, FAST, make_root
+from tests.test_cli import DATA, FAST
 
 FIXTURE = DATA / "results" / "records" / "fixture" / "tf-2.21.0.jsonl"
 INTEL = ("Intel(R) Xeon(R) Processor", 2)
@@ -28,7 +29,7 @@ AMD = ("AMD EPYC", 2)
 SETUP_SECONDS = 2  # the slow leaky variant's setup: its child outlasts the fixed one's start
 
 
-def in_process(root: Path, cwd: Path, monkeypatch, *args) -> tuple[int, str, str]:
+def run_jobs(root: Path, cwd: Path, monkeypatch, *args) -> tuple[int, str, str]:
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
     monkeypatch.chdir(cwd)
     done = CliRunner().invoke(cli.main, ["run", *map(str, args)])
@@ -41,7 +42,7 @@ def in_process(root: Path, cwd: Path, monkeypatch, *args) -> tuple[int, str, str
 
 @pytest.mark.timeout(180)
 def test_jobs_two_runs_variants_at_once_and_keeps_the_catalog_order(tmp_path, monkeypatch):
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     slow = (DATA / "python_leak.py").read_text()
     slow = slow.replace(
         "def setup(bytes_per_rep):\n",
@@ -58,7 +59,7 @@ def test_jobs_two_runs_variants_at_once_and_keeps_the_catalog_order(tmp_path, mo
         return rec
 
     monkeypatch.setattr(run_command, "measure", timed)
-    code, out, err = in_process(
+    code, out, err = run_jobs(
         root, tmp_path, monkeypatch, "pyleak", *FAST, "--jobs", "2", "--json", "out.jsonl"
     )
     assert code == 0, err
@@ -81,7 +82,7 @@ def fake(tmp_path, monkeypatch):
     TensorFlow 2.21.0 installed, this machine an Intel Xeon of 2 cores, and `measure` returning
     a fixture record (after a short sleep) as measured here; measured: the targets measured,
     most: the most measured at once."""
-    root = make_root(tmp_path)
+    root = pair_checkout(tmp_path)
     (tmp_path / "results").mkdir()
     monkeypatch.setenv("ASV_MACHINE", "box")
     monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
@@ -118,7 +119,7 @@ def records_of(path: Path) -> list[tuple]:
 
 def test_default_settings_file_the_records(fake, monkeypatch):
     root, cwd, seen = fake
-    code, _, err = in_process(root, cwd, monkeypatch)
+    code, _, err = run_jobs(root, cwd, monkeypatch)
     assert code in (0, 1), err
     path = cwd / "results" / "records" / "box" / "tf-2.21.0.jsonl"
     assert f"leakbench: 2 records written to {Path('results/records/box/tf-2.21.0.jsonl')}" in err
@@ -126,7 +127,7 @@ def test_default_settings_file_the_records(fake, monkeypatch):
     assert seen["most"] == 2  # the default --jobs: this machine's cores
     # a run of one variant replaces that one and keeps the other
     before = {(r["pair"], r["variant"]): r for r in store.read_records(path)}
-    code, _, err = in_process(root, cwd, monkeypatch, "pyleak", "--variant", "leaky", "--jobs", "1")
+    code, _, err = run_jobs(root, cwd, monkeypatch, "pyleak", "--variant", "leaky", "--jobs", "1")
     after = {(r["pair"], r["variant"]): r for r in store.read_records(path)}
     assert (
         after.keys() == before.keys() and after[("pyleak", "fixed")] == before[("pyleak", "fixed")]
@@ -146,7 +147,7 @@ def test_default_settings_file_the_records(fake, monkeypatch):
 )
 def test_other_settings_file_no_records(fake, monkeypatch, args, named):
     root, cwd, seen = fake
-    code, _, err = in_process(root, cwd, monkeypatch, "pyleak", *args)
+    code, _, err = run_jobs(root, cwd, monkeypatch, "pyleak", *args)
     assert code in (0, 1), err
     assert seen["measured"]  # measured all the same
     lines = [line for line in err.splitlines() if "records not written" in line]
@@ -159,14 +160,14 @@ def test_other_settings_file_no_records(fake, monkeypatch, args, named):
 
 def test_no_records_writes_none(fake, monkeypatch):
     root, cwd, seen = fake
-    code, _, err = in_process(root, cwd, monkeypatch, "--no-records")
+    code, _, err = run_jobs(root, cwd, monkeypatch, "--no-records")
     assert seen["measured"] and not (cwd / "results" / "records").exists()
     assert "records" not in err
 
 
 def test_machine_option_names_the_folder(fake, monkeypatch):
     root, cwd, _ = fake
-    in_process(root, cwd, monkeypatch, "--machine", "laptop")
+    run_jobs(root, cwd, monkeypatch, "--machine", "laptop")
     assert records_of(cwd / "results" / "records" / "laptop" / "tf-2.21.0.jsonl") == [
         ("pyleak", "fixed"),
         ("pyleak", "leaky"),
@@ -181,7 +182,7 @@ def test_asvs_folder_of_another_machine_gets_a_name_of_this_one(fake, monkeypatc
     ]
     store.write_records(cwd / "results", "box", "2.21.0", theirs)
     before = (cwd / "results" / "records" / "box" / "tf-2.21.0.jsonl").read_bytes()
-    code, _, err = in_process(root, cwd, monkeypatch)
+    code, _, err = run_jobs(root, cwd, monkeypatch)
     assert (
         "holds records of AMD EPYC, 2 cores, not of this machine (Intel(R) Xeon(R) Processor, "
         "2 cores): its records go under box-intel-xeon-processor-2c" in err
@@ -198,7 +199,7 @@ def test_a_machine_folder_of_another_machine_is_refused_before_measuring(fake, m
         for r in store.read_records(FIXTURE)
     ]
     store.write_records(cwd / "results", "box", "2.13.1", theirs)
-    code, out, err = in_process(root, cwd, monkeypatch, "--machine", "box")
+    code, out, err = run_jobs(root, cwd, monkeypatch, "--machine", "box")
     assert code == 2 and out == ""
     assert err.splitlines() == [
         f"leakbench: error: {Path('results/records/box')} holds records of another machine "
@@ -213,7 +214,7 @@ def test_a_machine_folder_of_another_machine_is_refused_before_measuring(fake, m
 def test_a_pin_that_did_not_hold_files_nothing(fake, monkeypatch):
     root, cwd, _ = fake
     monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.20.0")
-    code, _, err = in_process(root, cwd, monkeypatch)
+    code, _, err = run_jobs(root, cwd, monkeypatch)
     assert code == 2
     assert err.splitlines()[-1].startswith("leakbench: error: records not written: pyleak")
     assert "this environment pins 2.20.0" in err

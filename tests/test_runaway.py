@@ -130,7 +130,7 @@ def mark():
                 pass
 
 
-def run(path: Path, mark: str, **overrides) -> runner.Outcome:
+def run_outcome(path: Path, mark: str, **overrides) -> runner.Outcome:
     options = dict(
         warmup=1,
         reps=5,
@@ -149,7 +149,7 @@ def run(path: Path, mark: str, **overrides) -> runner.Outcome:
 def test_a_process_that_leaves_the_session_ends_with_the_run(tmp_path, mark, how):
     """Such a process used to go on running after the run (and after leakbench)."""
     m = mark()
-    outcome = run(scenario(tmp_path, RUNAWAYS[how]), m)
+    outcome = run_outcome(scenario(tmp_path, RUNAWAYS[how]), m)
     assert outcome.status == "ok", (outcome.phase, outcome.error)
     assert left_running(m) == []
 
@@ -161,7 +161,7 @@ def test_an_orphan_in_its_own_session_counts_against_the_cap(tmp_path, mark):
     the cap, not `hang` a timeout later, and the grandchild ends with it."""
     m = mark()
     path = scenario(tmp_path, "double_fork_setsid(HOG)\n    time.sleep(3600)")
-    outcome = run(path, m, cap_bytes=200 << 20)
+    outcome = run_outcome(path, m, cap_bytes=200 << 20)
     assert (outcome.status, outcome.phase) == ("over-cap", "setup"), outcome.error
     assert left_running(m) == []
 
@@ -181,14 +181,14 @@ def test_two_runs_at_once_each_end_their_own_processes(tmp_path, mark):
     with ThreadPoolExecutor(max_workers=1) as pool:
         try:
             later = pool.submit(
-                run, waits, second, env={MARK: second, "LEAKBENCH_TEST_FLAG": str(flag)}
+                run_outcome, waits, second, env={MARK: second, "LEAKBENCH_TEST_FLAG": str(flag)}
             )
             theirs = wait_for(
                 lambda: [p for p in marked(second) if SLEEPING in p.cmdline()],
                 30,
                 "orphan of the waiting run",
             )
-            outcome = run(scenario(tmp_path, "double_fork_setsid()"), first)
+            outcome = run_outcome(scenario(tmp_path, "double_fork_setsid()"), first)
             assert outcome.status == "ok", (outcome.phase, outcome.error)
             assert left_running(first) == []
             # not ours to kill

@@ -10,7 +10,7 @@ import math
 
 import pytest
 from click.testing import CliRunner
-from conftest import pure_python_checkout, refused
+from conftest import refused
 
 from leakbench import cli, pytest_plugin
 from leakbench.check import run as check
@@ -49,13 +49,6 @@ CASES = {
 }
 
 
-@pytest.fixture
-def world(tmp_path, monkeypatch):
-    """A checkout with the pure-Python pair pyleak, and ok.py's check targets, as cwd."""
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(pure_python_checkout(tmp_path)))
-    monkeypatch.chdir(tmp_path)
-
-
 def refusal(fields: dict) -> SettingsError:
     with pytest.raises(SettingsError) as caught:
         Settings(**fields)
@@ -63,7 +56,7 @@ def refusal(fields: dict) -> SettingsError:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_every_face_refuses_alike(case, world, monkeypatch):
+def test_every_face_refuses_alike(case, checkout, monkeypatch):
     fields, options, keywords = CASES[case]
     error = refusal(fields)
     assert "\n" not in str(error) and str(error) == f"{error.setting}: {error.problem}"
@@ -96,14 +89,14 @@ def test_every_face_refuses_alike(case, world, monkeypatch):
         ["bisect", "pyleak", "--good", "2.15.1", "--bad", "2.16.2"],  # refused before the network
     ],
 )
-def test_calibrate_and_bisect_refuse_a_timeout_as_settings_do(command, world):
+def test_calibrate_and_bisect_refuse_a_timeout_as_settings_do(command, checkout):
     error = refusal({"timeout_seconds": 0.5})
     line = refused(CliRunner().invoke(cli.main, [*command, "--timeout", "0.5"]))
     assert line == f"leakbench: error: {error.line(OPTION_NAMES)}"
     assert line == "leakbench: error: --timeout: 0.5 s is less than 1 s"
 
 
-def test_a_problem_naming_another_setting_names_it_in_each_face(world, tmp_path):
+def test_a_problem_naming_another_setting_names_it_in_each_face(checkout, tmp_path):
     error = refusal({"flamegraph_dir": "graphs", "heap_reps": 0})
     assert str(error) == (
         "flamegraph_dir: the flame graph is drawn from the heap pass; heap_reps 0 skips it"
@@ -153,7 +146,7 @@ def test_settings_say_what_is_wrong_in_one_line(fields, problem):
     assert isinstance(error, ValueError)  # callers that caught ValueError still do
 
 
-def test_the_plugin_takes_a_cap_as_a_size_as_the_cli_does(world):
+def test_the_plugin_takes_a_cap_as_a_size_as_the_cli_does(checkout):
     """0 is no test's cap (the machine's default, half of RAM, is the CLI's when --cap is left
     out): the plugin reads a cap as `--cap` does, and says so in the same words."""
     line = refused(CliRunner().invoke(cli.main, ["check", "ok.py:bounded", "--cap", "0"]))

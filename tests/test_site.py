@@ -199,7 +199,7 @@ def results(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def checkout(tmp_path_factory) -> Path:
+def site_checkout(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("checkout")
     for folder in ("scenarios", "fixes"):
         (root / folder).mkdir()
@@ -211,8 +211,10 @@ def checkout(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(results, checkout, tmp_path_factory) -> site.Built:
-    return site.build(results, tmp_path_factory.mktemp("site") / "out", root=checkout, asv=False)
+def built(results, site_checkout, tmp_path_factory) -> site.Built:
+    return site.build(
+        results, tmp_path_factory.mktemp("site") / "out", root=site_checkout, asv=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -403,8 +405,8 @@ def test_default_version_and_source_links():
     assert lessons.source_link("caching") is None
 
 
-def test_cli(results, checkout, tmp_path, monkeypatch):
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(checkout))
+def test_cli(results, site_checkout, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(site_checkout))
     out = tmp_path / "site"
     result = CliRunner().invoke(
         cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"]
@@ -478,7 +480,7 @@ def test_cli_unwritable_out(results, no_pairs, tmp_path, monkeypatch):
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-def test_a_rebuild_drops_what_is_gone(built, results, checkout, tmp_path):
+def test_a_rebuild_drops_what_is_gone(built, results, site_checkout, tmp_path):
     """A pair removed from scenarios/ loses its lesson (its
     old records stay in results/); stray pages go too."""
     out = copy_site(built, tmp_path / "out")  # the build of results in checkout
@@ -487,7 +489,7 @@ def test_a_rebuild_drops_what_is_gone(built, results, checkout, tmp_path):
     (out / "flamegraphs" / "tf-2.15.1").mkdir(parents=True)
     (out / "flamegraphs" / "tf-2.15.1" / "old-leaky.html").write_text("stale")
     smaller = tmp_path / "checkout"
-    shutil.copytree(checkout, smaller)
+    shutil.copytree(site_checkout, smaller)
     for folder in ("scenarios", "fixes"):
         (smaller / folder / "xss_pair.py").unlink()
     again = site.build(results, out, root=smaller, asv=False)
@@ -783,11 +785,11 @@ def where_records(recs: dict) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def where_site(results, checkout, tmp_path_factory) -> site.Built:
+def where_site(results, site_checkout, tmp_path_factory) -> site.Built:
     base = tmp_path_factory.mktemp("where")
     found, root = base / "results", base / "checkout"
     shutil.copytree(results, found)
-    shutil.copytree(checkout, root)
+    shutil.copytree(site_checkout, root)
     for folder in ("scenarios", "fixes"):
         shutil.copy(root / folder / "stateful_map.py", root / folder / "where_pair.py")
     paths = store.available(found)
@@ -1354,9 +1356,12 @@ def repeat_results(results, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def repeat_site(repeat_results, checkout, tmp_path_factory) -> site.Built:
+def repeat_site(repeat_results, site_checkout, tmp_path_factory) -> site.Built:
     return site.build(
-        repeat_results, tmp_path_factory.mktemp("repeat-site") / "out", root=checkout, asv=False
+        repeat_results,
+        tmp_path_factory.mktemp("repeat-site") / "out",
+        root=site_checkout,
+        asv=False,
     )
 
 
@@ -1482,7 +1487,9 @@ def test_repeatability_is_linked(repeat_site):
                 )
 
 
-def test_no_repeatability_no_page_and_no_links(built, repeat_site, results, checkout, tmp_path):
+def test_no_repeatability_no_page_and_no_links(
+    built, repeat_site, results, site_checkout, tmp_path
+):
     assert not (built.out / "repeatability.html").exists()
     for page in pages(built.out):
         text = page.read_text()
@@ -1492,7 +1499,7 @@ def test_no_repeatability_no_page_and_no_links(built, repeat_site, results, chec
     # a rebuild without the files drops the page an earlier build wrote
     out = copy_site(repeat_site, tmp_path / "out")  # the build of repeat_results in checkout
     assert (out / "repeatability.html").is_file()
-    site.build(results, out, root=checkout, asv=False)
+    site.build(results, out, root=site_checkout, asv=False)
     assert not (out / "repeatability.html").exists()
     assert "repeatability.html" not in (out / "index.html").read_text()
 

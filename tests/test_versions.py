@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import invoke, one_error_line
+from conftest import invoke, refused
 
 from leakbench import metrics
 from leakbench.analysis import schema, verdict
@@ -189,18 +189,16 @@ def test_compare_improvement_is_marked_and_passes():
 )
 def test_compare_bad_input_exits_2(args, message):
     result = invoke("compare", *args, "--results", RESULTS)
-    assert message in one_error_line(result)
+    assert message in refused(result)
 
 
 def test_compare_wrong_directory_exits_2(tmp_path):
     (tmp_path / "vm").mkdir()  # an asv results directory of another project: no records/
     (tmp_path / "benchmarks.json").write_text("{}")
-    assert "holds no leakbench records" in one_error_line(
+    assert "holds no leakbench records" in refused(
         invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path)
     )
-    assert "no results directory" in one_error_line(
-        invoke("matrix", "--results", tmp_path / "nope")
-    )
+    assert "no results directory" in refused(invoke("matrix", "--results", tmp_path / "nope"))
 
 
 @pytest.mark.parametrize(
@@ -214,10 +212,10 @@ def test_compare_wrong_directory_exits_2(tmp_path):
 def test_corrupt_records_exit_2(tmp_path, text, message):
     shutil.copytree(RESULTS, tmp_path / "results")
     (tmp_path / "results" / "records" / MACHINE / "tf-2.21.0.jsonl").write_text(text)
-    assert message in one_error_line(
+    assert message in refused(
         invoke("compare", "2.13.1", "2.21.0", "--results", tmp_path / "results")
     )
-    assert message in one_error_line(invoke("matrix", "--results", tmp_path / "results"))
+    assert message in refused(invoke("matrix", "--results", tmp_path / "results"))
 
 
 # --- matrix --------------------------------------------------------------------
@@ -269,7 +267,7 @@ def test_matrix_marks_a_version_without_a_pair(tmp_path):
 
 def test_empty_matrix_exits_2(tmp_path):
     (tmp_path / "records").mkdir()
-    assert "holds no leakbench records" in one_error_line(invoke("matrix", "--results", tmp_path))
+    assert "holds no leakbench records" in refused(invoke("matrix", "--results", tmp_path))
 
 
 # --- fragmentation, malloc heap and trim, the skipped GPU pair -------------
@@ -413,7 +411,7 @@ def test_several_machines_need_machine_one_line(tmp_path):
         ("compare", "2.13.1", "2.21.0"),
         ("site", "--no-asv", "--out", tmp_path / "site"),
     ):
-        line = one_error_line(invoke(*args, "--results", results))
+        line = refused(invoke(*args, "--results", results))
         assert line == (
             f"leakbench: error: {results} holds records of 2 machines (fixture, gpu-box): "
             "pick one with --machine"
@@ -428,10 +426,10 @@ def test_machine_option_picks_the_records(tmp_path):
     assert found["machine"] == "gpu-box" and found["versions"] == ["2.13.1", "2.21.0"]
     result = invoke("compare", "2.13.1", "2.21.0", "--results", results, "--machine", "fixture")
     assert result.exit_code == 0 and "Records of asv machine `fixture`." in result.output
-    assert "TensorFlow 2.99.0 is not in" in one_error_line(
+    assert "TensorFlow 2.99.0 is not in" in refused(
         invoke("compare", "2.13.1", "2.99.0", "--results", results, "--machine", "gpu-box")
     )
-    assert "no records of machine 'laptop'" in one_error_line(
+    assert "no records of machine 'laptop'" in refused(
         invoke("matrix", "--results", results, "--machine", "laptop")
     )
 
@@ -448,7 +446,7 @@ def test_record_files_need_no_machine(tmp_path):
 def test_records_of_the_old_layout_are_named(tmp_path):
     (tmp_path / "records").mkdir()
     shutil.copy(FILES / "tf-2.13.1.jsonl", tmp_path / "records")
-    line = one_error_line(invoke("matrix", "--results", tmp_path))
+    line = refused(invoke("matrix", "--results", tmp_path))
     assert (
         "holds records without a machine folder" in line and "records/<asv machine name>/" in line
     )

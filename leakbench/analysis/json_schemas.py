@@ -1,12 +1,19 @@
 """The JSON Schemas (draft 7) of the files leakbench reads, one per kind (KINDS_OF_FILE):
 leakbench.analysis.validate compiles them and says what is wrong with a file (see its docstring).
+
+A record's schema is derived from its type, leakbench.analysis.schema.Record: every key of the
+TypedDict, typed by its annotation (`from_typed`), and the required keys are schema.REQUIRED;
+the schema only says more of a key (a nested shape, an enum), never names one the type lacks.
+A trend's keys are estimate.Trend's fields.
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import fields
 
 from leakbench import metrics as registry
+from leakbench.analysis.decision import SOURCES
 from leakbench.analysis.estimate import Trend
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.catalog import VARIANT_DIRS
@@ -51,6 +58,34 @@ def _obj(fields: dict, required: tuple = ()) -> dict:
     """A dict of `fields` (each optional but those in
     `required`); other keys allowed, of any value."""
     return {"type": "object", "properties": fields, "required": list(required)}
+
+
+_TYPES = {int: INT, float: NUM, str: STR, bool: BOOL, dict: ANY_DICT, list: ANY_LIST}
+
+
+def json_type(hint) -> dict:
+    """A TypedDict annotation (int, float, str, bool, dict, list[X], X | None) as JSON Schema."""
+    args = typing.get_args(hint)
+    if type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        return _opt(json_type(inner))
+    if typing.get_origin(hint) is list and args:
+        return _list(json_type(args[0]))
+    return _TYPES[typing.get_origin(hint) or hint]
+
+
+def from_typed(typed: type, detail: dict, required: tuple) -> dict:
+    """The JSON Schema of a TypedDict: every key, typed by its annotation (json_type) or by
+    `detail` where the schema says more. A key of `detail` the TypedDict lacks, or a detail
+    that refuses the null its annotation allows, is a programming error (TypeError)."""
+    hints = typing.get_type_hints(typed)
+    if unknown := sorted(set(detail) - set(hints)) or sorted(set(required) - set(hints)):
+        raise TypeError(f"{typed.__name__} has no key {unknown[0]!r}: add it to the type first")
+    for key, hint in hints.items():
+        nullable = "null" in (detail.get(key, {}).get("type") or [])
+        if key in detail and "null" in json_type(hint)["type"] and not nullable:
+            raise TypeError(f"{typed.__name__}[{key!r}] may be None; its detail refuses null")
+    return _obj({k: detail.get(k) or json_type(hint) for k, hint in hints.items()}, required)
 
 
 def schema_of(kind: str) -> dict:
@@ -178,46 +213,30 @@ def schema_of(kind: str) -> dict:
                 "bar": _opt(NUM),
                 "exponent": _opt(NUM),
                 "k_bar": NUM,
-                "source": {"enum": ["first run", "confirmation", "extension"]},
+                "source": {"enum": list(SOURCES)},
                 "why": _opt(STR),
                 "signals": _list(signal_row),
             },
             required=("verdict", "signal", "value", "unit", "bar", "source", "why", "signals"),
         )
-        return _obj(
-            {
-                "schema": INT,
-                "pair": STR,
-                "variant": {"enum": list(VARIANTS)},
-                "path": STR,
-                "title": STR,
-                "source": STR,
-                "reported": _opt(reported),
-                "expects": _opt(STR),
-                "requires": _opt(STR),
-                "kind": {"enum": list(KINDS)},
-                "repetition": STR,
-                "size_param": STR,
-                "params": ANY_DICT,
-                "settings": settings,
-                "environment": environment,
-                "runs": _list(run),
-                "metrics": _opt(_obj(metric_fields)),  # null: nothing measured, as {}
-                "signals": _list(STR),
-                "verdict": {"enum": list(VERDICTS)},
-                "teardown_stalled": _opt(STR),
-                "phase": _opt(STR),
-                "error": _opt(STR),
-                "skip_reason": _opt(STR),
-                "seconds": NUM,
-                "confirmation": confirmation,
-                "extension": confirmation,
-                "decision": decision,
-                "flamegraph": ANY_DICT,
-                "diagnosis": ANY_DICT,
-            },
-            required=("schema", "pair", "variant", "verdict", "metrics", "environment"),
-        )
+        # imported here: schema imports validate, which imports this module
+        from leakbench.analysis.schema import REQUIRED, Record
+
+        # what the schema says beyond Record's annotations; every other key is typed by them
+        detail = {
+            "variant": {"enum": list(VARIANTS)},
+            "reported": _opt(reported),
+            "kind": {"enum": list(KINDS)},
+            "settings": settings,
+            "environment": environment,
+            "runs": _list(run),
+            "metrics": _opt(_obj(metric_fields)),  # null: nothing measured, as {}
+            "verdict": {"enum": list(VERDICTS)},
+            "confirmation": confirmation,
+            "extension": confirmation,
+            "decision": decision,
+        }
+        return from_typed(Record, detail, REQUIRED)
 
     # leakbench repeat's result (leakbench.repeat.run.observe and repeat): what resuming reads
     if kind == "repeat":

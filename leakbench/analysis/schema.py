@@ -4,7 +4,9 @@ A record (leakbench.analysis.record builds it) is one JSON object per
 measured scenario variant. Record below names every key and its type; the
 engine, the store (leakbench.history) and every view read records through
 `loads`, which migrates an older schema to SCHEMA, so they never guess at a
-missing key.
+missing key. Record is the one source of a record's keys: the JSON Schema that
+validates a record (leakbench.analysis.json_schemas) is derived from it, its
+required keys are REQUIRED, and a key added here is validated there.
 
 Schemas:
     1  the first committed records (TF 2.12-2.21, results/records/)
