@@ -131,7 +131,7 @@ PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest an
 PEAK_EXPONENT_MIN = 0.5  # ...and k in peak ∝ size^k reach this, for a peak pair to leak
 TRIM_SHARE_MIN = 0.5  # fragmentation: the share of RSS malloc_trim gives back or malloc keeps free
 TRIM_HELD_MIN = 32 * MIB  # fragmentation: the least RSS growth, or trim, that counts
-FREE_HELD_MIN = 96 * MIB  # free bytes above the process before setup (verdicts.md, "Fragmentation")
+FREE_HELD_MIN = 96 * MIB  # free bytes above the process before setup (docs/fragmentation.md)
 # A leak spreads its growth over the repetitions; a creep in a few steps (a block malloc mapped
 # whole and touched deeper later, a buffer AUTOTUNE widens) puts it in a few rises. `steady`
 # reads both numbers (docs/verdicts.md, "Steady growth").

@@ -255,7 +255,7 @@ def fragmentation_form(metrics: dict, grew: bool = True) -> str | None:
     The two level forms (TRIM_FORM, FREE_FORM) read a growth pair only: a peak pair's level
     after its run is its own peak, freed, which its verdict reads by the peak rule (an
     unbounded_interleave fix whose AUTOTUNE buffers grew under load left 96 MiB free and read
-    fragmentation in one of two runs at --jobs 2). docs/verdicts.md, "Fragmentation", says why
+    fragmentation in one of two runs at --jobs 2). docs/fragmentation.md says why
     each bound has its value.
     """
     returned = metrics.get(registry.TRIM.key)
