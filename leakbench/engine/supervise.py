@@ -65,7 +65,7 @@ def allocator(kind: str = "growth") -> dict:
     malloc's counters would see them; a leak of such tensors hid in it in some runs and not
     others. Peak: the verdict reads the high-water mark (VmHWM), which the pool does not hide;
     on malloc, freed batches stranded in TensorFlow's threads' arenas raised unbounded_cache's
-    peak at its smallest size from 79–83 MiB to 150–244 MiB, and its k under 0.5 in 2 of 4 runs
+    peak at its smallest size from 75–79 MiB to 145–233 MiB, and its k under 0.5 in 2 of 4 runs
     (docs/limits.md, "oneDNN's pool")."""
     if TF_SYSTEM_ALLOCATOR in os.environ:
         return {}
