@@ -69,3 +69,11 @@ def committed_verdict(pair: str, variant: str) -> str | None:
         if rec.get("pair") == pair and rec.get("variant") == variant:
             return rec["verdict"]
     return None
+
+
+def assert_reads_as_run(kind: str, pair: str, variant: str, folder: Path) -> None:
+    """A watched job's verdict is `leakbench run`'s committed one (committed_verdict), or where
+    none is committed, what its variant should read: leak for leaky, no-leak for fixed."""
+    expected = committed_verdict(pair, variant) or ("leak" if variant == "leaky" else "no-leak")
+    found = run_watched(kind, pair, variant, folder)
+    assert found["verdict"] == expected, found
