@@ -90,6 +90,22 @@ SERIES = (
         views={MEMORY: 2},
     ),
     Series(
+        "pymalloc_used_bytes",
+        "bytes",
+        "pymalloc in use",
+        "bytes in the blocks CPython's small-object allocator has handed out"
+        " (sys._debugmallocstats): objects of 512 bytes or less, in arenas CPython maps itself,"
+        " outside malloc's counters",
+    ),
+    Series(
+        "allocated_bytes",
+        "bytes",
+        "allocated bytes",
+        "malloc_used_bytes + pymalloc_used_bytes: every byte malloc and pymalloc have handed out",
+        mallinfo2=True,
+        sum_of=("malloc_used_bytes", "pymalloc_used_bytes"),
+    ),
+    Series(
         "heap_free_bytes",
         "bytes",
         "malloc free bytes",
@@ -269,6 +285,17 @@ METRICS = (
         views={WIDE: 3, LESSON: 4, MATRIX: 1},
     ),
     Metric(
+        "allocated_growth",
+        "allocated bytes",
+        "bytes/repetition",
+        "KiB/rep",
+        KIB,
+        0,
+        "the bytes malloc and CPython's small-object allocator have handed out grow",
+        series="allocated_bytes",
+        mallinfo2=True,
+    ),
+    Metric(
         "heap_used_growth",
         "malloc heap in use",
         "bytes/repetition",
@@ -409,7 +436,8 @@ LEVELS = {
 # (fragmentation); and the signals `leakbench check` reads evidence for (leakbench.check.diagnosis).
 HELD = BY_KEY["held_growth"]
 RSS = BY_KEY["rss_growth"]
-MALLOC = BY_KEY["malloc_heap_growth"]  # what an extension reads (leakbench.analysis.looks)
+MALLOC = BY_KEY["malloc_heap_growth"]
+ALLOCATED = BY_KEY["allocated_growth"]  # what an extension reads (leakbench.analysis.looks)
 HEAP = BY_KEY["retained_heap"]
 PEAK = BY_KEY["peak_above_baseline_bytes"]
 TRIM = BY_KEY["trim_returned_bytes"]

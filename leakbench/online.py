@@ -38,6 +38,8 @@ SAMPLED = (
     "held_bytes",
     "rss_bytes",
     "malloc_used_bytes",
+    "pymalloc_used_bytes",
+    "allocated_bytes",
     "threads",
     "open_files",
     "python_objects",
@@ -50,8 +52,8 @@ def sample(process: psutil.Process, objects: bool = True) -> dict:
 
     held_bytes: RssAnon (psutil rss − shared) less mallinfo2's fordblks (probes.held_bytes),
     None under another allocator; malloc_used_bytes: heap_used + mmap_used (psutil.heap_info),
-    None likewise; python_objects: len(gc.get_objects()) + gc.get_freeze_count(), None where
-    `objects` is False.
+    None likewise; pymalloc_used_bytes and allocated_bytes: probes.allocated; python_objects:
+    len(gc.get_objects()) + gc.get_freeze_count(), None where `objects` is False.
     """
     gc.collect()
     mem = process.memory_info()
@@ -61,6 +63,7 @@ def sample(process: psutil.Process, objects: bool = True) -> dict:
     return {
         "held_bytes": probes.held_bytes(mem.rss - mem.shared, free),
         "rss_bytes": mem.rss,
+        **probes.allocated(info.heap_used + info.mmap_used if info else None),
         "malloc_used_bytes": info.heap_used + info.mmap_used if info else None,
         "threads": process.num_threads(),
         "open_files": process.num_fds(),

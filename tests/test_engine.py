@@ -24,7 +24,7 @@ from conftest import own_processes
 from leakbench import contract, expectation
 from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
-from leakbench.engine import messages, runner, supervise
+from leakbench.engine import messages, probes, runner, supervise
 from leakbench.measure import Settings, measure
 
 DATA = Path(__file__).parent / "data"
@@ -651,3 +651,23 @@ def test_a_growth_child_measures_tensors_on_malloc_and_a_peak_child_on_onednns_p
     seen.clear()
     engine_run(name)
     assert seen == ["7"]
+
+
+def test_pymalloc_in_use_counts_the_small_objects_malloc_never_sees():
+    """100,000 ints kept (32 bytes each, in CPython's arenas) raise pymalloc's bytes in use by
+    their size, malloc's by far less; with PYTHONMALLOC=malloc the series reads 0 (the objects
+    are then malloc's)."""
+    before = probes.pymalloc_used_bytes()
+    kept = list(range(10**9, 10**9 + 100_000))
+    after = probes.pymalloc_used_bytes()
+    assert before is not None and after is not None
+    assert after - before >= 0.9 * 32 * len(kept)
+    both = probes.allocated(1000)
+    assert both["allocated_bytes"] == 1000 + both["pymalloc_used_bytes"]
+    assert probes.allocated(None)["allocated_bytes"] is None
+    code = "from leakbench.engine import probes; print(probes.pymalloc_used_bytes())"
+    env = {**os.environ, "PYTHONMALLOC": "malloc"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.stdout.strip() == "0", out.stderr

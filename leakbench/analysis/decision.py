@@ -177,7 +177,7 @@ FREE_HELD_LABEL = "malloc free bytes held"
 
 def _envelope(found: dict, envelope: dict) -> dict:
     """An extension that kept a leak by the lows of a series (looks.extended): their rise per
-    repetition, of the series it read first (malloc in use) if that rose by the bar, else of the
+    repetition, of the series it read first (allocated bytes) if that rose by the bar, else of the
     basis's own (held memory's)."""
     window = envelope.get("window") or 0
     read = registry.SERIES_BY_NAME[envelope["series"]]

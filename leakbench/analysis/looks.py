@@ -7,9 +7,10 @@ The rules (docs/verdicts.md, "Confirmation" and "Lumps and levelling"):
   later half of that run (`confirm`): a leak grows for as long as one looks, a bounded pipeline's
   creep, a cache that fills and a one-off step level off;
 - where that later half still rose, but in lumps, with a drop, or levelling without having
-  finished, nothing is decided yet: an extension of EXTEND_REPS_FACTOR times the repetitions is
-  measured, and the leak stands if a signal grows steadily in its later half or if the lower
-  envelope of malloc's bytes in use rose in each of its EXTEND_WINDOWS windows (`extended`): a
+  finished, or grew on under the bar (`still_growing`), nothing is decided yet: an extension of
+  EXTEND_REPS_FACTOR times the repetitions is measured, and the leak stands if a signal grows
+  steadily in its later half or if the lower envelope of the bytes malloc and pymalloc have
+  handed out rose in each of its EXTEND_WINDOWS windows (`extended`): a
   leak allocates in every window, lumps or not; a creep that touches pages of a block already
   allocated, a cache that filled, a sawtooth or a one-off step do not.
 Each decision carries one sentence (`why`) a user can check against the record's series.
@@ -27,6 +28,7 @@ from leakbench.analysis.verdict import (
     STEP_SHARE_MAX,
     _unmoved,
     memory_basis,
+    moved,
     steady_signals,
 )
 from leakbench.metrics import rate
@@ -61,10 +63,10 @@ def unsettled(metrics: dict, signals: list[str]) -> str | None:
     else None.
 
     Unsettled: no signal moved, yet the memory series the verdict rests on (memory_basis), or
-    malloc's bytes in use, rose by the bar per repetition net of its shape
+    the bytes malloc and pymalloc have handed out, rose by the bar per repetition net of its shape
     (estimate.Trend.net_rate). Growth in lumps or rare steps leaves a half of 6 repetitions
     flat, so the rate (the least of the halves) reads nothing; and held memory can hide a step
-    that malloc's bytes in use show, where malloc grew its heap's top past what is touched (a
+    that the bytes handed out show, where malloc grew its heap's top past what is touched (a
     64 KiB block every 4 repetitions read +64, -44, +128 KiB in held memory, +64 each in malloc
     in use). `no-leak` would be a guess. A trend stored before net_rate was is settled.
     """
@@ -80,9 +82,11 @@ def unsettled(metrics: dict, signals: list[str]) -> str | None:
 
 
 def envelope_metric(basis: registry.Metric) -> registry.Metric:
-    """The metric whose series an extension's lower envelope reads (`extended`): malloc's bytes
-    in use where held memory is the basis (glibc's counters are there), else the basis (RSS)."""
-    return registry.MALLOC if basis is registry.HELD else basis
+    """The metric whose series an extension's lower envelope reads (`extended`): the bytes malloc
+    and pymalloc have handed out where held memory is the basis (glibc's counters are there),
+    else the basis (RSS). Both allocators: malloc alone misses what CPython keeps in its own
+    arenas (python-dict's int keys rise there steadily, its table in malloc in rare lumps)."""
+    return registry.ALLOCATED if basis is registry.HELD else basis
 
 
 def _rising(basis: registry.Metric) -> tuple[registry.Metric, ...]:
@@ -160,8 +164,9 @@ def confirm(
     A signal is kept if it grows steadily in the later half (steady_signals): leak. A run cut
     short by the cap confirms the leak (it grew until killed); one that hung or failed before
     its measurement came gives its status. Otherwise, if the later half still rose by the bar
-    net of its shape, in held memory (or the basis in its place) or in malloc's bytes in use
-    (lumps, a drop, a levelling not finished), the evidence has not decided: extend. Otherwise
+    net of its shape, in held memory (or the basis in its place) or in the bytes malloc and
+    pymalloc handed out (lumps, a drop, a levelling not finished), or grew on under the bar
+    (`still_growing`), the evidence has not decided: extend. Otherwise
     the growth stopped, and the first run reads as if nothing had moved: fragmentation by its
     rule, else no-leak (shuffle_fragmentation, whose RSS is malloc's free bytes, still reads
     fragmentation after a step in held memory is turned away).
@@ -192,6 +197,15 @@ def confirm(
             f"the later half of {reps} more repetitions rose ({rose}) {shape}",
             extend=True,
         )
+    growing = still_growing(later, basis)
+    if growing:
+        return Decision(
+            "leak",
+            first,
+            again,
+            f"the later half of {reps} more repetitions still grew, under the bar: {growing}",
+            extend=True,
+        )
     word, signals = _unmoved(metrics)
     bar = _per_rep(basis, basis.threshold)
     why = (
@@ -199,6 +213,28 @@ def confirm(
         f"later half of {reps} more repetitions, under the bar of {bar}"
     )
     return Decision(word, signals, again, why)
+
+
+def still_growing(later: dict, basis: registry.Metric) -> str | None:
+    """Where a confirmation's later half (metrics: later) grew under the bar, yet still grew:
+    the series that did, in words ("held memory +8 KiB/rep, p = 2e-16"), else None.
+
+    Still growing: the basis, or envelope_metric's series, moved (a Mann–Kendall trend, and a
+    rate, the least of the slope and its halves) at STEADY_RISE_SHARE of the bar. A first run
+    that passed the bar and a later half that grows on at half of it leave the question open:
+    a dict that doubles its table grows steadily (its int keys) between lumps rarer than the
+    later half (python-dict at 16 KiB: +9 KiB/rep, then its next table). A cache that filled,
+    a creep that levelled, a sawtooth or a one-off step have a flat later half; a creep that
+    goes on under the bar is measured longer and turned away by the extension's bar
+    (`extended`: over both windows, at least the bar).
+    """
+    assert basis.threshold is not None
+    for metric in _rising(basis):
+        trend = later.get(metric.key)
+        if trend and moved(trend, STEADY_RISE_SHARE * basis.threshold):
+            p = trend["p_increasing"]
+            return f"{metric.label} {_per_rep(metric, rate(trend))}, p = {p:.0e}"
+    return None
 
 
 def _rose(rises: list[float], window: int, bar: float) -> bool:
@@ -235,13 +271,13 @@ def extended(
     measurement. reps: the extension's measured repetitions.
 
     Kept if a signal grows steadily in the later half (as in confirm), or if the lower envelope
-    of malloc's bytes in use (the basis series where glibc's counters are n/a) rose in every
+    of the bytes malloc and pymalloc have handed out (envelope_metric; the basis series where
+    glibc's counters are n/a) rose in every
     window by STEADY_RISE_SHARE of the bar per repetition and over them all by the bar (`_rose`):
     a leak allocates in every window, lumps or not; a creep that touches pages of a block already
     allocated, a cache that filled, a sawtooth or a one-off step do not. Held memory's own lows
     (envelope["basis_rises"]) are kept in the record as evidence, not read: a rule on them
-    kept python-dict's lumps (CPython's arenas, which malloc's counters never see) but read
-    fit_per_batch's creep of about the bar as a leak in 1 of 12 runs (docs/limits.md).
+    read fit_per_batch's creep of about the bar as a leak in 1 of 12 runs (docs/verdicts.md).
     """
     done = _looked(status, later, reps, first)
     if done:

@@ -405,9 +405,17 @@ def with_decision(rec) -> Record:
     return {**rec, "decision": decision.decide(rec, later, look)}
 
 
+_SINCE = ("pymalloc_used_bytes",)  # sampled since schema 3's records: older runs lack it
+
+
 def _summed(series: dict) -> dict:
-    """A run's series with the sums older looks lack (Series.sum_of: malloc in use)."""
+    """A run's series with what older looks lack: the sums (Series.sum_of: malloc in use,
+    allocated bytes), and None for a series sampled only since (pymalloc in use)."""
     found = dict(series)
+    length = len(found.get("rss_bytes") or [])
+    for s in registry.SERIES:
+        if s.name not in found and not s.sum_of and s.name in _SINCE:
+            found[s.name] = [None] * length
     for s in registry.SERIES:
         if s.name not in found and s.sum_of and all(p in found for p in s.sum_of):
             parts = zip(*(found[p] for p in s.sum_of))
