@@ -10,7 +10,9 @@ import pytest
 
 from leakbench import metrics
 from leakbench.analysis import decision
+from leakbench.history import compare as comparing
 from leakbench.history import matrix, store
+from leakbench.reporters import gate as gate_md
 from leakbench.reporters import history as history_md
 from leakbench.reporters import table
 from leakbench.site import lessons, stages
@@ -104,6 +106,41 @@ def test_every_view_shows_the_one_deciding_number_of_each_committed_record():
         assert f" · {words}" in history_md.matrix_cell(cell)
         assert lessons.cell_view(cell)["number"] == words
         assert lessons.verdict_view(rec)["number"] == words
+
+
+def test_compare_and_the_gate_show_the_matrix_cells_deciding_number_on_each_side():
+    """`compare` and the gate (one classification: history.compare) on each two consecutive
+    versions of every committed machine: each side of an entry, in the JSON and in the summary's
+    line, is the verdict and the number of that record's matrix cell. Consecutive pairs put every
+    record on one side at least. Where a record's growth was decided by its first run, the
+    compared metric of its deciding signal reads the same number as the decision."""
+    checked = set()
+    for machine in store.machines(RESULTS):
+        table_of = matrix.matrix(RESULTS, machine)
+        cells = {(r["pair"], r["variant"]): r["cells"] for r in table_of["rows"]}
+        found = store.by_version(RESULTS, machine)
+        versions = table_of["versions"]
+        for old, new in zip(versions, versions[1:]):
+            c = comparing.compare(old, list(found[old].values()), new, list(found[new].values()))
+            rows = {(r["pair"], r["variant"], r["key"]): r for r in c.rows}
+            for e in c.entries:
+                key = (e["pair"], e["variant"])
+                for side, version in (("old", old), ("new", new)):
+                    cell = cells[key][version]
+                    if cell is None:
+                        assert e[side] is None, (machine, version, key)
+                        continue
+                    words = f"{cell['verdict']} · {decision.number(cell['decision'])}"
+                    assert e[side] == words, (machine, version, key)
+                    assert f" · {decision.number(cell['decision'])}" in history_md.matrix_cell(cell)
+                    assert words in gate_md.entry_line(e, c.factor), (machine, version, key)
+                    checked.add((machine, version, key))
+                    deciding = metrics.BY_SIGNAL.get(cell["decision"]["signal"] or "")
+                    if deciding and cell["decision"]["source"] == decision.FIRST:
+                        row = rows.get((*key, deciding.key))
+                        if row is not None:
+                            assert row[side] == cell["decision"]["value"], (machine, version, key)
+    assert len(checked) == len(_committed())
 
 
 def test_no_committed_cell_contradicts_its_verdict():
