@@ -18,6 +18,7 @@ BASE = (
     "leakbench",
     "leakbench.units",
     "leakbench.metrics",
+    "leakbench.series",
     "leakbench.contract",
     "leakbench.contract_rules",
     "leakbench.catalog",

@@ -41,7 +41,8 @@ def int_error():
 def str_in_a_sample():
     sample = dict.fromkeys(
         ("held_bytes", "rss_anon_bytes", "uss_bytes", "heap_used_bytes", "mmap_used_bytes",
-         "malloc_used_bytes", "heap_free_bytes", "threads", "open_files", "python_objects",
+         "malloc_used_bytes", "pymalloc_used_bytes", "allocated_bytes", "heap_free_bytes",
+         "threads", "open_files", "python_objects",
          "gpu_current_bytes"),
         None,
     )
