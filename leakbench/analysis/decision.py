@@ -273,8 +273,9 @@ def of(rec: Mapping[str, Any]) -> dict:
 def value(rec: Mapping[str, Any] | None, key: str) -> float | None:
     """A metric of a record as the views show it: for the metric that decided, the decision's
     number (a confirmation's where one decided); for another deciding signal's metric, the rate
-    its bar was compared with in the first run (the decision's signals); for any other, metrics.value (a trend's
-    Theil–Sen slope, or the level). One number per metric in every view: a fix whose held memory
+    its bar was compared with in the first run (the decision's signals); for any other,
+    metrics.value (a trend's Theil–Sen slope, or the level). One number per metric in every
+    view: a fix whose held memory
     sloped +104 KiB/rep over a run that rose in one half read +1 beside its verdict and +104 in
     its lesson before (issue 31)."""
     if rec is None:
