@@ -2,12 +2,15 @@
 cores a record's environment names. Reading a folder that holds two (matrix, compare, report-back,
 the site) is refused in one line naming the files, CPU models and counts; write_records refuses to
 add another machine's records to a folder; the default name of leakbench's own writes
-(store.default_machine) is asv's unless its folder holds another machine. No TensorFlow needed:
+(store.default_machine) is asv's unless its folder holds another machine; compare refuses two
+sides of two machines (files by path, a file and a version) unless --across-machines, which its
+summary then says first, and the gate reads one machine's folder only. No TensorFlow needed:
 the fixture records (tests/data/results/records/fixture/), given a CPU model and cores here.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import pytest
 from conftest import invoke, refused, state
 
 from leakbench.analysis import record, schema
+from leakbench.history import compare as comparing
 from leakbench.history import store
 
 FILES = Path(__file__).parent / "data" / "results" / "records" / "fixture"
@@ -83,6 +87,107 @@ def test_a_records_file_of_two_cpu_models_is_refused(tmp_path):
     line = refused(invoke("compare", FILES / "tf-2.13.1.jsonl", path))
     assert f"{path} mixes records of 2 machines" in line
     assert "Intel(R) Xeon(R) Processor, 2 cores" in line and "AMD EPYC, 2 cores" in line
+
+
+# --- two sides of two machines ------------------------------------------------------------
+
+AMD_WORDS, INTEL_WORDS = "AMD EPYC, 2 cores", "Intel(R) Xeon(R) Processor, 2 cores"
+ACROSS = "**Across machines:** the two sides were measured on different machines"
+
+
+def two_files(tmp_path) -> tuple[Path, Path]:
+    """2.13.1 measured on AMD, 2.21.0 on Intel, each file of one machine."""
+    old, new = tmp_path / "amd" / "tf-2.13.1.jsonl", tmp_path / "intel" / "tf-2.21.0.jsonl"
+    write_lines(old, on(AMD, fixture("2.13.1")))
+    write_lines(new, on(INTEL, fixture("2.21.0")))
+    return old, new
+
+
+def test_compare_refuses_two_files_of_two_machines(tmp_path):
+    old, new = two_files(tmp_path)
+    line = refused(invoke("compare", old, new), AMD_WORDS, INTEL_WORDS, "--across-machines")
+    assert f"{old} ({AMD_WORDS}) and {new} ({INTEL_WORDS}) were measured on different machines" in (
+        line
+    )
+
+
+def test_compare_refuses_the_committed_amd_and_intel_records():
+    # the same TensorFlow on both sides: every difference there is the hardware's
+    amd = COMMITTED / "records" / "vm" / "tf-2.21.0.jsonl"
+    intel = COMMITTED / "records" / "vm-intel-xeon-processor-2c" / "tf-2.21.0.jsonl"
+    refused(invoke("compare", amd, intel), AMD_WORDS, INTEL_WORDS)
+    refused(invoke("compare", intel, amd, "--format", "json"), INTEL_WORDS, AMD_WORDS)
+
+
+def test_compare_refuses_a_version_and_a_file_of_two_machines(tmp_path):
+    results = tmp_path / "results"
+    write_lines(results / "records" / "box" / "tf-2.13.1.jsonl", on(AMD, fixture("2.13.1")))
+    _, intel = two_files(tmp_path)
+    refused(invoke("compare", "2.13.1", intel, "--results", results), AMD_WORDS, INTEL_WORDS)
+
+
+def test_across_machines_compares_and_says_so_at_the_top(tmp_path):
+    old, new = two_files(tmp_path)
+    done = invoke("compare", old, new, "--across-machines")
+    assert done.exit_code == 0, done.output
+    title, blank, across = done.stdout.splitlines()[:3]
+    assert title == "## leakbench compare: TensorFlow 2.13.1 → 2.21.0" and blank == ""
+    assert across.startswith(ACROSS)
+    assert f"old (2.13.1) on {AMD_WORDS}; new (2.21.0) on {INTEL_WORDS}." in across
+    assert "the hardware's" in across
+    found = json.loads(invoke("compare", old, new, "--across-machines", "--format", "json").stdout)
+    assert found["machines"] == [AMD_WORDS, INTEL_WORDS]
+
+
+def test_one_machine_on_both_sides_says_nothing_of_machines(tmp_path):
+    old, new = tmp_path / "a" / "tf-2.13.1.jsonl", tmp_path / "b" / "tf-2.21.0.jsonl"
+    write_lines(old, on(AMD, fixture("2.13.1")))
+    write_lines(new, on(AMD, fixture("2.21.0")))
+    for extra in ((), ("--across-machines",)):
+        done = invoke("compare", old, new, *extra)
+        assert done.exit_code == 0 and "machines" not in done.stdout, done.output
+        found = json.loads(invoke("compare", old, new, *extra, "--format", "json").stdout)
+        assert "machines" not in found
+
+
+def test_a_side_naming_no_cpu_is_left_out_of_the_check(tmp_path):
+    _, intel = two_files(tmp_path)
+    done = invoke("compare", FILES / "tf-2.13.1.jsonl", intel)  # no environment.cpu
+    assert done.exit_code == 0 and ACROSS not in done.stdout, done.output
+
+
+def test_across_machines_still_refuses_a_file_of_two(tmp_path):
+    path = mixed(tmp_path) / "records" / "box" / "tf-2.21.0.jsonl"
+    old, _ = two_files(tmp_path)
+    refused(
+        invoke("compare", old, path, "--across-machines"), f"{path} mixes records of 2 machines"
+    )
+
+
+def test_the_comparison_itself_refuses_two_machines():
+    # what compare and the gate share: the gate's sides are one machine's folder, and even so
+    with pytest.raises(store.VersionError, match="were measured on different machines"):
+        comparing.compare(
+            "2.13.1", on(AMD, fixture("2.13.1")), "2.21.0", on(INTEL, fixture("2.21.0"))
+        )
+    found = comparing.compare(
+        "2.13.1",
+        on(AMD, fixture("2.13.1")),
+        "2.21.0",
+        on(INTEL, fixture("2.21.0")),
+        across_machines=True,
+    )
+    assert found.machines == [AMD_WORDS, INTEL_WORDS] and found.as_dict()["machines"]
+
+
+def test_the_gate_reads_one_machine_and_takes_no_file(tmp_path):
+    results = mixed(tmp_path)
+    refused(
+        invoke("gate", "--baseline", "2.13.1", "--candidate", "2.21.0", "--results", results),
+        "mixes records of 2 machines",
+    )
+    old, new = two_files(tmp_path)
+    refused(invoke("gate", "--baseline", old, "--candidate", new), "is not in")
 
 
 def test_records_naming_no_cpu_are_left_out_of_the_check(tmp_path):

@@ -168,16 +168,19 @@ def gate(
     if measure:
         _measure(where, machine, sides, jobs or os.cpu_count() or 1)
     old, new = sides
-    found = comparing.compare(
-        old.label,
-        old.records,
-        new.label,
-        new.records,
-        factor,
-        machine=machine,
-        expected=gating.wanted(names),
-        versions=(old.version, new.version),
-    )
+    try:  # both sides are one machine's folder (store.available): two machines cannot be here
+        found = comparing.compare(
+            old.label,
+            old.records,
+            new.label,
+            new.records,
+            factor,
+            machine=machine,
+            expected=gating.wanted(names),
+            versions=(old.version, new.version),
+        )
+    except store.VersionError as e:
+        fail(str(e))
     result = {
         "command": "gate",
         "baseline": baseline,

@@ -38,19 +38,27 @@ from leakbench.reporters import history as views
     show_default=True,
     help="Mark a metric regressed or improved past this ratio.",
 )
+@click.option(
+    "--across-machines",
+    is_flag=True,
+    help="Compare records measured on two different machines (CPU model or cores) all the same; "
+    "the summary says so first. Without it, two machines are refused (exit 2).",
+)
 @RESULTS_OPTION
 @MACHINE_OPTION
 @format_option(markdown="the summary, then every metric", json="the comparison, classified")
 @OUT_OPTION
-def compare(old, new, factor, results, machine, fmt, out) -> None:
+def compare(old, new, factor, across_machines, results, machine, fmt, out) -> None:
     """Compare two TensorFlow builds' records, without measuring.
 
     The release gate on records already filed (`leakbench gate`). OLD and NEW are TF versions in
     the results (2.13.1, `nightly`) or records files (.jsonl). A summary first (regressions, fixed
-    upstream, changes that do not count: docs/gate.md), then per pair, variant and metric.
+    upstream, changes that do not count: docs/gate.md), then per pair, variant and metric. Both
+    sides must be measured on one machine (CPU model and cores) unless --across-machines.
 
     Exit 0 no regression, 1 a regression (a fix or a declared no-leak that leaks, a new hang,
-    error or over-cap, a peak pair's fix whose peak grew past the factor), 2 bad input.
+    error or over-cap, a peak pair's fix whose peak grew past the factor), 2 bad input (two
+    machines' records without --across-machines included).
     """
     if out is not None:
         writable("--out", out)
@@ -70,6 +78,8 @@ def compare(old, new, factor, results, machine, fmt, out) -> None:
             factor,
             machine=None if from_files else machine,
             versions=(old_v, new_v),
+            across_machines=across_machines,
+            names=(old, new),
         )
     except store.VersionError as e:
         fail(str(e))

@@ -20,6 +20,11 @@ and a marker past a factor (the rows). Per pair and variant, one entry in OUTCOM
                     set side by side; it never counts.
     not measured    no record on one side (`leakbench gate --measure` measures it).
 
+Both sides must be one machine's records (store.machine_of: CPU model and cores; a side whose
+records name no CPU model is not checked): a hardware difference would read as a TensorFlow change.
+Two machines are refused (VersionError) unless the caller says it means a comparison across
+hardware (across_machines); the Comparison then names both (machines) and the summary says so first.
+
 Each entry shows each side's verdict with the number it rests on
 (leakbench.analysis.decision.words); nothing here re-derives a verdict. Rendering is
 leakbench.reporters.gate's and leakbench.reporters.history's.
@@ -34,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from leakbench import expectation, metrics
 from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
+from leakbench.history import store
 from leakbench.history.store import VersionError
 from leakbench.units import MIB, format_bytes
 
@@ -84,6 +90,9 @@ class Comparison:
     # the builds compared, where they are versions of the records (the gate's hint to measure)
     old_version: str | None = None
     new_version: str | None = None
+    # [old's, new's] machines (store.describe) where they differ, compared on purpose
+    # (across_machines); None: one machine, or a side that names none
+    machines: list | None = None
 
     @property
     def exit_code(self) -> int:
@@ -99,7 +108,38 @@ class Comparison:
         return [e for e in self.entries if e["outcome"] == outcome]
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "counts": self.count(), "exit_code": self.exit_code}
+        """The JSON of compare and the gate; `machines` only where the sides are two machines."""
+        found = asdict(self)
+        if found["machines"] is None:
+            del found["machines"]
+        return {**found, "counts": self.count(), "exit_code": self.exit_code}
+
+
+def machines_of(
+    old: list[Record],
+    new: list[Record],
+    names: tuple[str, str],
+    across_machines: bool = False,
+) -> list[str] | None:
+    """[old's, new's] machines (store.describe) where the two sides were measured on different
+    machines (store.machine_of), else None (one machine, or a side naming none).
+
+    Raises VersionError (one line, naming the sides by `names` and both machines) for two machines
+    unless across_machines: a comparison across hardware must be asked for."""
+    sides = [
+        sorted({m for r in recs if (m := store.machine_of(r)) is not None}, key=str)
+        for recs in (old, new)
+    ]
+    if not all(sides) or sides[0] == sides[1]:
+        return None
+    words = [" and ".join(map(store.describe, side)) for side in sides]
+    if not across_machines:
+        raise VersionError(
+            f"{names[0]} ({words[0]}) and {names[1]} ({words[1]}) were measured on different "
+            "machines: a hardware difference would read as a TensorFlow change; compare one "
+            "machine's records, or pass --across-machines to compare across hardware"
+        )
+    return words
 
 
 def expectation_note(rec: Record) -> str | None:
@@ -148,13 +188,18 @@ def compare(
     machine: str | None = None,
     expected: Iterable[tuple[str, str]] = (),
     versions: tuple[str | None, str | None] = (None, None),
+    across_machines: bool = False,
+    names: tuple[str, str] | None = None,
 ) -> Comparison:
     """Per pair, variant and compared metric: old, new, ratio, marker; per pair and variant, its
     outcome (see the module docstring). expected: (pair, variant) keys to compare even where
-    neither side has a record (not measured); versions: the builds of the two sides, where known.
-    Raises VersionError for a factor not above 1."""
+    neither side has a record (not measured); versions: the builds of the two sides, where known;
+    across_machines: two machines' records are compared on purpose (machines_of); names: the
+    sides as a refusal names them (default: their labels).
+    Raises VersionError for a factor not above 1, and for two machines (machines_of)."""
     if factor <= 1:
         raise VersionError(f"--factor must be above 1, got {factor}")
+    across = machines_of(old, new, names or (old_label, new_label), across_machines)
     olds = {(r["pair"], r["variant"]): r for r in old}
     news = {(r["pair"], r["variant"]): r for r in new}
     rows: list[dict] = []
@@ -210,7 +255,17 @@ def compare(
         for e in entries
         if e["outcome"] == REGRESSION
     ]
-    return Comparison(old_label, new_label, factor, rows, failures, machine, entries, *versions)
+    return Comparison(
+        old_label,
+        new_label,
+        factor,
+        rows,
+        failures,
+        None if across else machine,  # not one asv machine's records
+        entries,
+        *versions,
+        across,
+    )
 
 
 def _only(a: Record | None, b: Record | None) -> str:

@@ -80,10 +80,23 @@ def measure_hint(c: Comparison) -> str:
     return "Measure them on this machine with `leakbench gate ... --measure`."
 
 
+def across_line(c: Comparison) -> str:
+    """The summary's first line where the sides are two machines' records (c.machines)."""
+    old, new = c.machines or ("?", "?")
+    return (
+        "**Across machines:** the two sides were measured on different machines: "
+        f"old ({c.old}) on {old}; new ({c.new}) on {new}. Any change below may be the "
+        "hardware's, not TensorFlow's."
+    )
+
+
 def summary(c: Comparison, command: str = "gate") -> list[str]:
-    """The summary's markdown lines: title, exit code and counts, then one section per outcome
-    (SECTIONS; skipped and not measured only where there are some)."""
+    """The summary's markdown lines: title, the two machines where they differ (across_line), exit
+    code and counts, then one section per outcome (SECTIONS; skipped and not measured only where
+    there are some)."""
     lines = [f"## leakbench {command}: TensorFlow {c.old} → {c.new}", ""]
+    if c.machines:
+        lines += [across_line(c), ""]
     if c.machine:
         lines += [f"Records of asv machine `{c.machine}`.", ""]
     lines += [f"**{exit_line(c)}** {counts_line(c)}", ""]
