@@ -2,8 +2,9 @@
 
 The leave-one-out names at least 18 of the CPU leaky pairs right and no fix as a cause, and its
 committed table (results/causes-leave-one-out.md) is what `leakbench causes --leave-one-out`
-prints; evidence that shares nothing with any known cause names none; a fix names none; the check
-view of a record shows the cause with its lesson and the fix's diff.
+prints; evidence that shares nothing with any known cause names none, nor does evidence that
+shares the signals alone; a fix names none; the check view of a record shows the cause with its
+lesson and the fix's diff.
 """
 
 from __future__ import annotations
@@ -147,3 +148,25 @@ def test_signals_alone_that_fit_many_causes_name_none(known):
     assert causes.name_causes(evidence, known) == []
     said = causes.none_matches(evidence, known)
     assert said.startswith("the evidence fits 6 known causes alike (captured_tensor_map, ")
+
+
+def test_a_pure_python_leak_sharing_only_the_held_signal_names_no_cause(known):
+    """A target that leaks a dict of ints, no TensorFlow: what grew is held memory, no type read
+    (python objects did not move), no tf.data stage, no library allocation site. The held signal
+    alone matches py_function_map's records on old releases at a cosine of 1.00 (one shared
+    feature is 1.00 by construction): it says what grew, not why, so no cause is named."""
+    evidence = {
+        "verdict": "leak",
+        "signals": ["held"],
+        "python_type_growth": [
+            {"type": "dict", "per_repetition": 1.0},
+            {"type": "int", "per_repetition": 1024.0},
+        ],
+        "reference_chain": {"chain": ["module leaky_dict", "dict CACHE"]},
+        "heap": {"stack_growth": [{"bytes_per_rep": 64 * 1024, "frames": ["grow (leaky.py:7)"]}]},
+    }
+    found = causes.features(evidence)
+    assert {g: sorted(v) for g, v in found.items() if v} == {"signal": ["held"]}
+    assert causes.name_causes(evidence, known) == []
+    said = causes.none_matches(evidence, known)
+    assert "signals alone" in said and "py_function_map" not in said, said

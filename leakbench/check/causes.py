@@ -34,6 +34,19 @@ groups' weighted vectors (a group the known record lacks counts 0; one the recor
 not read, is left out). A known cause's score is its best record's
 similarity; causes at or above MATCH_MIN are named, best first, at most CAUSES_SHOWN.
 
+A cause is named only where the evidence shared with its best record holds at least one feature
+beyond the signals (`tells`: a type, a link of the chain, a stage or an allocation site). The
+signals say what grew (held memory, Python objects, the peak), not why: every cause of the suite
+grows one of a handful of them, and so does a leak with no TensorFlow in it at all. A cosine over
+one shared feature is 1.00 by construction, so a pure-Python target leaking a dict of ints
+(signal `held`, nothing else) read as py_function_map at similarity 1.00, whose records on old
+releases hold `held` alone. Two shared features would not do: `held` and `heap` together are still
+what any leak of Python memory shows. Evidence that the target uses TensorFlow is what the other
+groups hold (TensorFlow's types and private attributes, tf.data stages, TensorFlow's allocation
+sites); the record holds nothing else that says so. A record whose evidence is the signals alone
+(a loop watcher's, a peak pair's before TensorFlow 2.17) names no cause: `none_matches` says
+it is the signals alone.
+
 How well it names: `leakbench causes --leave-one-out` (results/causes-leave-one-out.md).
 """
 
@@ -69,6 +82,7 @@ SITE_FRAMES = 3  # library frames read per site, innermost first
 TYPES_READ = 8  # Python types read, fastest-growing first
 LIBRARIES = ("tensorflow/", "keras/", "tf_keras/", "numpy/")  # a library frame's path
 GROUPS = ("signal", "type", "chain", "stage", "site")
+TELLING = ("type", "chain", "stage", "site")  # the groups whose evidence tells causes apart
 _PRIVATE = re.compile(r"\['(_\w+)'\]|\.(_\w+)")
 _VERSIONED = re.compile(r"V\d+$")  # ParallelMapV2 is ParallelMap, ParallelInterleaveV4 its own
 
@@ -253,6 +267,32 @@ def scores(found: Features, known: Known, skip: Iterable[str] = ()) -> dict[str,
     return dict(best)
 
 
+def tells(shared: Iterable[str]) -> bool:
+    """Whether the evidence shared with a known cause ("group:feature", as `scores` gives it) can
+    tell causes apart: at least one feature of a TELLING group, beyond the signals (module
+    docstring: the signals say what grew, not why)."""
+    return any(f.split(":", 1)[0] in TELLING for f in shared)
+
+
+def named(ranked: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+    """The causes `name_causes` names from a ranking (best first, as `scores` gives them): none
+    where more than CAUSES_SHOWN tie at the best score; else those at or above MATCH_MIN whose
+    shared evidence `tells`, at most CAUSES_SHOWN."""
+    if len(tied(ranked)) > CAUSES_SHOWN:
+        return []
+    telling = [(pair, found) for pair, found in ranked if tells(found[1])]
+    return [(pair, found) for pair, found in telling[:CAUSES_SHOWN] if found[0] >= MATCH_MIN]
+
+
+def signals_alone(ranked: list[tuple[str, tuple]]) -> list[str]:
+    """The signals shared with the causes at or above MATCH_MIN, where `named` names none of
+    them and no tie is why: what they share is the signals alone. Else an empty list."""
+    if named(ranked) or len(tied(ranked)) > CAUSES_SHOWN:
+        return []
+    near = [shared for _, (score, shared) in ranked if score >= MATCH_MIN]
+    return sorted({f.split(":", 1)[1] for shared in near for f in shared})
+
+
 def name_causes(
     record_or_evidence: Mapping[str, Any],
     known_records: Iterable[Mapping[str, Any]] | Known | None = None,
@@ -262,20 +302,16 @@ def name_causes(
 
     known_records: the records that hold the known causes (any records: only leaky ones whose
     verdict moved are read), or a `Known`; default: every committed record of the checkout.
-    An empty list: nothing grew, none matches, or the evidence fits more than CAUSES_SHOWN causes
-    alike (too little of it to tell them apart: the signals alone, say); `none_matches` words
-    which.
+    An empty list: nothing grew, none matches, the evidence fits more than CAUSES_SHOWN causes
+    alike (too little of it to tell them apart), or what it shares with the causes that match is
+    the signals alone (`tells`); `none_matches` words which.
     """
     if not moved(record_or_evidence):
         return []
     known = _known(known_records)
-    ranked = _ranked(record_or_evidence, known)
-    if len(tied(ranked)) > CAUSES_SHOWN:
-        return []
     return [
         cause(pair, score, shared, known.titles.get(pair, ""))
-        for pair, (score, shared) in ranked[:CAUSES_SHOWN]
-        if score >= MATCH_MIN
+        for pair, (score, shared) in named(_ranked(record_or_evidence, known))
     ]
 
 
@@ -302,15 +338,23 @@ def _known(known_records) -> Known:
 
 def none_matches(record_or_evidence: Mapping[str, Any], known: Known | None = None) -> str:
     """The sentence for an empty `name_causes`: nothing grew, the evidence fits too many causes
-    alike, or none of the N known causes matches."""
+    alike, it shares the signals alone with the causes that match, or none of the N known causes
+    matches."""
     if not moved(record_or_evidence):
         return "nothing grew: no cause to name"
     known = _known(known)
-    alike = tied(_ranked(record_or_evidence, known))
+    ranked = _ranked(record_or_evidence, known)
+    alike = tied(ranked)
     if len(alike) > CAUSES_SHOWN:
         return (
             f"the evidence fits {len(alike)} known causes alike ({', '.join(alike)}): "
             "too little of it to name one"
+        )
+    signals = signals_alone(ranked)
+    if signals:
+        return (
+            "the evidence shared with the known causes is the signals alone "
+            f"({', '.join(signals)}): they say what grew, not why, so no cause is named"
         )
     return f"none of the {len(known.pairs)} known causes matches (similarity below {MATCH_MIN:g})"
 

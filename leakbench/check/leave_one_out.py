@@ -9,7 +9,8 @@ they have, by the records of every other pipeline and of the same cause on other
   for the report pairs whose leak ended). It is matched against every other committed record:
   the other pairs on every release and machine, and the same pair on the other releases. It is
   named right when its own pair is named first, strictly ahead of every other cause, at or above
-  MATCH_MIN. The headline counts pairs named right this way.
+  MATCH_MIN, on shared evidence beyond the signals (causes.tells: as name_causes names). The
+  headline counts pairs named right this way.
 - every release: the same for each of the pair's leaking records on every release and machine
   (n/m per pair): how much the naming depends on the release the evidence comes from.
 - unknown: the pair held out entirely (none of its records known), as a cause the suite does not
@@ -43,6 +44,7 @@ class Named:
     right: bool
     own: float  # its own pair's score (0 where the pair was held out entirely)
     tied: int = 0  # how many causes tie at the best score, where too many to name (else 0)
+    signals: tuple[str, ...] = ()  # the signals alone, shared with the causes that match (else ())
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,10 @@ def _named(rec: Mapping[str, Any], pair: str, where: str, known: naming.Known, s
     ranked = sorted(
         naming.scores(found, known, skip=[skip]).items(), key=lambda kv: (-kv[1][0], kv[0])
     )
-    # as name_causes answers: none where more causes than it shows tie at the best score
+    # as name_causes answers: none where more causes than it shows tie at the best score, and a
+    # cause only where what it shares goes beyond the signals (naming.tells)
     tied = len(naming.tied(ranked))
-    shown = [] if tied > naming.CAUSES_SHOWN else ranked
+    shown = [] if tied > naming.CAUSES_SHOWN else [kv for kv in ranked if naming.tells(kv[1][1])]
     named = tuple((p, round(s, 2)) for p, (s, _) in shown[: naming.CAUSES_SHOWN])
     own = next((s for p, s in named if p == pair), 0.0)
     right = (
@@ -101,7 +104,8 @@ def _named(rec: Mapping[str, Any], pair: str, where: str, known: naming.Known, s
         and (len(named) == 1 or named[1][1] < named[0][1])
     )
     kept = tuple((p, s) for p, s in named if s >= naming.MATCH_MIN)
-    return Named(where, kept, right, own, tied if tied > naming.CAUSES_SHOWN else 0)
+    signals = tuple(naming.signals_alone(ranked))
+    return Named(where, kept, right, own, tied if tied > naming.CAUSES_SHOWN else 0, signals)
 
 
 def evaluate(results: Path, machine: str = "vm") -> Evaluation:

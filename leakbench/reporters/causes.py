@@ -43,6 +43,8 @@ def check_lines(found: Mapping[str, Any]) -> list[str]:
 def _answer(n: Named) -> str:
     if n.tied:
         return f"none ({n.tied} causes tie)"
+    if n.signals:
+        return f"none (the signals alone: {', '.join(n.signals)})"
     return ", ".join(f"{p} {s:.2f}" for p, s in n.named) or "none"
 
 
@@ -62,7 +64,8 @@ def leave_one_out_markdown(e: Evaluation) -> str:
         "- **held out**: each CPU leaky pair's record on the newest release (not a nightly) "
         f"where it leaks on `{e.machine}`, matched against every other record (the other "
         "pairs on every release, the same pair on other releases); right = its own pair named "
-        f"first, strictly ahead: **{right} of {n} pairs named right**.",
+        "first, strictly ahead, on shared evidence beyond the signals: "
+        f"**{right} of {n} pairs named right**.",
         f"- **every release**: each leaking record of those pairs held out the same way: "
         f"{every_right} of {every} records named right.",
         "- **unknown**: the pair held out entirely (a cause the suite would not hold): what is "
@@ -72,7 +75,8 @@ def leave_one_out_markdown(e: Evaluation) -> str:
         "",
         "TensorFlow before 2.17 has no `get_model_proto`: a peak pair's record there holds one "
         'piece of evidence (the peak signal), the same for all six, so they tie ("every '
-        'release" counts a tie as wrong).',
+        'release" counts a tie as wrong). A record whose evidence shared with the causes that '
+        "match is the signals alone names none (they say what grew, not why: docs/causes.md).",
         "",
         "| pair | held out | named (similarity) | every release | unknown: named instead |",
         "|---|---|---|---|---|",
