@@ -60,11 +60,12 @@ def sample(process: psutil.Process, objects: bool = True) -> dict:
     unavailable = probes.malloc_heap_unavailable()
     free = None if unavailable else probes.heap_free_bytes()
     info = None if unavailable else psutil.heap_info()
+    malloc_used = info.heap_used + info.mmap_used if info else None
     return {
         "held_bytes": probes.held_bytes(mem.rss - mem.shared, free),
         "rss_bytes": mem.rss,
-        **probes.allocated(info.heap_used + info.mmap_used if info else None),
-        "malloc_used_bytes": info.heap_used + info.mmap_used if info else None,
+        "malloc_used_bytes": malloc_used,
+        **probes.allocated(malloc_used),
         "threads": process.num_threads(),
         "open_files": process.num_fds(),
         "python_objects": len(gc.get_objects()) + gc.get_freeze_count() if objects else None,

@@ -413,9 +413,8 @@ def _summed(series: dict) -> dict:
     allocated bytes), and None for a series sampled only since (pymalloc in use)."""
     found = dict(series)
     length = len(found.get("rss_bytes") or [])
-    for s in registry.SERIES:
-        if s.name not in found and not s.sum_of and s.name in _SINCE:
-            found[s.name] = [None] * length
+    for name in _SINCE:
+        found.setdefault(name, [None] * length)
     for s in registry.SERIES:
         if s.name not in found and s.sum_of and all(p in found for p in s.sum_of):
             parts = zip(*(found[p] for p in s.sum_of))
