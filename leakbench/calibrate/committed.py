@@ -153,25 +153,37 @@ def noise_floor(observations: list[dict], fixes: list[tuple[str, Record]]) -> di
 
 
 def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> str:
-    """One line for a run's output: the smallest leak that this machine's calibration for this
-    TensorFlow version (results/calibration/<machine>-tf-<version>.json, `leakbench calibrate`'s
-    default output) caught in every run for every holder (targets.smallest_caught), or that there
-    is none to say so."""
-    path = Path(calibration_dir) / f"{machine}-tf-{tensorflow}.json"
-    caught = None
-    if tensorflow and path.is_file():
+    """One line for a run's output: the smallest leak that this machine's calibrations for this
+    TensorFlow version caught in every run, for every designed leak in every shape
+    (targets.smallest_caught over them all), or that there is none to say so. The calibrations
+    are results/calibration/<machine>-tf-<version>.json (`leakbench calibrate`'s default output)
+    and <machine>-tf-<version>-*.json beside it (the shape library's tables, alone and beside a
+    CPU hog, written with --out); a file that is not a calibration result says nothing."""
+    directory = Path(calibration_dir)
+    paths = []
+    if tensorflow:
+        stem = f"{machine}-tf-{tensorflow}"
+        paths = sorted({*directory.glob(f"{stem}.json"), *directory.glob(f"{stem}-*.json")})
+    rows: list[dict] = []
+    read = []
+    for path in paths:
         try:
-            caught = smallest_caught(jsonfile.load(path).get("summary"))
+            found = [dict(r) for r in jsonfile.load(path).get("summary")]
+            smallest_caught(found)  # reads every row it needs, or raises
         except (ValueError, AttributeError, KeyError, TypeError):
             # jsonfile.Unreadable is a ValueError
-            caught = None  # not a calibration result: it says nothing here
+            continue  # not a calibration result: it says nothing here
+        rows += found
+        read.append(path)
+    caught = smallest_caught(rows) if rows else None
     if not caught:
         return (
             f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "
             "leakbench calibrate measures what it catches (docs/calibration.md)"
         )
+    where = read[0] if len(read) == 1 else f"{directory / stem}*.json: {len(read)} tables"
     return (
         "no-leak means held memory grew by less than "
         f"{format_bytes(caught, whole=True)}/repetition: the smallest designed leak caught in "
-        f"every run on {machine}, TensorFlow {tensorflow} ({path})"
+        f"every run, in every shape, on {machine}, TensorFlow {tensorflow} ({where})"
     )

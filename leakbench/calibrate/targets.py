@@ -4,15 +4,16 @@ leakbench.calibrate.cost's figures, leakbench.calibrate.committed's suite
 cost), and the smallest designed leak caught in every run. Pure functions:
 nothing is measured or read here. The bounds are set here; what was measured
 against them on this machine: docs/calibration.md, its committed runs; the
-smallest leak caught: docs/verdicts.md, "Growth signals and their thresholds". Both read the steady
-designs' rows only (python, tensorflow, tensorflow-system-allocator): the
-shape library's are the tables' to show, not a target's.
+smallest leak caught: docs/verdicts.md, "Growth signals and their thresholds". The targets read
+the steady designs' rows only (python, tensorflow, tensorflow-system-allocator); the smallest leak
+caught reads every designed leak's, whatever its shape (lumps, rare steps, a block that moves):
+"no-leak" should mean the same for the shapes real growth takes (issue 30).
 """
 
 from __future__ import annotations
 
 from leakbench import metrics as registry
-from leakbench.calibrate.stats import CONTROL, STEADY, shape_of
+from leakbench.calibrate.stats import CONTROL, STEADY, is_control, shape_of
 from leakbench.units import KIB, format_bytes
 
 HELD, HEAP = registry.HELD.signal, registry.HEAP.signal  # the signals the targets name
@@ -25,9 +26,10 @@ def steady(rows: list[dict]) -> list[dict]:
 
 def smallest_caught(rows: list[dict]) -> int | None:
     """The smallest designed leak (bytes/repetition) whose verdict read leak in every run (10 runs
-    or more) for every steady holder in `rows` (summarize's), every larger size caught as well;
-    None if none is. What "no-leak" means: growth below it may go unseen."""
-    rows = steady(rows)
+    or more) for every leak design in `rows` (summarize's, of one table or several), every larger
+    size caught as well; None if none is. Controls (stats.is_control) do not count. What "no-leak"
+    means: growth below it may go unseen."""
+    rows = [r for r in rows if not is_control(r)]
     sizes = sorted({r["bytes_per_rep"] for r in rows if r["bytes_per_rep"]}, reverse=True)
     caught = None
     for size in sizes:
