@@ -396,6 +396,39 @@ def test_every_leak_on_bytes_alone_needs_confirmation_however_clear():
         assert looks.needs_confirmation(signals)  # the bars' multiples are not read
 
 
+# fit_per_batch's leaky side on TensorFlow 2.21.0 (a clean clone's make run), KiB per sample:
+# held memory drops 1.3 MiB at its 8th sample; the bytes handed out rise about 10 KiB a sample
+WANDERING_HELD = [239241, 239480, 239564, 239606, 239615, 239662]
+WANDERING_HELD += [239673, 238357, 239400, 239417, 239466, 239486]
+STEADY_ALLOCATED = [218960, 218974, 218988, 218998, 219006, 219020]
+STEADY_ALLOCATED += [219027, 219037, 219047, 219055, 219063, 219078]
+
+
+def test_held_memory_that_wanders_past_the_bar_is_undecided_and_allocated_bytes_settle_it():
+    held = trend_dict(np.array(WANDERING_HELD, dtype=float) * KIB)
+    allocated = trend_dict(np.array(STEADY_ALLOCATED, dtype=float) * KIB)
+    wandering = {**flat_metrics(), "held_growth": held, "allocated_growth": allocated}
+    assert verdict.decide(["ok"], wandering) == ("no-leak", [])
+    assert held["p_increasing"] >= 0.01 and held["high"] >= HELD_SLOPE_MIN  # could be either
+    assert verdict.undecided(wandering) and not verdict.undecided(flat_metrics())
+    assert looks.unsettled(wandering, []) is None  # settled by the bytes handed out: no look
+    found = decision.decide({"verdict": "no-leak", "signals": [], "metrics": wandering})
+    shown = (found["label"], found["signal"], found["source"])
+    assert shown == ("allocated bytes", "held", decision.FIRST)
+    assert 9 * KIB < found["value"] < found["bar"] == HELD_SLOPE_MIN
+    assert found["why"].startswith("held memory had no trend (Mann–Kendall p = 0.")
+    assert decision.words(found) == "no-leak · allocated bytes +10 KiB/rep"
+    # the bytes handed out could be growing at the bar too: measure longer
+    fast = trend_dict(noisy(line(12 * KIB), 4 * KIB, seed=4))
+    assert fast["high"] >= HELD_SLOPE_MIN
+    assert looks.unsettled({**wandering, "allocated_growth": fast}, []) == "held"
+    # a record from before the bytes handed out were sampled: measure longer
+    assert looks.unsettled({**wandering, "allocated_growth": None}, []) == "held"
+    # a trend stored without its interval is decided
+    bare = {k: v for k, v in held.items() if k != "high"}
+    assert not verdict.undecided({**wandering, "held_growth": bare})
+
+
 def test_a_no_leak_whose_held_memory_rose_in_steps_is_unsettled():
     """One 128 KiB block every 8 repetitions (16 KiB/rep on average): a half of 6 stays flat, so
     the rate reads 0, but the net rise is the leak's."""

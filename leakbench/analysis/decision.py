@@ -93,6 +93,33 @@ def _growth(verdict: str, signals: list[str], metrics: dict, later: dict | None,
     return _entry(basis, _number(basis, found), basis.threshold, look if found is later else FIRST)
 
 
+def _settled(verdict: str, found: dict, metrics: dict) -> tuple[dict, str] | None:
+    """A first run's no-leak whose basis could not decide (verdict.undecided) and whose bytes
+    handed out settled it (verdict.settled_by): their number, and why, else None."""
+    if verdict != "no-leak" or found.get("source") != FIRST or not rules.undecided(metrics):
+        return None
+    settler = rules.settled_by(metrics)
+    if settler is None:
+        return None
+    basis = rules.memory_basis(metrics).metric
+    trend, bytes_out = metrics[basis.key], metrics[settler.key]
+    assert basis.threshold is not None  # undecided: the basis has a bar
+
+    def span(metric: registry.Metric, t: dict) -> str:
+        low, high = metric.display(t["low"], sign=True), metric.display(t["high"], sign=True)
+        return f"slope {low} to {high} {metric.shown}"
+
+    why = (
+        f"{basis.label} had no trend (Mann–Kendall p = {trend['p_increasing']:.2g}, "
+        f"{span(basis, trend)}); {settler.label} decided: {span(settler, bytes_out)}, under the "
+        f"bar of {basis.display(basis.threshold)} {basis.shown}"
+    )
+    # the signal stays the basis's, as an extension's lows do (_envelope): allocated bytes is no
+    # signal of its own
+    found = _entry(settler, _number(settler, metrics), basis.threshold, FIRST)
+    return {**found, "signal": basis.signal}, why
+
+
 def _entry(metric: registry.Metric, value: float | None, bar: float | None, source: str) -> dict:
     return {
         "signal": metric.signal,
@@ -152,6 +179,9 @@ def decide(rec: Mapping[str, Any], later: dict | None = None, look: dict | None 
         found = _growth(verdict, kept, metrics, later, (look or {}).get("key") or "confirmation")
         if look and look.get("key") == "extension" and look.get("envelope") and verdict == "leak":
             found = _envelope(found, look["envelope"])
+        settled = _settled(verdict, found, metrics)
+        if settled:
+            found, why = settled
     if why is None:
         why = _why(verdict, found, metrics)
     return {"verdict": verdict, **found, "why": why, "signals": rows}

@@ -29,7 +29,9 @@ from leakbench.analysis.verdict import (
     _unmoved,
     memory_basis,
     moved,
+    settled_by,
     steady_signals,
+    undecided,
 )
 from leakbench.metrics import rate
 from leakbench.units import KIB
@@ -64,7 +66,9 @@ def unsettled(metrics: dict, signals: list[str]) -> str | None:
 
     Unsettled: no signal moved, yet the memory series the verdict rests on (memory_basis), or
     the bytes malloc and pymalloc have handed out, rose by the bar per repetition net of its shape
-    (estimate.Trend.net_rate). Growth in lumps or rare steps leaves a half of 6 repetitions
+    (estimate.Trend.net_rate); or the basis had no trend while its slope's interval reached the
+    bar, and the bytes handed out do not settle it (verdict.undecided, verdict.settled_by).
+    Growth in lumps or rare steps leaves a half of 6 repetitions
     flat, so the rate (the least of the halves) reads nothing; and held memory can hide a step
     that the bytes handed out show, where malloc grew its heap's top past what is touched (a
     64 KiB block every 4 repetitions read +64, -44, +128 KiB in held memory, +64 each in malloc
@@ -78,6 +82,8 @@ def unsettled(metrics: dict, signals: list[str]) -> str | None:
         trend = metrics.get(metric.key)
         if trend and trend.get("net_rate", 0.0) >= basis.threshold:
             return basis.signal
+    if undecided(metrics) and settled_by(metrics) is None:
+        return basis.signal
     return None
 
 
