@@ -243,6 +243,25 @@ def pure_python_checkout(where: Path) -> Path:
 
 
 @pytest.fixture
+def shipped(tmp_path, monkeypatch) -> Path:
+    """The suite as the installed package ships it (catalog.SHIPPED, found by find_root): the
+    checkout's scenarios/ and fixes/ under tmp_path/site-packages/suite, with a results/ folder
+    to fill; the cwd an empty folder outside it, tmp_path/elsewhere. Returns the package's root,
+    whose results a command reads and never writes."""
+    from leakbench import catalog
+
+    package = tmp_path / "site-packages" / "suite"
+    (package / "results").mkdir(parents=True)
+    for folder in ("scenarios", "fixes"):
+        (package / folder).symlink_to(REPO / folder)
+    monkeypatch.setattr(catalog, "SHIPPED", package.resolve())
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(package))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    return package
+
+
+@pytest.fixture
 def checkout(tmp_path, monkeypatch) -> Path:
     """pure_python_checkout under tmp_path as LEAKBENCH_ROOT, tmp_path as cwd; returns the root."""
     root = pure_python_checkout(tmp_path)

@@ -328,6 +328,16 @@ def test_command_finds_writes_and_never_overwrites(offline, tmp_path):
     assert invoke("bisect", *args, "--force").exit_code == 0
 
 
+def test_from_an_installed_package_the_result_goes_under_the_working_folder(offline, shipped):
+    """The installed package's results are read, never written: the default --out is
+    ./results/bisect/<machine>/, as `leakbench run` files under ./results."""
+    args = ["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--cap", "1GiB"]
+    result = invoke("bisect", *args)
+    assert result.exit_code == 0, result.output
+    assert list(Path("results", "bisect").glob("*/py_function_map-leaky-2.15.1-2.16.2.json"))
+    assert sorted(p.name for p in shipped.joinpath("results").rglob("*")) == []
+
+
 @pytest.mark.parametrize(
     "args, fragment",
     [

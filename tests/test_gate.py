@@ -328,6 +328,19 @@ def test_measure_measures_only_what_a_side_lacks_and_files_it(measuring):
     assert again.exit_code == 0 and len(envs["2.99.0"].runs) == 2
 
 
+def test_measure_from_an_installed_package_files_into_the_working_folder(measuring, shipped):
+    """Outside a checkout the records read are the installed package's, which are never
+    written: --measure files what it measures under ./results, as `leakbench run` does."""
+    store.write_records(shipped / "results", "m", "2.21.0", committed())
+    before = sorted(p.read_text() for p in shipped.rglob("*.jsonl"))
+    args = ["--baseline", "2.21.0", "--candidate", "2.99.0", "--machine", "m", "--measure", PAIR]
+    result = invoke("gate", *args)
+    assert result.exit_code == 0, result.output
+    filed = sorted(p.name for p in Path("results", "records", "m").glob("*.jsonl"))
+    assert filed == ["tf-2.21.0.jsonl", "tf-2.99.0.jsonl"]
+    assert sorted(p.read_text() for p in shipped.rglob("*.jsonl")) == before
+
+
 def test_a_measurement_without_a_record_is_a_new_error_not_filed(measuring):
     results, _ = measuring
     args = ["--baseline", "2.21.0", "--candidate", "2.98.0", "--machine", "m", "--measure", PAIR]

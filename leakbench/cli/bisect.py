@@ -211,7 +211,7 @@ def bisect(
     budget = _size("--disk-budget", disk_budget)
     venv_path = (venv_dir or installer.default_venv()).absolute()
     _check_venv(venv_path)
-    where = results_dir(results)
+    where = results_dir(results, writes=True)  # it files its result there (bisect/)
     # a machine name that is no folder: refused before the network, before anything is made
     _machine(where)
     # before the network: a --out that cannot be written costs no registry query

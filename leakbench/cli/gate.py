@@ -152,7 +152,7 @@ def gate(
     apart(outputs)
     if factor <= 1:
         fail(f"--factor must be above 1, got {factor}")
-    where = results_dir(results)
+    where = results_dir(results, writes=measure)  # --measure files records there
     apart(outputs, records_in(where))
     names = _pairs(pairs)
     try:
