@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -136,8 +137,12 @@ def test_command_writes_json_and_table_by_default_and_refuses_bad_input(tmp_path
     assert found.exit_code == 0, (found.output, found.exception)
     (out,) = (tmp_path / "results" / "repeatability").glob("m-tf-*-jobs2.json")
     table = out.with_suffix(".md").read_text()
-    assert table in found.stdout and "| pyleak | leaky | leak | leak 1/1 | yes | yes |" in table
-    assert "| pyleak | fixed | no-leak | no-leak 1/1 | yes | yes |" in table
+    assert table in found.stdout
+    # each row says what its verdict rests on: the leak's 1 MiB a repetition in held memory
+    assert "| pyleak | leaky | leak | leak 1/1 | held +1,024 KiB/rep | yes | yes |" in table
+    assert re.search(
+        r"\| pyleak \| fixed \| no-leak \| no-leak 1/1 \| held [-+]\d KiB/rep \|", table
+    )
     before = out.read_bytes()
     for args, fragment in [
         (["--reps", "7"], "other settings (reps 6 there, 7 here)"),
@@ -234,6 +239,17 @@ def observation(
                 "moved": False,
             },
         },
+        "decision": slope
+        and {
+            "verdict": verdict_,
+            "signal": "held",
+            "label": "held memory",
+            "value": slope,
+            "unit": "bytes/repetition",
+            "bar": 13 * KIB,
+            "source": "first run",
+            "why": None,
+        },
         "peak_exponent": exponent,
         "confirmation_seconds": 4.0 if run == 1 else None,
         "phase": None,
@@ -301,6 +317,15 @@ def test_summary_counts_agreement_and_spread():
     assert leaky["peak_exponent"]["median"] == pytest.approx(0.8)
     assert gpu["slopes"]["bytes_metric"]["n"] == 0 and gpu["slopes"]["bytes_metric"]["cv"] is None
     assert leaky["confirmation_seconds"] == 4.0
+    # the number each verdict rests on: the middle run's decision, and the range
+    (middle,) = leaky["decided"]
+    assert middle["runs"] == 3 and middle["median"]["value"] == pytest.approx(MIB)
+    assert (middle["min"], middle["max"]) == pytest.approx((0.9 * MIB, 1.1 * MIB))
+    assert [(e["median"]["verdict"], e["runs"]) for e in fixed["decided"]] == [
+        ("no-leak", 2),
+        ("leak", 1),
+    ]
+    assert gpu["decided"] == []  # no run kept a decision: nothing to show
 
 
 def test_markdown_of_a_synthetic_summary():
@@ -311,14 +336,15 @@ def test_markdown_of_a_synthetic_summary():
     )
     assert "3 runs per variant" in text and "cap default (1 GiB)" in text
     assert (
-        "| a | leaky | leak | leak 3/3 | yes | yes | 1,024 "
-        "(922–1,126) | 4.0 (3.6–4.4) | 0.80 (0.80–0.80) |" in text
+        "| a | leaky | leak | leak 3/3 | held +1,024 KiB/rep (+922 KiB/rep to +1,126 KiB/rep) "
+        "| yes | yes | 1,024 (922–1,126) | 4.0 (3.6–4.4) | 0.80 (0.80–0.80) |" in text
     )
     assert (
-        "| a | fixed | no-leak | no-leak 2, leak 1 | NO | NO | 4.0 (2.0–6.0) | 0.0 (0.0–0.0) |"
-        in text
+        "| a | fixed | no-leak | no-leak 2, leak 1 | no-leak · held +2 KiB/rep (+2 KiB/rep to "
+        "+6 KiB/rep), 2 runs; leak · held +4 KiB/rep, 1 run | NO | NO | 4.0 (2.0–6.0) | "
+        "0.0 (0.0–0.0) |" in text
     )
-    assert "| gpu | leaky | leak | skipped 2, leak 1 | yes | yes | — | — | — |" in text
+    assert "| gpu | leaky | leak | skipped 2, leak 1 | — | yes | yes | — | — | — |" in text
     header = next(line for line in text.splitlines() if line.startswith("| pair"))
     assert "held KiB/rep" in header and "threads/rep" in header and "peak ∝ size^k" in header
     assert "gpu" not in header  # a metric never measured gets no column

@@ -1258,10 +1258,22 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
 
 
 def repeat_observation(
-    pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2"
+    pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2", decided=True
 ):
-    """One run as leakbench.repeat.run.observe keeps it; held in bytes/repetition."""
+    """One run as leakbench.repeat.run.observe keeps it; held in bytes/repetition, and the
+    number its verdict rests on (decided=False: a run kept before repeat kept it)."""
+    decision = {
+        "verdict": word,
+        "signal": "held",
+        "label": "held memory",
+        "value": held,
+        "unit": "bytes/repetition",
+        "bar": 13 * 1024,
+        "source": "first run",
+        "why": None,
+    }
     return {
+        "decision": decision if decided else None,
         "pair": pair,
         "variant": variant,
         "run": run,
@@ -1343,7 +1355,9 @@ def repeat_results(results, tmp_path_factory) -> Path:
         runs.append(repeat_observation("<i>gone</i>", "leaky", run, "leak", 0.0, exponent=0.9))
     (folder / "vm-tf-2.16.2-jobs2.json").write_text(json.dumps(repeat_result(runs, jobs=2)))
     older = [
-        repeat_observation("stateful_map", v, 1, w, 0.0, expected=w, version="2.15.1")
+        repeat_observation(
+            "stateful_map", v, 1, w, 0.0, expected=w, version="2.15.1", decided=False
+        )
         for v, w in (("leaky", "leak"), ("fixed", "no-leak"))
     ]
     (folder / "vm-tf-2.15.1.json").write_text(json.dumps(repeat_result(older, version="2.15.1")))
@@ -1398,6 +1412,7 @@ def test_repeatability_page(repeat_site):
             "leaky",
             "leak",
             "leak 3/3",
+            "held +0 KiB/rep",
             "yes",
             "yes",
             "0.0 (0.0–0.0)",
@@ -1409,6 +1424,7 @@ def test_repeatability_page(repeat_site):
             "leaky",
             "leak",
             "leak 3/3",
+            "held +2,048 KiB/rep (+1,024 KiB/rep to +3,072 KiB/rep)",
             "yes",
             "yes",
             "2,048 (1,024–3,072)",
@@ -1420,6 +1436,9 @@ def test_repeatability_page(repeat_site):
             "fixed",
             "no-leak",
             "no-leak 2, leak 1",
+            # each verdict with its own number when the runs disagree
+            "no-leak · held +1 KiB/rep (+1 KiB/rep to +3 KiB/rep), 2 runs; "
+            "leak · held +2 KiB/rep, 1 run",
             "NO",
             "NO",
             "2.0 (1.0–3.0)",
@@ -1428,8 +1447,9 @@ def test_repeatability_page(repeat_site):
         ],
     ]
     assert tables["tf-2.15.1"] == [
-        ["stateful_map", "leaky", "leak", "leak 1/1", "yes", "yes", "0.0", "0.0"],
-        ["stateful_map", "fixed", "no-leak", "no-leak 1/1", "yes", "yes", "0.0", "0.0"],
+        # runs kept before repeat kept the number a verdict rests on: none shown
+        ["stateful_map", "leaky", "leak", "leak 1/1", "—", "yes", "yes", "0.0", "0.0"],
+        ["stateful_map", "fixed", "no-leak", "no-leak 1/1", "—", "yes", "yes", "0.0", "0.0"],
     ]
     head = page.split('id="tf-2.16.2-jobs2"', 1)[1].split("</thead>", 1)[0]
     assert ">held KiB/rep<" in head and ">threads/rep<" in head and ">peak ∝ size^k<" in head

@@ -256,6 +256,18 @@ def words(decision: Mapping[str, Any] | None, verdict: bool = True) -> str:
     return head + number(decision)
 
 
+def amount(decision: Mapping[str, Any], value: float) -> str:
+    """`value` in the unit the decision's number is shown in, with its sign: "+9 KiB/rep",
+    "+133/rep", "+3.9 MiB" (a spread's ends beside `number`, as repeat's table shows them)."""
+    if decision["verdict"] == "fragmentation":
+        return format_bytes(value, unit=MIB)
+    if decision.get("signal") == registry.PEAK_SIGNAL:
+        return f"{'+' if value >= 0 else ''}{format_bytes(value, unit=MIB)}"
+    metric = registry.BY_KEY.get(_key(decision) or "") or registry.HELD
+    unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
+    return f"{metric.display(value, sign=True)}{unit}"
+
+
 def number(decision: Mapping[str, Any]) -> str:
     """The decision's number with its name and unit, and why where it reads against the verdict."""
     value, verdict = decision.get("value"), decision["verdict"]
@@ -263,10 +275,10 @@ def number(decision: Mapping[str, Any]) -> str:
         return decision.get("why") or "not measured"
     if verdict == "fragmentation":
         if decision.get("label") == FREE_HELD_LABEL:
-            return f"malloc keeps {format_bytes(value, unit=MIB)} free"
-        return f"trim gave back {format_bytes(value, unit=MIB)}"
+            return f"malloc keeps {amount(decision, value)} free"
+        return f"trim gave back {amount(decision, value)}"
     if decision.get("signal") == registry.PEAK_SIGNAL:
-        shown = f"peak {'+' if value >= 0 else ''}{format_bytes(value, unit=MIB)}"
+        shown = f"peak {amount(decision, value)}"
         if verdict == "leak":
             return f"{shown}, k={decision['exponent']:.2f}"
         if value < decision["bar"]:
@@ -274,9 +286,7 @@ def number(decision: Mapping[str, Any]) -> str:
         k, k_bar = decision.get("exponent"), decision.get("k_bar")
         return shown if k is None else f"{shown}, k={k:.2f} (under {k_bar:g})"
     metric = registry.BY_KEY.get(_key(decision) or "") or registry.HELD
-    unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
-    name = metric.signal or metric.short or metric.label
-    shown = f"{name} {metric.display(value, sign=True)}{unit}"
+    shown = f"{metric.signal or metric.short or metric.label} {amount(decision, value)}"
     return f"{shown}: {decision['why']}" if decision.get("why") and _against(decision) else shown
 
 

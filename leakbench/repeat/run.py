@@ -17,11 +17,16 @@ run is measured, in the metric's unit per repetition; the rate, verdict.rate,
 is what the verdict compares with the bar), the peak's scaling exponent for peak
 pairs, and the seconds of a confirmation re-run when the record holds one.
 
+Kept too: the record's decision (leakbench.analysis.decision: the number
+the verdict rests on), without its per-signal rows.
+
 Per pair × variant (`summarize`): verdict counts; `agrees`, one verdict in
 every run ("skipped" counts as agreeing); `as_expected`, every verdict as
-expected; per decisive metric the median, min, max and coefficient of
-variation (std / mean, ddof 1; None unless the mean is positive) of its rate
-over runs, and how many runs it moved in.
+expected; `decided`, the numbers the verdicts rest on (its median run's
+decision and the range, per verdict and deciding metric); per decisive
+metric the median, min, max and coefficient of variation (std / mean, ddof
+1; None unless the mean is positive) of its rate over runs, and how many
+runs it moved in.
 
 The result JSON is replaced atomically after every run, so an interrupted
 call keeps what it measured; a later call with the same settings resumes from
@@ -43,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from leakbench import expectation
-from leakbench.analysis import verdict
+from leakbench.analysis import decision, verdict
 from leakbench.analysis.schema import Record
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.history import pin, rounds
@@ -110,6 +115,8 @@ def observe(rec: Record, expected: expectation.Expectation, run: int) -> dict:
         "cap_bytes": rec["settings"]["cap_bytes"],
         "wall_seconds": rec["seconds"],
         "slopes": slopes,
+        # the number the verdict rests on (record["decision"], its per-signal rows left out)
+        "decision": {k: v for k, v in decision.of(rec).items() if k != "signals"},
         "peak_exponent": scaling and scaling["exponent"],
         "confirmation_seconds": _seconds(rec.get("confirmation")),
         "load_average": os.getloadavg()[0],  # the machine's 1-minute load as the run ended
@@ -131,6 +138,30 @@ def _spread(values: list) -> dict:
         "max": float(known.max()),
         "cv": float(known.std(ddof=1) / mean) if known.size > 1 and mean > 0 else None,
     }
+
+
+def decided(observations: list[dict]) -> list[dict]:
+    """The numbers the runs' verdicts rest on, one entry per verdict and metric that decided
+    (first-seen order): its runs, the decision of its median run (the lower middle one, by
+    value: a run's own decision, its why included), and the least and greatest value, in the
+    decision's unit. Runs kept without a decision (repeat before it kept one) count nowhere."""
+    groups: dict[tuple, list[dict]] = {}
+    for o in observations:
+        if o.get("decision"):
+            groups.setdefault((o["verdict"], o["decision"].get("label")), []).append(o["decision"])
+    found = []
+    for runs in groups.values():
+        known = sorted((d for d in runs if d.get("value") is not None), key=lambda d: d["value"])
+        middle = known[(len(known) - 1) // 2] if known else runs[0]
+        found.append(
+            {
+                "runs": len(runs),
+                "median": middle,
+                "min": known[0]["value"] if known else None,
+                "max": known[-1]["value"] if known else None,
+            }
+        )
+    return found
 
 
 def _row_key(pair_variant: tuple) -> tuple:
@@ -168,6 +199,7 @@ def summarize(observations: list[dict]) -> dict:
                 "verdicts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
                 "agrees": len(set(counts) - {"skipped"}) <= 1,
                 "as_expected": all(o["expected_ok"] for o in done),
+                "decided": decided(done),
                 "slopes": slopes,
                 "peak_exponent": _spread([o["peak_exponent"] for o in done]),
                 "wall_seconds": sum(o["wall_seconds"] for o in done),

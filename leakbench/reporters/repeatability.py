@@ -1,8 +1,10 @@
 """The repeatability table in markdown, from the result leakbench.repeat.run writes.
 
 Nothing is measured or decided here: one row per pair × variant with its
-expected verdict, the verdicts of its runs, whether they agree and were as
-expected, and each decisive metric's median rate over runs with its min–max,
+expected verdict, the verdicts of its runs, the number they rest on (the
+decision of the run in the middle, decision.words, and the range over runs),
+whether they agree and were as expected, and each decisive metric's median
+rate over runs with its min–max,
 in readable units: KiB/repetition for bytes, the metric's own unit per
 repetition otherwise (objects, threads, file descriptors), the exponent k in
 peak ∝ size^k for peak pairs.
@@ -13,6 +15,7 @@ markdown: leakbench.site.repeatability renders the same table as HTML from them.
 
 from __future__ import annotations
 
+from leakbench.analysis import decision
 from leakbench.reporters import markdown_table
 from leakbench.units import KIB, format_bytes
 
@@ -58,6 +61,25 @@ def verdicts(found: list[tuple[str, str]]) -> str:
     return ", ".join(f"{word} {n}" for word, n in found)
 
 
+DECIDED_HEADER = "the number it rests on: median run (range)"
+
+
+def rests_on(row: dict) -> str:
+    """A row's `decided` as one cell: its median run's decision as every view shows it
+    (decision.words) and the range over runs; with more than one verdict or deciding metric,
+    each with its verdict and runs. — where the runs kept no decision."""
+    entries = row.get("decided") or []
+    mixed = len(entries) > 1
+    parts = []
+    for e in entries:
+        text = decision.words(e["median"], verdict=mixed)
+        if e["runs"] > 1 and e["min"] is not None and e["min"] != e["max"]:
+            low, high = (decision.amount(e["median"], e[end]) for end in ("min", "max"))
+            text += f" ({low} to {high})"
+        parts.append(f"{text}, {e['runs']} run{'s' if e['runs'] > 1 else ''}" if mixed else text)
+    return "; ".join(parts) or "—"
+
+
 def columns(rows: list[dict]) -> list[tuple[str, str, int | None]]:
     """(metric key, header, byte unit or None) of the decisive
     metrics measured in some row, in first-seen order."""
@@ -70,8 +92,12 @@ def columns(rows: list[dict]) -> list[tuple[str, str, int | None]]:
 
 
 SLOPES = (
-    "Rates: per repetition, median (min–max) over runs, of the growth signals that decide "
-    "the verdict (leakbench.analysis.verdict), each the rate the verdict compares with its bar: "
+    "The number it rests on: the number each run's verdict rests on (docs/verdicts.md, "
+    '"The number beside a verdict"), shown for the run in the middle by that number, with '
+    "the least and greatest over the runs. "
+    "Rates: per repetition, median (min–max) over runs, of each growth signal that can "
+    "decide the verdict (leakbench.analysis.verdict), whichever decided, each the rate "
+    "compared with its bar: "
     "the least of the Theil–Sen slope of the whole series and of each half (verdict.rate). "
     "Agrees: one verdict in every run (skipped "
     "counts as agreeing). As expected: every verdict is one its variant should give."
@@ -133,6 +159,7 @@ def table(result: dict) -> tuple[list[str], list[dict]]:
                     for k in ("pair", "variant", "expected", "runs", "agrees", "as_expected")
                 },
                 "verdicts": verdict_counts(r["verdicts"], r["runs"]),
+                "decided": rests_on(r),
                 "slopes": cells,
             }
         )
@@ -163,7 +190,8 @@ def markdown(result: dict) -> str:
         SLOPES,
         "",
     ]
-    head = ["pair", "variant", "expected", "verdicts", "agrees", "as expected", *slopes]
+    head = ["pair", "variant", "expected", "verdicts", DECIDED_HEADER, "agrees", "as expected"]
+    head += slopes
     lines += markdown_table(
         head,
         (
@@ -172,13 +200,14 @@ def markdown(result: dict) -> str:
                 r["variant"],
                 r["expected"],
                 verdicts(r["verdicts"]),
+                r["decided"],
                 "yes" if r["agrees"] else "NO",
                 "yes" if r["as_expected"] else "NO",
                 *r["slopes"],
             ]
             for r in rows
         ),
-        "l" * 6 + "r" * len(slopes),
+        "l" * 7 + "r" * len(slopes),
     )
     lines += ["", totals(result)]
     return "\n".join(lines) + "\n"

@@ -308,7 +308,11 @@ def _render(
             out,
             REPEATABILITY,
             env.get_template("repeatability.html.j2").render(
-                tables=tables, slopes_note=repeat_report.SLOPES, up="", **common
+                tables=tables,
+                slopes_note=repeat_report.SLOPES,
+                decided_header=repeat_report.DECIDED_HEADER,
+                up="",
+                **common,
             ),
             built,
         )
