@@ -54,7 +54,8 @@ def special(path: Path) -> str | None:
     """What stands at `path` where a regular file is expected, or None for a regular file (a
     symbolic link to one included) or nothing at all: "a named pipe (FIFO)", "a character device",
     "a block device", "a socket", "a directory", "a symbolic link loop", "a dangling symbolic link
-    (to X)", or the OSError's reason. Opens nothing: a FIFO is never waited on."""
+    (to X)", "a path under a file" (a parent that is a file), or the OSError's reason. Opens
+    nothing: a FIFO is never waited on."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -64,6 +65,8 @@ def special(path: Path) -> str | None:
     except OSError as e:
         if e.errno == errno.ELOOP:
             return "a symbolic link loop"
+        if e.errno == errno.ENOTDIR:  # strerror's "Not a directory" reads wrong mid-sentence
+            return "a path under a file"
         return e.strerror or str(e)
     if stat.S_ISREG(mode):
         return None

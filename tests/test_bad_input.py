@@ -722,3 +722,14 @@ def test_an_atomic_write_through_a_link_keeps_the_link(tmp_path):
     link.symlink_to(target)
     jsonfile.write_text_atomic(link, "new")
     assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_an_out_under_a_file_is_named_so(here):
+    """An --out whose folder is a file: said in words, not errno's "Not a directory"."""
+    (here / "notes").write_text("a file, not a folder\n")
+    before = state(here)
+    refused(
+        invoke("matrix", "--results", "results", "--out", "notes/matrix.md"),
+        "--out: notes/matrix.md is a path under a file, not a regular file",
+    )
+    assert state(here) == before

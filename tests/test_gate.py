@@ -244,7 +244,7 @@ def test_markdown_file_has_the_summary_then_every_metric(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("--baseline", "2.13.1", "--candidate", "2.0.0"), "pass --measure to measure it"),
+        (("--baseline", "2.13.1", "--candidate", "2.0.0"), "gate --measure` measures it"),
         (("--baseline", "2.13.1", "--candidate", "2.21.0", "--factor", "1"), "above 1"),
         (("--baseline", "2.13.1", "--candidate", "2.21.0", "no_such_pair"), "no_such_pair"),
         (("--baseline", "2.13.1", "--candidate", "nightly"), "nightly is not in"),
@@ -339,6 +339,29 @@ def test_measure_from_an_installed_package_files_into_the_working_folder(measuri
     filed = sorted(p.name for p in Path("results", "records", "m").glob("*.jsonl"))
     assert filed == ["tf-2.21.0.jsonl", "tf-2.99.0.jsonl"]
     assert sorted(p.read_text() for p in shipped.rglob("*.jsonl")) == before
+
+
+def test_without_machine_it_reads_this_machines_records_not_another_cpus(tmp_path, monkeypatch):
+    """After `make run` filed this machine's records beside another CPU's under asv's name
+    (store.default_machine), the gate reads this machine's, as --measure would file them."""
+    monkeypatch.setenv("ASV_MACHINE", "vm")
+    mine = store.this_machine()
+    results = tmp_path / "results"
+
+    def on(machine: tuple) -> list:
+        cpu, cores = machine
+        return [
+            {**r, "environment": {**r["environment"], "cpu": cpu, "cores": cores}}
+            for r in committed()
+        ]
+
+    other = ("Another CPU", 64)
+    for version in ("2.21.0", "2.99.0"):
+        store.write_records(results, "vm", version, on(other))
+        store.write_records(results, f"vm-{store.machine_slug(mine)}", version, on(mine))
+    result = invoke("gate", "--baseline", "2.21.0", "--candidate", "2.99.0", "--results", results)
+    assert result.exit_code == 0, result.output
+    assert f"Records of asv machine `vm-{store.machine_slug(mine)}`." in result.stdout
 
 
 def test_a_measurement_without_a_record_is_a_new_error_not_filed(measuring):

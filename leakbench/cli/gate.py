@@ -160,7 +160,7 @@ def gate(
             names = names or catalog.pair_names(catalog.find_root())
             machine, sides = _to_measure(where, machine, baseline, candidate, names)
         else:
-            machine = store.pick_machine(where, machine)
+            machine = store.pick_machine(where, machine or _this_machines(where))
             sides = [gating.recorded(where, machine, side, names) for side in (baseline, candidate)]
     except (store.VersionError, registry.RegistryError) as e:
         fail(str(e))
@@ -220,6 +220,14 @@ def _pairs(names) -> list[str]:
     except ContractError as e:
         fail(str(e))
     return list(dict.fromkeys(names))
+
+
+def _this_machines(where: Path) -> str | None:
+    """The folder `leakbench run` files this machine's records in (store.default_machine), where
+    it holds records: a gate after `make run` reads them, not another CPU's filed under asv's
+    name. None (store.pick_machine's own choice) where it holds none."""
+    name, _ = store.default_machine(where)
+    return name if (where / store.RECORDS_DIR / name).is_dir() else None
 
 
 def _to_measure(where: Path, machine, baseline: str, candidate: str, names: list[str]):

@@ -77,7 +77,7 @@ def recorded(results: Path, machine: str, asked: str, pairs: list[str]) -> Side:
     if version is None:
         raise store.VersionError(
             f"TensorFlow {asked} is not in {results} for machine {machine} "
-            f"(have: {', '.join(files)}); pass --measure to measure it on this machine"
+            f"(have: {', '.join(files)}); `leakbench gate --measure` measures it on this machine"
         )
     return _side(asked, version, store.read_records(files[version]), pairs)
 

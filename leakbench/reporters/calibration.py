@@ -262,7 +262,8 @@ def _committed(result: dict) -> list[str]:
     if fixes:
         lines += [
             "",
-            f"Fixes in committed records: {fixes['records']} records ({fixes['skipped']} skipped), "
+            f"Fixes in committed records: {fixes['records']} measured "
+            f"(and {fixes['skipped']} skipped, not counted), "
             f"verdicts {fixes['by_verdict']}; false alarms (a verdict other than no-leak): "
             f"{fixes['false_alarms']}",
         ]
