@@ -455,6 +455,7 @@ def test_rows_are_grouped_by_shape_with_caught_or_false_alarms():
     text = markdown(
         {
             "machine": "m",
+            "tensorflow": "2.21.0",  # installed; a Python-held design's child never imports it
             "environment": {"tensorflow": None},
             "settings": {"warmup": 3, "reps": 12, "heap_reps": 6},
             "summary": rows,
@@ -463,6 +464,7 @@ def test_rows_are_grouped_by_shape_with_caught_or_false_alarms():
             "targets": [],
         }
     )
+    assert text.startswith("## Calibration: m, TensorFlow 2.21.0\n")
     for row in (
         "| steady | python | leak | 16 KiB | 3/3 | caught 3/3 |",
         "| rare steps | python-rare4 | leak | 0 (control) | 3/3 | false alarms 1/3 |",

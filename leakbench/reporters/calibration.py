@@ -37,8 +37,9 @@ def _case(size: int) -> str:
 def _about(result: dict) -> list[str]:
     s = result["settings"]
     return [
+        # the installed TensorFlow: a child of a Python-held design never imports it
         f"## Calibration: {result['machine']}, TensorFlow "
-        f"{result['environment'].get('tensorflow')}",
+        f"{result.get('tensorflow') or result['environment'].get('tensorflow') or 'none'}",
         "",
         f"Engine settings: warm-up {s['warmup']}, {s['reps']} measured repetitions, heap pass "
         f"{s['heap_reps']}; thresholds: "
