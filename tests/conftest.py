@@ -242,6 +242,24 @@ def pure_python_checkout(where: Path) -> Path:
     return root
 
 
+def held_decision(verdict: str, value: float) -> dict:
+    """A record's decision (leakbench.analysis.decision) resting on held memory: `value` in
+    bytes/repetition against the engine's bar, from the first run, no why."""
+    from leakbench import metrics
+
+    held = metrics.HELD
+    return {
+        "verdict": verdict,
+        "signal": held.signal,
+        "label": held.label,
+        "value": value,
+        "unit": held.unit,
+        "bar": held.threshold,
+        "source": "first run",
+        "why": None,
+    }
+
+
 @pytest.fixture
 def shipped(tmp_path, monkeypatch) -> Path:
     """The suite as the installed package ships it (catalog.SHIPPED, found by find_root): the

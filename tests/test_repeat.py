@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 from click.testing import CliRunner
-from conftest import pair_checkout
+from conftest import held_decision, pair_checkout
 
 from leakbench import cli, expectation
 from leakbench.analysis import verdict
@@ -239,17 +239,7 @@ def observation(
                 "moved": False,
             },
         },
-        "decision": slope
-        and {
-            "verdict": verdict_,
-            "signal": "held",
-            "label": "held memory",
-            "value": slope,
-            "unit": "bytes/repetition",
-            "bar": 13 * KIB,
-            "source": "first run",
-            "why": None,
-        },
+        "decision": held_decision(verdict_, slope) if slope is not None else None,
         "peak_exponent": exponent,
         "confirmation_seconds": 4.0 if run == 1 else None,
         "phase": None,

@@ -43,7 +43,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from click.testing import CliRunner
-from conftest import CHROMIUM, need_chromium
+from conftest import CHROMIUM, held_decision, need_chromium
 from markupsafe import escape
 
 from leakbench import cli, contract, metrics
@@ -1262,18 +1262,8 @@ def repeat_observation(
 ):
     """One run as leakbench.repeat.run.observe keeps it; held in bytes/repetition, and the
     number its verdict rests on (decided=False: a run kept before repeat kept it)."""
-    decision = {
-        "verdict": word,
-        "signal": "held",
-        "label": "held memory",
-        "value": held,
-        "unit": "bytes/repetition",
-        "bar": 13 * 1024,
-        "source": "first run",
-        "why": None,
-    }
     return {
-        "decision": decision if decided else None,
+        "decision": held_decision(word, held) if decided else None,
         "pair": pair,
         "variant": variant,
         "run": run,

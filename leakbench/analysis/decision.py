@@ -263,7 +263,7 @@ def amount(decision: Mapping[str, Any], value: float) -> str:
         return format_bytes(value, unit=MIB)
     if decision.get("signal") == registry.PEAK_SIGNAL:
         return f"{'+' if value >= 0 else ''}{format_bytes(value, unit=MIB)}"
-    metric = registry.BY_KEY.get(_key(decision) or "") or registry.HELD
+    metric = _metric(decision)
     unit = metric.shown if metric.shown.startswith("/") else f" {metric.shown}"
     return f"{metric.display(value, sign=True)}{unit}"
 
@@ -285,13 +285,14 @@ def number(decision: Mapping[str, Any]) -> str:
             return f"{shown} (under {format_bytes(decision['bar'], unit=MIB, whole=True)})"
         k, k_bar = decision.get("exponent"), decision.get("k_bar")
         return shown if k is None else f"{shown}, k={k:.2f} (under {k_bar:g})"
-    metric = registry.BY_KEY.get(_key(decision) or "") or registry.HELD
+    metric = _metric(decision)
     shown = f"{metric.signal or metric.short or metric.label} {amount(decision, value)}"
     return f"{shown}: {decision['why']}" if decision.get("why") and _against(decision) else shown
 
 
-def _key(decision: Mapping[str, Any]) -> str | None:
-    return next((m.key for m in registry.METRICS if m.label == decision.get("label")), None)
+def _metric(decision: Mapping[str, Any]) -> registry.Metric:
+    """The metric the decision's number is of (by its label); held memory where none is."""
+    return next((m for m in registry.METRICS if m.label == decision.get("label")), registry.HELD)
 
 
 def _against(decision: Mapping[str, Any]) -> bool:
