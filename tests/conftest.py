@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -240,6 +242,26 @@ def pure_python_checkout(where: Path) -> Path:
         shutil.copy(REPO / sub / "stateful_map.py", root / sub / "stateful_map.py")
     shutil.copy(DATA / "check_python.py", where / "ok.py")
     return root
+
+
+@pytest.fixture(scope="session")
+def committed_results(tmp_path_factory) -> Path:
+    """results/ as committed (git HEAD), extracted into a folder of its own: the committed
+    tables are checked against the committed records, not against the records a `make run` in
+    this checkout files over them (README's first command, then its second, must pass). The
+    working tree's results/ where this is no git checkout."""
+    if not (REPO / ".git").exists():
+        return REPO / "results"
+    dest = tmp_path_factory.mktemp("committed")
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", "results"],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / "results"
 
 
 def held_decision(verdict: str, value: float) -> dict:

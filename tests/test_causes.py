@@ -30,8 +30,8 @@ TABLE = RESULTS / "causes-leave-one-out.md"
 
 
 @pytest.fixture(scope="module")
-def evaluation() -> leave_one_out.Evaluation:
-    return leave_one_out.evaluate(RESULTS)
+def evaluation(committed_results) -> leave_one_out.Evaluation:
+    return leave_one_out.evaluate(committed_results)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +55,12 @@ def test_leave_one_out_names_the_held_out_pairs_and_no_fix(evaluation):
     assert evaluation.fixes and not evaluation.fixes_named, evaluation.fixes_named
 
 
-def test_the_committed_table_is_what_the_command_prints(evaluation, monkeypatch):
-    monkeypatch.chdir(ROOT)
+def test_the_committed_table_is_what_the_command_prints(evaluation, committed_results, monkeypatch):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(ROOT))
+    monkeypatch.chdir(committed_results.parent)
     done = CliRunner().invoke(cli.main, ["causes", "--leave-one-out"])
     assert done.exit_code == 0, done.output
-    assert done.stdout == TABLE.read_text(), (
+    assert done.stdout == (committed_results / TABLE.name).read_text(), (
         "regenerate: leakbench causes --leave-one-out --out results/causes-leave-one-out.md"
     )
     assert done.stdout == causes_view.leave_one_out_markdown(evaluation)

@@ -30,9 +30,12 @@ def test_docs_say_which_tables_record_a_changed_verdict():
 
 
 @pytest.mark.parametrize(("args", "path", "code"), COMMANDS, ids=[c[1] for c in COMMANDS])
-def test_a_committed_table_is_what_its_command_prints(args, path, code, monkeypatch):
-    monkeypatch.chdir(ROOT)
+def test_a_committed_table_is_what_its_command_prints(
+    args, path, code, committed_results, monkeypatch
+):
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(ROOT))
+    monkeypatch.chdir(committed_results.parent)
     done = CliRunner().invoke(cli.main, shlex.split(args))
     assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
     assert done.exit_code == code, done.output
-    assert done.stdout == (ROOT / path).read_text(), f"regenerate: leakbench {args} > {path}"
+    assert done.stdout == Path(path).read_text(), f"regenerate: leakbench {args} > {path}"
