@@ -3,6 +3,8 @@
 #               at once, filing the records in results/records/<machine>/tf-<version>.jsonl
 #   make test   set up the same .venv and run the test suite
 # (make lint: ruff and mypy, which CI runs before make test)
+#   make publish  regenerate the published dataset (every pair on every build, asv, the tables):
+#               leakbench publish, resumable; hours on 2 cores (docs/publish.md)
 # TF_VERSION=nightly installs the newest tf-nightly the registry serves (checked at every call);
 # TF_VERSION=2.23.0.dev20261026 that dated nightly.
 TF_VERSION ?= 2.21.0
@@ -28,7 +30,7 @@ STAMP := $(VENV)/.installed-tf-$(TF_VERSION)
 OTHER_TF := tf-nightly keras-nightly
 endif
 
-.PHONY: setup run test lint
+.PHONY: setup run test lint publish
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +46,9 @@ setup: $(STAMP)
 
 run: setup
 	$(BIN)/leakbench run $(ARGS)
+
+publish: setup
+	$(BIN)/leakbench publish $(ARGS)
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -33,7 +33,7 @@ SOURCE = "tensorflow/tensorflow#60599"
 REPETITION = "one epoch over the shuffled dataset"
 KIND = "peak"
 SIZE_PARAM = "num_elements"
-PARAMS = {"num_elements": 49152}
+PARAMS = {"num_elements": 98304}
 
 BATCH_SIZE = 1024
 

@@ -17,7 +17,10 @@ most of it.
   about 1 GB. Closed as stale.
 On TF 2.21 here a plain loop held about 440–480 bytes per int64 element
 (250,000 elements: 104 MiB above the baseline; 1,000,000: 449 MiB), and
-leakbench's runs 500–660 bytes (49,152 → 196,608 elements: 47 → 139 MiB).
+leakbench's runs 500–660 bytes (49,152 → 196,608 elements: 47 → 139 MiB). At
+98,304 elements (the size below, twice the first one) the peak's rise from 98,304 to 393,216 read
++167 and +195 MiB, far from the 32 MiB bar: at half that size it read +31 to +123 MiB over 12
+runs, once under the bar.
 
 One repetition is one epoch of NUM_ELEMENTS int64 values, shuffled, in batches.
 The measurement should show the peak above baseline rising in proportion to
@@ -33,7 +36,7 @@ SOURCE = "tensorflow/tensorflow#60599"
 REPETITION = "one epoch over the shuffled dataset"
 KIND = "peak"
 SIZE_PARAM = "num_elements"
-PARAMS = {"num_elements": 49152}
+PARAMS = {"num_elements": 98304}
 
 BATCH_SIZE = 1024
 

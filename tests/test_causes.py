@@ -14,9 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from leakbench import cli
 from leakbench.check import causes, leave_one_out
 from leakbench.check import run as checking
 from leakbench.cli.base import as_text
@@ -25,27 +24,59 @@ from leakbench.reporters import causes as causes_view
 from leakbench.reporters.check import check_summary, check_view
 
 ROOT = Path(__file__).parent.parent
-RESULTS = ROOT / "results"
-TABLE = RESULTS / "causes-leave-one-out.md"
+TABLE = "causes-leave-one-out.md"
+
+
+# The records are results/ as committed (conftest's committed_results), never the working copy
+# (a run files beside it, `leakbench publish` regenerates it); the machine is the published
+# dataset's (results/reference.json), else the one store.pick_machine reads, not a name written
+# here: the dataset is regenerated under the reference machine's name.
+@pytest.fixture(scope="module")
+def machine(committed_results) -> str:
+    return (store.reference(committed_results) or {}).get("machine") or store.pick_machine(
+        committed_results
+    )
 
 
 @pytest.fixture(scope="module")
-def evaluation(committed_results) -> leave_one_out.Evaluation:
-    return leave_one_out.evaluate(committed_results)
+def committed_root(committed_results, tmp_path_factory) -> Path:
+    """A root (LEAKBENCH_ROOT) whose results/ is the committed one, its scenarios/ and fixes/
+    the checkout's: where a command reads the known causes from root/results."""
+    root = tmp_path_factory.mktemp("causes-root")
+    for name in ("scenarios", "fixes"):
+        (root / name).symlink_to(ROOT / name)
+    (root / "results").symlink_to(committed_results)
+    return root
+
+
+@pytest.fixture
+def in_committed_root(committed_root, monkeypatch) -> Path:
+    monkeypatch.setenv("LEAKBENCH_ROOT", str(committed_root))
+    monkeypatch.chdir(committed_root)
+    return committed_root
 
 
 @pytest.fixture(scope="module")
-def known() -> causes.Known:
+def evaluation(committed_results, machine) -> leave_one_out.Evaluation:
+    return leave_one_out.evaluate(committed_results, machine)
+
+
+@pytest.fixture(scope="module")
+def known(committed_results) -> causes.Known:
     return causes.known_from(
-        causes.committed(RESULTS), [p.stem for p in (ROOT / "scenarios").glob("*.py")]
+        causes.committed(committed_results), [p.stem for p in (ROOT / "scenarios").glob("*.py")]
     )
 
 
-def _record(pair: str, variant: str, version: str = "2.21.0") -> dict:
-    path = store.records_path(RESULTS, "vm", version)
-    return next(
-        dict(r) for r in store.read_records(path) if (r["pair"], r["variant"]) == (pair, variant)
-    )
+@pytest.fixture(scope="module")
+def record(committed_results, machine):
+    """record(pair, variant): the committed record of the machine on 2.21.0, the pin."""
+    found = store.read_records(store.records_path(committed_results, machine, "2.21.0"))
+
+    def pick(pair: str, variant: str) -> dict:
+        return next(dict(r) for r in found if (r["pair"], r["variant"]) == (pair, variant))
+
+    return pick
 
 
 def test_leave_one_out_names_the_held_out_pairs_and_no_fix(evaluation):
@@ -55,20 +86,18 @@ def test_leave_one_out_names_the_held_out_pairs_and_no_fix(evaluation):
     assert evaluation.fixes and not evaluation.fixes_named, evaluation.fixes_named
 
 
-def test_the_committed_table_is_what_the_command_prints(evaluation, committed_results, monkeypatch):
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(ROOT))
-    monkeypatch.chdir(committed_results.parent)
-    done = CliRunner().invoke(cli.main, ["causes", "--leave-one-out"])
+def test_the_committed_table_is_what_the_command_prints(evaluation, machine, in_committed_root):
+    done = invoke("causes", "--leave-one-out", "--machine", machine)
     assert done.exit_code == 0, done.output
-    assert done.stdout == (committed_results / TABLE.name).read_text(), (
+    assert done.stdout == (in_committed_root / "results" / TABLE).read_text(), (
         "regenerate: leakbench causes --leave-one-out --out results/causes-leave-one-out.md"
     )
     assert done.stdout == causes_view.leave_one_out_markdown(evaluation)
 
 
-def test_a_held_out_record_is_named_by_the_same_pair_on_other_releases(known):
-    rec = _record("kept_iterators", "leaky")
-    skip = "kept_iterators@vm 2.21.0"
+def test_a_held_out_record_is_named_by_the_same_pair_on_other_releases(known, record, machine):
+    rec = record("kept_iterators", "leaky")
+    skip = f"kept_iterators@{machine} 2.21.0"
     ranked = sorted(
         causes.scores(causes.features(rec), known, skip=[skip]).items(), key=lambda kv: -kv[1][0]
     )
@@ -104,18 +133,17 @@ def test_evidence_like_no_known_cause_names_none(known):
 
 
 @pytest.mark.parametrize("pair", ["stateful_map", "unbounded_cache", "kept_iterators"])
-def test_a_fix_names_no_cause(known, pair):
-    fixed = _record(pair, "fixed")
+def test_a_fix_names_no_cause(known, record, pair):
+    fixed = record(pair, "fixed")
     assert fixed["verdict"] == "no-leak"
     assert causes.name_causes(fixed, known) == []
     assert causes.none_matches(fixed, known) == "nothing grew: no cause to name"
 
 
-def test_check_view_shows_the_cause_its_lesson_and_the_fix(monkeypatch):
+def test_check_view_shows_the_cause_its_lesson_and_the_fix(record, in_committed_root):
     """A committed leaky record dressed as a check record: the view names its pair first, with
     the lesson's page, the fix's files and diff; the plain summary carries the same hint."""
-    monkeypatch.chdir(ROOT)
-    rec = copy.deepcopy(_record("stateful_map", "leaky"))
+    rec = copy.deepcopy(record("stateful_map", "leaky"))
     rec["variant"], rec["pair"] = "check", "check my_pipeline.py:make_dataset"
     rec["diagnosis"] = checking.diagnosis(rec)
     shown = as_text(*check_view(rec))
@@ -132,15 +160,13 @@ def test_check_view_says_when_none_matches():
     assert lines == ["known causes: none of the 22 known causes matches"]
 
 
-def test_causes_command_names_the_cause_of_a_record_file(tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)
+def test_causes_command_names_the_cause_of_a_record_file(tmp_path, record, in_committed_root):
     path = tmp_path / "record.json"
-    path.write_text(json.dumps(_record("dataset_per_step", "leaky")))
-    done = CliRunner().invoke(cli.main, ["causes", str(path)])
+    path.write_text(json.dumps(record("dataset_per_step", "leaky")))
+    done = invoke("causes", path)
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[1].strip().startswith("dataset_per_step · similarity")
-    refused = CliRunner().invoke(cli.main, ["causes"])
-    assert refused.exit_code == 2
+    assert invoke("causes").exit_code == 2
 
 
 def test_signals_alone_that_fit_many_causes_name_none(known):

@@ -82,7 +82,7 @@ from conftest import invoke, own_processes, pure_python_checkout
 from packaging.tags import Tag
 from rich.console import Console
 
-from leakbench import contract
+from leakbench import contract, version
 from leakbench.engine import messages, runner
 from leakbench.history import installer, registry
 from leakbench.reporters import table
@@ -119,13 +119,15 @@ class WouldStart(Exception):
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A temporary cwd: root/ (LEAKBENCH_ROOT: the pure-Python pair pyleak, and stateful_map),
-    ok.py (a check target), results/ (a copy of the repo's), small/ (the site fixture's records),
-    resume files; Popen and urlopen raising WouldStart."""
+    ok.py (a check target), results/ (the site fixture's records of machine vm, and a resume file
+    of repeat and of calibrate, trimmed copies of committed ones: tests/data/published; never the
+    working copy of results/, which runs and `leakbench publish` rewrite), small/ (the site
+    fixture's records), resume files; Popen and urlopen raising WouldStart."""
     here = tmp_path_factory.mktemp("fuzz")
     root = pure_python_checkout(here)
-    shutil.copytree(
-        REPO / "results", here / "results", ignore=shutil.ignore_patterns("flamegraphs")
-    )
+    shutil.copytree(DATA / "site_results", here / "results")
+    for folder in ("repeatability", "calibration"):
+        shutil.copytree(DATA / "published" / folder, here / "results" / folder)
     DIGESTS["results"] = digest(here / "results")
     shutil.copytree(DATA / "site_results", here / "small")
     (here / "inputs").mkdir()
@@ -142,6 +144,9 @@ def world(tmp_path_factory):
     import matplotlib.font_manager  # its font list runs fc-list once: here, not in a case
 
     matplotlib.font_manager.findfont("DejaVu Sans")
+    # a record names its engine (leakbench.version.engine): the checkout's commit, read once per
+    # process by `git rev-parse` and cached; read here, as leakbench's first record would
+    version.engine()
     mp.setattr(subprocess, "Popen", refuse)
     mp.setattr(urllib.request, "urlopen", refuse)
     # bisect: the registry is test_bisect's saved sample (bisect asks it before it checks --out);
@@ -985,7 +990,7 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
     resumes = {
         command: found[0].read_bytes()
         for command, folder in (("repeat", "repeatability"), ("calibrate", "calibration"))
-        # the copy: committed ones
+        # the fixtures' copies of committed ones
         if (found := sorted((world / "results" / folder).glob("*.json")))
     }
     started = time.monotonic()
@@ -1175,6 +1180,8 @@ class _Played:
     returncode = 0
     max_rss_bytes = 0
     peak_rss_bytes = None
+    cap_enforced_by = "poll"
+    cgroup_peak_bytes = None
 
     def __init__(self, written: threading.Event):
         self.started = time.monotonic()
@@ -1185,6 +1192,9 @@ class _Played:
 
     def reap(self, block=False):
         return self._written.is_set()
+
+    def killed_at_cap(self):
+        return False
 
     def kill(self):
         pass

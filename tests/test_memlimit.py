@@ -3,9 +3,11 @@ cgroup v1 and v2, from fake cgroup files (no process started)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from leakbench.engine import memlimit
+from leakbench.engine import cgroup, memlimit
 
 GIB = 1 << 30
 
@@ -48,3 +50,11 @@ def test_no_limit_leaves_the_host_figures(fake_cgroup, line, folder, files):
     fake_cgroup(line, folder, files)
     assert memlimit.cgroup_bytes_left() is None
     assert memlimit.default_cap_bytes() > 0
+
+
+def test_the_fake_leaves_the_run_cgroup_its_own_paths(fake_cgroup):
+    """memlimit reads the files the fixture fakes; the run's cgroup (leakbench.engine.cgroup) is
+    made in the real hierarchy, from its own names, never in the fake."""
+    fake_cgroup("4:memory:/job", "memory/job", {})
+    assert memlimit.CGROUP_ROOT != cgroup.ROOT == Path("/sys/fs/cgroup")
+    assert memlimit.PROC_CGROUP != cgroup.PROC_SELF == Path("/proc/self/cgroup")

@@ -165,16 +165,28 @@ def test_version_dependent_pair(pair_record, name, on_default_tf):
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 
 
+# How far past the cap the child's kernel-measured peak (wait4) may end, by what held the cap:
+# the largest overshoot in results/cap/vm-amd-epyc-2c-overshoot.md, with room (the docstring).
+OVERSHOOT_ALLOWED = {"poll": 128 * MIB, "cgroup": 128 * MIB}
+
+
 @pytest.mark.tf
 def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fake_cgroup):
     """Safety with a real TensorFlow pipeline: unbounded_cache at 10× its default
     size caches 640 MiB, filled by TensorFlow's own threads. The cap is the
     default one (Settings.cap_bytes = 0), on a runner whose memory cgroup has
-    1.25 GiB left, as in a container (faked cgroup files): 1 GiB. Its default
+    1.25 GiB left, as in a container (faked cgroup files, memlimit's own: the run's
+    cgroup is made in the real hierarchy where there is one): 1 GiB. Its default
     size peaks at ~625 MiB with the import here; at 10× the run must end over-cap
-    in the phase that filled the cache, and the child's kernel-measured peak
-    (wait4) stays within a poll's worth of allocation of the cap: 5-35 MiB over
-    it in 3 runs here, 128 MiB allowed."""
+    in the phase that filled the cache.
+
+    Where a cgroup of the run's holds the cap, what the kernel charged it stays within the
+    cap; the child's own peak (wait4) may pass it by the shared library pages it maps that
+    are charged elsewhere, but the poll, behind the kernel, kills first as a rule. Where the
+    poll alone holds it, the peak stays within a poll's worth of allocation of the cap.
+    results/cap/vm-amd-epyc-2c-overshoot.md (PROVISIONAL: 2 runs per cell),
+    largest wait4 overshoot, beside two busy loops: cgroup +26 MiB, poll +57 MiB;
+    OVERSHOOT_ALLOWED gives each 128 MiB."""
     # 1.25 GiB left
     fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
     cap = 1 << 30  # 0.8 × 1.25 GiB
@@ -191,8 +203,15 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
         rec["phase"],
     )
     (only,) = rec["runs"]
+    way = "poll" if only["cap_enforced_by"] == "poll" else "cgroup"
+    allowed = OVERSHOOT_ALLOWED[way]
     # RSS counters are per-thread caches, exact to some
     # pages: each figure on its own against the cap
-    assert cap < only["max_rss_bytes"] < cap + 128 * MIB
-    assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + 128 * MIB
+    assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + allowed, way
+    if way == "poll":
+        assert cap < only["max_rss_bytes"] < cap + allowed
+    else:  # killed by the kernel at its limit or by the poll first, the charge within the cap
+        assert only["cap_enforced_by"] in ("cgroup v1", "cgroup v2")
+        assert only["cgroup_peak_bytes"] is None or only["cgroup_peak_bytes"] <= cap
+        assert only["max_rss_bytes"] < cap + allowed
     assert own_processes() <= before, "a process outlived the run"

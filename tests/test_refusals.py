@@ -244,10 +244,11 @@ def test_dev_full_as_an_output_is_refused(sealed, case):
 
 @pytest.fixture
 def reported(tmp_path, monkeypatch) -> Path:
-    """cwd: results/ with a copy of the committed records; the repository as LEAKBENCH_ROOT (its
-    pairs from public reports, which report-back writes a block for); blocks/, report-back's
-    --out."""
-    shutil.copytree(REPO / "results" / "records", tmp_path / "results" / "records")
+    """cwd: results/ with a copy of tests/data/published's records (py_function_map's, copied
+    from committed ones: never the working copy of results/, which is regenerated); the
+    repository as LEAKBENCH_ROOT (its pairs from public reports, which report-back writes a
+    block for); blocks/, report-back's --out."""
+    shutil.copytree(DATA / "published" / "records", tmp_path / "results" / "records")
     (tmp_path / "blocks").mkdir()
     monkeypatch.setenv("LEAKBENCH_ROOT", str(REPO))
     monkeypatch.chdir(tmp_path)

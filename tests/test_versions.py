@@ -672,13 +672,13 @@ def test_schema_1_records_migrate_on_read():
         "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}],
     }
     rec = schema.loads(json.dumps(v1))
-    assert rec["schema"] == schema.SCHEMA == 3 and (rec["expects"], rec["requires"]) == (
+    assert rec["schema"] == schema.SCHEMA == 4 and (rec["expects"], rec["requires"]) == (
         None,
         "GPU",
     )
     assert rec["runs"][0]["series"]["malloc_used_bytes"] == [15, None]
     # the schema-1 fixtures, migrated
-    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 3
+    assert store.read_records(FILES / "tf-2.13.1.jsonl")[0]["schema"] == 4
 
 
 def test_committed_records_load_in_the_current_schema():
@@ -687,7 +687,7 @@ def test_committed_records_load_in_the_current_schema():
     releases = [v for v in found if not builds.is_nightly(v)]
     # 2.12–2.21 and a nightly column
     assert len(releases) == 10 and any(builds.is_nightly(v) for v in found)
-    assert all(r["schema"] == 3 for recs in found.values() for r in recs)
+    assert all(r["schema"] == 4 for recs in found.values() for r in recs)
     frag = next(
         r
         for r in found["2.21.0"]

@@ -131,6 +131,8 @@ def schema_of(kind: str) -> dict:
                 "wall_seconds": NUM,
                 "max_rss_bytes": _opt(NUM),
                 "peak_rss_bytes": _opt(NUM),
+                "cap_enforced_by": _opt(STR),  # records before it lack it
+                "cgroup_peak_bytes": _opt(NUM),
                 "import_baseline": _opt(readings),
                 "baseline": _opt(readings),
                 "series": _map(_list(_opt(NUM))),
@@ -235,6 +237,7 @@ def schema_of(kind: str) -> dict:
             "confirmation": confirmation,
             "extension": confirmation,
             "decision": decision,
+            "engine": _opt(_obj({"version": STR, "commit": _opt(STR), "source": STR})),
         }
         return from_typed(Record, detail, REQUIRED)
 

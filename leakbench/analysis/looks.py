@@ -43,6 +43,11 @@ CONFIRM_REPS_FACTOR = 3  # the confirmation's later half is then 1.5x a first ru
 # each must hold one of a lumpy leak's lumps (docs/verdicts.md, "Lumps and levelling").
 EXTEND_REPS_FACTOR = 6
 EXTEND_WINDOWS = 2
+# The words of a no-leak after a longer look: "stopped" only where the basis levelled, that is
+# rose less than the unit the rate is shown in (half a KiB/rep rounds to +0 KiB/rep): over the
+# confirmation's later half, or in the extension's last window. Above it, the rate and the bar
+# ("under the bar"), never "stopped" (tests/test_estimate.py).
+LEVELLED = KIB / 2
 
 
 def needs_confirmation(signals: list[str]) -> bool:
@@ -214,8 +219,10 @@ def confirm(
         )
     word, signals = _unmoved(metrics)
     bar = _per_rep(basis, basis.threshold)
+    net = rises.get(basis, 0.0)
+    how = "stopped growing" if net < LEVELLED else "grew under the bar"
     why = (
-        f"{basis.label} stopped growing: {_per_rep(basis, rises.get(basis, 0.0))} net over the "
+        f"{basis.label} {how}: {_per_rep(basis, net)} net over the "
         f"later half of {reps} more repetitions, under the bar of {bar}"
     )
     return Decision(word, signals, again, why)
@@ -313,4 +320,7 @@ def extended(
         found = _kept(first, [signal])
         return Decision("leak", found, again, f"measured {reps} more: {lows}, in every window")
     word, signals = _unmoved(metrics)
-    return Decision(word, signals, again, f"measured {reps} more: {lows}: the growth stopped")
+    bar = _per_rep(basis, basis.threshold)
+    # stopped: its last window did not rise (by the unit a rate is shown in); else still rising
+    said = "the growth stopped" if rises[-1] < LEVELLED * window else f"under the bar of {bar}"
+    return Decision(word, signals, again, f"measured {reps} more: {lows}: {said}")

@@ -28,6 +28,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import metrics as registry
+from leakbench import version
 from leakbench.analysis import decision, estimate, looks, verdict
 from leakbench.analysis.schema import SCHEMA, Record
 from leakbench.metrics import SERIES_UNITS
@@ -95,6 +96,10 @@ def run_entry(outcome) -> dict:
         "max_rss_bytes": outcome.max_rss_bytes,
         # the child's own peak over its life (kernel, wait4)
         "peak_rss_bytes": outcome.peak_rss_bytes,
+        # what held the cap: "cgroup v1" or "cgroup v2" (the kernel, at its limit), or "poll"
+        "cap_enforced_by": outcome.cap_enforced_by,
+        # the most the run's memory cgroup was charged, page cache included (None: no cgroup)
+        "cgroup_peak_bytes": outcome.cgroup_peak_bytes,
         "import_baseline": before,
         "baseline": baseline,
         "series": {name: [s.get(name) for s in samples] for name in SERIES_UNITS},
@@ -287,6 +292,7 @@ def build(
         "error": failed["error"] if failed else None,
         "skip_reason": next((o.skipped for o in outcomes if o.status == "skipped"), None),
         "seconds": sum(r["wall_seconds"] for r in runs),
+        "engine": version.engine(),
     }
     if flamegraph:
         rec["flamegraph"] = flamegraph

@@ -17,6 +17,9 @@ Schemas:
     3  adds `decision`: the number the verdict rests on (leakbench.analysis.decision), written
        once by the engine; a record of schema 2 gets it computed from its own metrics and looks
        by the same function as it is read.
+    4  adds `engine`: which engine made the record (leakbench.version: package version, commit,
+       source hash); a record of schema 3 or older reads None there ("an engine that did not
+       name itself"), and views flag it beside a record that names one.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any, TypedDict
 from leakbench import jsonfile
 from leakbench.analysis import validate
 
-SCHEMA = 3
+SCHEMA = 4
 REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
 
 
@@ -69,6 +72,7 @@ class Record(TypedDict, total=False):
     flamegraph: dict  # only where memray drew one
     diagnosis: dict  # only from leakbench check
     decision: dict  # the number the verdict rests on (leakbench.analysis.decision), schema 3 on
+    engine: dict | None  # leakbench.version.engine(): version, commit, source; schema 4 on
 
 
 def first_run(rec: Mapping[str, Any] | None) -> dict:
@@ -105,7 +109,12 @@ def _from_2(rec: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-_MIGRATIONS = {1: _from_1, 2: _from_2}
+def _from_3(rec: dict[str, Any]) -> dict[str, Any]:
+    # Schema 3 records did not say which engine made them: nothing to recover.
+    return {**rec, "engine": None, "schema": 4}
+
+
+_MIGRATIONS = {1: _from_1, 2: _from_2, 3: _from_3}
 
 
 def migrate(rec: dict[str, Any]) -> Record:

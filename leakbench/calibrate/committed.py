@@ -152,18 +152,10 @@ def noise_floor(observations: list[dict], fixes: list[tuple[str, Record]]) -> di
     return out
 
 
-def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> str:
-    """One line for a run's output: the smallest leak that this machine's calibrations for this
-    TensorFlow version caught in every run, for every designed leak in every shape
-    (targets.smallest_caught over them all), or that there is none to say so. The calibrations
-    are results/calibration/<machine>-tf-<version>.json (`leakbench calibrate`'s default output)
-    and <machine>-tf-<version>-*.json beside it (the shape library's tables, alone and beside a
-    CPU hog, written with --out); a file that is not a calibration result says nothing."""
-    directory = Path(calibration_dir)
-    paths = []
-    if tensorflow:
-        stem = f"{machine}-tf-{tensorflow}"
-        paths = sorted({*directory.glob(f"{stem}.json"), *directory.glob(f"{stem}-*.json")})
+def _tables(directory: Path, stem: str) -> tuple[list[dict], list[Path]]:
+    """The summary rows and files of the calibrations <stem>.json and <stem>-*.json in
+    `directory`; a file that is not a calibration result says nothing."""
+    paths = sorted({*directory.glob(f"{stem}.json"), *directory.glob(f"{stem}-*.json")})
     rows: list[dict] = []
     read = []
     for path in paths:
@@ -172,18 +164,53 @@ def sensitivity(calibration_dir: Path, machine: str, tensorflow: str | None) -> 
             smallest_caught(found)  # reads every row it needs, or raises
         except (ValueError, AttributeError, KeyError, TypeError):
             # jsonfile.Unreadable is a ValueError
-            continue  # not a calibration result: it says nothing here
+            continue
         rows += found
         read.append(path)
+    return rows, read
+
+
+def _others(directory: Path, machine: str, tensorflow: str) -> list[str]:
+    """Other machines' names with a calibration file for `tensorflow` in `directory`."""
+    names = {
+        p.name.split(f"-tf-{tensorflow}")[0] for p in directory.glob(f"*-tf-{tensorflow}*.json")
+    }
+    return sorted(n for n in names if n != machine)
+
+
+def sensitivity(
+    calibration_dir: Path, machine: str, tensorflow: str | None, quoted: str | None = None
+) -> str:
+    """One line for a run's output: the smallest leak that this machine's calibrations for this
+    TensorFlow version caught in every run, for every designed leak in every shape
+    (targets.smallest_caught over them all). The calibrations are
+    results/calibration/<machine>-tf-<version>.json (`leakbench calibrate`'s default output)
+    and <machine>-tf-<version>-*.json beside it (the shape library's tables, alone and beside a
+    CPU hog, written with --out). Where `machine` has none, the line says so and quotes another
+    machine's: `quoted` (the published dataset's machine) where it has tables, else the first
+    other name that has."""
+    directory = Path(calibration_dir)
+    rows, read, whose = [], [], machine
+    if tensorflow:
+        rows, read = _tables(directory, f"{machine}-tf-{tensorflow}")
+        for other in ([quoted] if quoted else []) + _others(directory, machine, tensorflow):
+            if rows:
+                break
+            if other == machine:
+                continue
+            rows, read = _tables(directory, f"{other}-tf-{tensorflow}")
+            whose = other
     caught = smallest_caught(rows) if rows else None
     if not caught:
         return (
             f"no-leak means: not calibrated on {machine} for TensorFlow {tensorflow or '(none)'}; "
             "leakbench calibrate measures what it catches (docs/calibration.md)"
         )
-    where = read[0] if len(read) == 1 else f"{directory / stem}*.json: {len(read)} tables"
+    where = read[0] if len(read) == 1 else f"{directory / whose}-tf-{tensorflow}*.json"
+    tables = "" if len(read) == 1 else f": {len(read)} tables"
+    mine = "" if whose == machine else f"; {machine} has no calibration of its own"
     return (
         "no-leak means held memory grew by less than "
         f"{format_bytes(caught, whole=True)}/repetition: the smallest designed leak caught in "
-        f"every run, in every shape, on {machine}, TensorFlow {tensorflow} ({where})"
+        f"every run, in every shape, on {whose}, TensorFlow {tensorflow} ({where}{tables}){mine}"
     )

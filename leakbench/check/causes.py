@@ -220,7 +220,7 @@ def committed(results: Path | None = None) -> list[tuple[str, dict]]:
     ("machine tf-version", record)."""
     results = results or catalog.find_root() / "results"
     out: list[tuple[str, dict]] = []
-    for machine in store.machines(results):
+    for machine in store.machines(results, with_local=False):
         for version, path in store.available(results, machine).items():
             out.extend((f"{machine} {version}", dict(r)) for r in store.read_records(path))
     return out

@@ -150,6 +150,6 @@ def evaluate(results: Path, machine: str = "vm") -> Evaluation:
 def _ordered(results: Path) -> list[str]:
     """Labels "machine version" by machine, then by TensorFlow build order."""
     out: list[str] = []
-    for machine in store.machines(results):
+    for machine in store.machines(results, with_local=False):
         out.extend(f"{machine} {v}" for v in store.available(results, machine))
     return out

@@ -1,5 +1,5 @@
 """Command line: `leakbench list | run | check | causes | compare | matrix | gate | bisect
-| report-back | site | calibrate | repeat`, and `leakbench --version`.
+| report-back | site | calibrate | repeat | publish`, and `leakbench --version`.
 
 One module per command family; each registers its commands on the group in
 leakbench.cli.base. What they share: base (errors, progress), options (the measurement options)
@@ -14,6 +14,7 @@ from leakbench.cli import (  # noqa: F401  (registers them)
     check,
     gate,
     history,
+    publish,
     repeat,
     report_back,
     run,

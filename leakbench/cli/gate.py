@@ -226,7 +226,7 @@ def _this_machines(where: Path) -> str | None:
     """The folder `leakbench run` files this machine's records in (store.default_machine), where
     it holds records: a gate after `make run` reads them, not another CPU's filed under asv's
     name. None (store.pick_machine's own choice) where it holds none."""
-    name, _ = store.default_machine(where)
+    name = store.local(store.default_machine(where)[0])
     return name if (where / store.RECORDS_DIR / name).is_dir() else None
 
 
@@ -237,6 +237,7 @@ def _to_measure(where: Path, machine, baseline: str, candidate: str, names: list
         machine, why = store.default_machine(where)
         if why:
             say(f"leakbench gate: {why}")
+    machine = store.local(machine)  # measured here: never into the published dataset
     store.records_path(where, machine, "none")  # a machine name that is no folder: one line
     served: list = []
 

@@ -5,8 +5,9 @@ its own capped, timed child (leakbench.measure; the default cap is divided
 between them, leakbench.history.rounds.shared_cap), and prints the table in the
 catalog's order whatever ends first. At the default settings (no measurement
 option, no --param) it files the records of the pairs it measured in
-results/records/<machine>/tf-<installed TensorFlow>.jsonl
-(leakbench.history.store.write_records, which replaces those pairs and keeps
+results/records/<machine>.local/tf-<installed TensorFlow>.jsonl, a folder git
+ignores (only `leakbench publish` writes the published records;
+leakbench.history.store.write_records, which replaces those pairs and keeps
 the rest); at other settings it says so in one line and writes none, since
 records are compared across versions at the defaults.
 
@@ -56,7 +57,6 @@ from leakbench.cli.options import (
 )
 from leakbench.contract import ContractError
 from leakbench.history import pin, rounds, store
-from leakbench.history.store import asv_machine
 from leakbench.measure import Settings, measure
 from leakbench.reporters import table
 
@@ -118,15 +118,16 @@ def _overrides(params) -> dict:
     "filing",
     default=True,
     show_default=True,
-    help="File the pairs' records in results/records/<machine>/tf-<installed TensorFlow>.jsonl "
-    "(at the default settings only: no measurement option, no --param).",
+    help="File the pairs' records in results/records/<machine>.local/tf-<installed "
+    "TensorFlow>.jsonl, which git ignores (at the default settings only: no measurement option, "
+    "no --param).",
 )
 @click.option(
     "--machine",
     default=None,
     metavar="NAME",
-    help="Machine folder of the records. Default: asv's machine name, or "
-    "<name>-<cpu>-<cores>c where that folder holds another machine's records.",
+    help="Machine name of the records (their folder is NAME.local). Default: asv's machine "
+    "name, or <name>-<cpu>-<cores>c where that folder holds another machine's records.",
 )
 @click.option(
     "--json",
@@ -235,7 +236,9 @@ def run(
         return as_text(table.table(records, wide=wide))
 
     emit(fmt, out, text_of, lambda: terminal.print(table.table(records, wide=wide)), "table")
-    say(committed.sensitivity(results / "calibration", asv_machine(results), tf))
+    here = store.default_machine(results)[0]
+    quoted = (store.reference(results) or {}).get("machine")
+    say(committed.sensitivity(results / "calibration", here, tf, quoted))
     if markdown_path:
         jsonfile.write_text_atomic(markdown_path, text_of("markdown"))
     if filed is not None:
@@ -287,6 +290,7 @@ def _records_file(
         machine, why = store.default_machine(results)
         if why:
             say(f"leakbench: {why}")
+    machine = store.local(machine)  # a user's run never edits the published dataset
     try:
         store.check_writable(results, machine, version)
     except store.VersionError as e:

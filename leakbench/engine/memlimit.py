@@ -16,8 +16,11 @@ from pathlib import Path
 
 import psutil
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-PROC_CGROUP = Path("/proc/self/cgroup")
+from leakbench.engine import cgroup
+
+# its own names, read at each call: tests point them at fake files (the run cgroup keeps its own)
+CGROUP_ROOT = cgroup.ROOT
+PROC_CGROUP = cgroup.PROC_SELF
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2**63
 
 
@@ -35,21 +38,14 @@ def cgroup_bytes_left() -> int | None:
     """Bytes this process's memory cgroup may still charge (limit − usage), or
     None where there is no limit, no memory cgroup, or its files cannot be read."""
     try:
-        lines = PROC_CGROUP.read_text().splitlines()
-    except OSError:
+        folders = cgroup.memory_folders(PROC_CGROUP.read_text(), CGROUP_ROOT)
+    except (OSError, ValueError):
         return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":  # v2: "0::/path", one unified hierarchy
-            found = _read(CGROUP_ROOT / path.lstrip("/"), "memory.max", "memory.current")
-        elif "memory" in controllers.split(","):  # v1: "4:memory:/path"
-            found = _read(
-                CGROUP_ROOT / "memory" / path.lstrip("/"),
-                "memory.limit_in_bytes",
-                "memory.usage_in_bytes",
-            )
+    for version, folder in folders:
+        if version == 2:  # one unified hierarchy
+            found = _read(folder, "memory.max", "memory.current")
         else:
-            continue
+            found = _read(folder, "memory.limit_in_bytes", "memory.usage_in_bytes")
         if found is not None:
             return found
     return None

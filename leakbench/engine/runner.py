@@ -4,7 +4,9 @@ The child (leakbench.engine.child) is a fresh interpreter started with subproces
 (spawn semantics: nothing of this process, TensorFlow least of all, is forked),
 supervised by leakbench.engine.supervise: its process tree's RSS is polled every
 supervise.POLL_SECONDS; past the cap the tree is killed and the run ends
-`over-cap`; past the timeout it ends `hang`, naming the phase it was in. This
+`over-cap`, as it does when the kernel killed in the run's memory cgroup at the cap
+(where one holds it: leakbench.engine.cgroup); past the timeout it ends `hang`,
+naming the phase it was in. This
 module reads the child's messages (one JSON object per line on a pipe,
 leakbench.engine.messages) into an Outcome.
 
@@ -66,6 +68,10 @@ class Outcome:
     max_rss_bytes: int = 0  # largest RSS of the child's tree the runner saw
     # the child's own peak RSS over its life, from the kernel
     peak_rss_bytes: int | None = None
+    # what held the cap: "cgroup v1", "cgroup v2" (the kernel, the poll behind it) or "poll"
+    cap_enforced_by: str | None = None
+    cgroup_peak_bytes: int | None = None  # the most the run's cgroup was charged (page cache too)
+    killed_by_kernel: bool = False  # an OOM kill at the cgroup's limit (else the poll's, if any)
     result: dict | None = None  # the child's "result" message
     samples: list = field(default_factory=list)  # samples received, also when the run was cut short
     teardown_seconds: float | None = None
@@ -157,6 +163,7 @@ def _run(open_fds, read_fd, write_fd, path, params, run: ChildRun, on_message) -
                     stdout=log,
                     stderr=log,
                     pass_fds=(write_fd,),
+                    cap_bytes=run.cap_bytes,
                 )
         except OSError as e:
             return Outcome(
@@ -256,6 +263,11 @@ def _watch(
             )
         child.kill()
         outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
+        outcome.cap_enforced_by, outcome.cgroup_peak_bytes = (
+            child.cap_enforced_by,
+            child.cgroup_peak_bytes,
+        )
+        outcome.killed_by_kernel = child.killed_at_cap()
         outcome.wall_seconds = child.seconds()
     # (a child that reported its error keeps it)
     if outcome.status == "hang" and outcome.error is None:
@@ -273,6 +285,10 @@ def _watch(
                 f"(timeout_seconds {timeout_seconds:g} s per step): the last sign was {last_sign}, "
                 f"{_s(last_at - child.started)} into the run"
             )
+    if outcome.status == "ok" and outcome.killed_by_kernel:
+        # the kernel killed at the cap after the last poll (the pipe's end came first): the
+        # phase is the last one the child began, every message of it read
+        outcome.status = "over-cap"
     if outcome.status == "ok":
         # Judged by what the child said, not its exit code: a kill after the
         # final message is ours, not the scenario's.

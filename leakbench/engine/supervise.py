@@ -23,11 +23,20 @@ No process the child starts outlives the run, a session of its own
 Two runs at once (threads of one process) each hold their own tree, pids and
 token, so neither touches the other's processes. Only a process that both
 escaped every poll (orphaned in the child's last 50 ms) and dropped its
-inherited environment is beyond reach: that would take a cgroup per run, which
-this module does not assume it can create. The supervising process itself is
+inherited environment is beyond reach, unless the run has a cgroup of its own (below): then
+every process in it is killed too. The supervising process itself is
 not made a subreaper: that would make every orphan of any subprocess it runs
 (pip's in `leakbench bisect` too) its child, for it to reap, and gain nothing
 over the token.
+
+The cap (a child given cap_bytes): where a memory cgroup can be made for the run
+(leakbench.engine.cgroup), the child starts inside it, limited to the cap, and the kernel holds
+what the run is charged to the cap: a poll made late by a busy machine lets a fast allocation run
+past the cap by what it allocates meanwhile, the kernel does not. The tree's RSS may still pass the
+cap by the library pages it maps that were charged to whoever first read them (TensorFlow's: ~300
+MiB), so the poll, which reads RSS, stays in force beside it. Elsewhere the poll alone holds the
+cap, and the child runs at a lower priority (CHILD_NICE) so that the supervisor gets the CPU
+first. The poll measures the tree's RSS (max_rss_bytes) in both cases.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from pathlib import Path
 import psutil
 
 import leakbench
+from leakbench.engine import cgroup
 from leakbench.units import KIB
 
 POLL_SECONDS = 0.05  # at 1 GB/s of allocation a run overshoots the cap by ~50 MB at most
@@ -53,6 +63,15 @@ RUNS_VARIABLE = "LEAKBENCH_RUNS"
 TF_SYSTEM_ALLOCATOR = "TF_ONEDNN_USE_SYSTEM_ALLOCATOR"
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 KILL_ROUNDS = 20  # killing a tree that keeps forking: each round kills what the last one found
+# The poll's child's niceness where no cgroup holds the cap: a busy core then runs the supervisor
+# (nice 0) about 9 times as often as the child (CFS weights 1024 and 110), so its poll is on time.
+CHILD_NICE = 10
+# Run in the child's place before the measured command: moves the process into the run's cgroup
+# ($0, its cgroup.procs), then execs the command (same pid): nothing runs uncharged. A failed move
+# (its error in the child's log) still runs the command, which the poll alone then caps.
+SHELL = "/bin/sh"
+INTO_CGROUP = 'echo $$ > "$0"; exec "$@"'
+EXEC_WAIT_SECONDS = 5.0  # the longest the shell may take to exec the command (it takes ~1 ms)
 
 
 def allocator(kind: str = "growth") -> dict:
@@ -108,23 +127,62 @@ class Supervised:
     """A child in its own session, and every process it starts, its own sessions
     included (see the module docstring): `kill` ends them all.
 
+    cap_bytes: the cap (bytes) the kernel is to hold too (see the module docstring); None: the
+    poll of over_limits alone, at the child's own priority (calibration's peers).
+    cap_enforced_by: "cgroup v1" or "cgroup v2" where the run's cgroup holds the cap, else "poll".
     max_rss_bytes: the largest tree RSS seen by `over_limits`; peak_rss_bytes: the
-    child's own peak RSS over its life from the kernel (wait4's ru_maxrss), once reaped.
+    child's own peak RSS over its life from the kernel (wait4's ru_maxrss), once reaped;
+    cgroup_peak_bytes: the most the run's cgroup was charged (page cache included), once killed.
     Raises OSError from Popen when the child cannot be started.
     """
 
-    def __init__(self, argv: list[str], *, env: dict, stdout, stderr, pass_fds: tuple = ()):
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict,
+        stdout,
+        stderr,
+        pass_fds: tuple = (),
+        cap_bytes: int | None = None,
+    ):
         self.token = uuid.uuid4().hex
         env = {**env, RUNS_VARIABLE: " ".join(filter(None, (env.get(RUNS_VARIABLE), self.token)))}
-        self.proc = subprocess.Popen(
-            argv,
-            pass_fds=pass_fds,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-            env=env,
-        )
+        self.group = cgroup.RunGroup.create(cap_bytes) if cap_bytes else None
+        if self.group is not None:
+            # A shell moves itself in, then execs the child: from its first page the child is
+            # charged to the group. Not preexec_fn, which runs Python between fork and exec and
+            # can deadlock where the parent has threads (runs in threads: history.rounds); not a
+            # move after Popen, which leaves the interpreter's start charged outside the group.
+            argv = [SHELL, "-c", INTO_CGROUP, str(self.group.procs_file), *argv]
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                pass_fds=pass_fds,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+                env=env,
+            )
+        except OSError:
+            if self.group is not None:
+                self.group.remove()
+            raise
+        # which holds the cap is known once the shell has moved (or failed to) and exec'd
+        if self.group is not None:
+            _exec_done(self.proc.pid)
+            if not self._in_group():  # the move failed (or the child is gone already)
+                self.group.remove()  # the poll's way after all
+                self.group = None
+        self.cap_enforced_by = self.group.name if self.group is not None else cgroup.POLL
+        self._killed_at_cap = False
+        self.cgroup_peak_bytes: int | None = None
+        if cap_bytes and self.group is None:
+            try:  # just after its exec, before it started a thread: its threads inherit it
+                os.setpriority(os.PRIO_PROCESS, self.proc.pid, CHILD_NICE)
+            except OSError:
+                pass
         self.started = time.monotonic()
         self.max_rss_bytes = 0
         self.peak_rss_bytes: int | None = None
@@ -142,9 +200,19 @@ class Supervised:
     def returncode(self) -> int | None:
         return self.proc.returncode
 
+    def _in_group(self) -> bool:
+        return self.group is not None and self.proc.pid in self.group.pids()
+
+    def killed_at_cap(self) -> bool:
+        """Whether the kernel OOM-killed a process of the run at the cap (its cgroup's limit),
+        also once `kill` removed the cgroup."""
+        if self.group is not None and not self._killed_at_cap:
+            self._killed_at_cap = self.group.oom_killed()
+        return self._killed_at_cap
+
     def over_limits(self, cap_bytes: int, deadline: float) -> str | None:
-        """ "over-cap" if the tree's RSS passed cap_bytes,
-        "hang" past `deadline` (time.monotonic), else None.
+        """ "over-cap" if the tree's RSS passed cap_bytes or the kernel killed in the run's
+        cgroup at its limit, "hang" past `deadline` (time.monotonic), else None.
 
         The tree: the child, its descendants (orphans among them: the child is their
         subreaper) and any process seen in it before that still runs; each is remembered
@@ -157,7 +225,7 @@ class Supervised:
             except psutil.Error:
                 pass
         self.max_rss_bytes = max(self.max_rss_bytes, rss)
-        if rss > cap_bytes:
+        if rss > cap_bytes or self.killed_at_cap():
             return "over-cap"
         return "hang" if time.monotonic() > deadline else None
 
@@ -204,6 +272,11 @@ class Supervised:
             pass
         self.reap(block=True)
         _wait_dead(killed, seconds=2.0)
+        if self.group is not None:  # its processes are gone: read what it was charged, remove it
+            self.killed_at_cap()
+            self.cgroup_peak_bytes = self.group.peak_bytes()
+            self.group.remove()
+            self.group = None
 
     def _tree(self) -> list[psutil.Process]:
         """The run's live processes by descent: the child and its descendants while it is not
@@ -229,10 +302,15 @@ class Supervised:
         return list(found)
 
     def _members(self) -> list[psutil.Process]:
-        """_tree, and the processes started since the run began that carry its token (and their
-        descendants): an orphan that left the tree between
+        """_tree, the processes in the run's cgroup, and the processes started since the run
+        began that carry its token (and their descendants): an orphan that left the tree between
         two polls, just before the child exited."""
         found = set(self._tree())
+        for pid in self.group.pids() if self.group is not None else ():
+            try:  # in the run's cgroup: the run's whatever its environment or session
+                found.add(psutil.Process(pid))
+            except psutil.Error:
+                pass
         for pid in psutil.pids():
             try:
                 if _start_ticks(pid) < self._since:  # older than the child: none of the run's
@@ -249,6 +327,22 @@ class Supervised:
 
     def seconds(self) -> float:
         return time.monotonic() - self.started
+
+
+def _exec_done(pid: int) -> bool:
+    """Wait (up to EXEC_WAIT_SECONDS) for process `pid`, started as SHELL, to exec another program
+    (its move into the run's cgroup, made before, is then done); False if it ended or did not in
+    time."""
+    shell = os.path.realpath(SHELL)
+    deadline = time.monotonic() + EXEC_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != shell:
+                return True
+        except OSError:  # gone (or a zombie: no exe)
+            return False
+        time.sleep(0.001)
+    return False
 
 
 def _start_ticks(pid: int) -> int:

@@ -18,6 +18,21 @@ NIGHTLY = "nightly"  # the alias of the newest nightly in the results (compare, 
 # cannot import this: tests/test_one_helper.py keeps the two equal) and what the views name
 # where the records do not say (the site's lessons, report-back's other release).
 DEFAULT_RELEASE = "2.21.0"
+# The releases the published dataset measures (leakbench publish): the newest patch of each
+# minor release from 2.12 (the first to install for Python 3.11) on; the newest dated nightly
+# is measured beside them.
+RELEASES = (
+    "2.12.1",
+    "2.13.1",
+    "2.14.1",
+    "2.15.1",
+    "2.16.2",
+    "2.17.1",
+    "2.18.1",
+    "2.19.1",
+    "2.20.0",
+    "2.21.0",
+)
 _DATE = re.compile(r"(\d{4})(\d{2})(\d{2})")
 
 

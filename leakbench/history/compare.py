@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from leakbench import expectation, metrics
+from leakbench import expectation, metrics, version
 from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
 from leakbench.history import store
@@ -93,6 +93,11 @@ class Comparison:
     # [old's, new's] machines (store.describe) where they differ, compared on purpose
     # (across_machines); None: one machine, or a side that names none
     machines: list | None = None
+    # the engines that made the records (leakbench.version.describe): one entry where both sides
+    # share one, [old's, new's] where they differ (then a change may be the engine's)
+    engines: list = field(default_factory=list)
+    # the machine both sides were measured on (store.describe), where it is one
+    hardware: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -110,6 +115,7 @@ class Comparison:
     def as_dict(self) -> dict:
         """The JSON of compare and the gate; `machines` only where the sides are two machines."""
         found = asdict(self)
+        found["across_engines"] = len(self.engines) > 1
         if found["machines"] is None:
             del found["machines"]
         return {**found, "counts": self.count(), "exit_code": self.exit_code}
@@ -140,6 +146,17 @@ def machines_of(
             "machine's records, or pass --across-machines to compare across hardware"
         )
     return words
+
+
+def engines_of(old: list[Record], new: list[Record]) -> list[str]:
+    """The engines that made each side (leakbench.version.describe of each side's records): one
+    entry where both sides are one engine's, [old's, new's] where they differ (a side of several
+    engines reads them joined by ' and ')."""
+    sides = [
+        " and ".join(sorted({version.describe(r) for r in recs})) or "no records"
+        for recs in (old, new)
+    ]
+    return sides[:1] if sides[0] == sides[1] else sides
 
 
 def expectation_note(rec: Record) -> str | None:
@@ -255,6 +272,7 @@ def compare(
         for e in entries
         if e["outcome"] == REGRESSION
     ]
+    one = {m for r in [*old, *new] if (m := store.machine_of(r)) is not None}
     return Comparison(
         old_label,
         new_label,
@@ -265,6 +283,8 @@ def compare(
         entries,
         *versions,
         across,
+        engines_of(old, new),
+        store.describe(next(iter(one))) if len(one) == 1 else None,
     )
 
 

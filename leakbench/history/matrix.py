@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from leakbench import expectation, jsonfile, metrics
+from leakbench import expectation, jsonfile, metrics, version
 from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
 from leakbench.history import builds, store
@@ -50,9 +50,9 @@ def cell(rec: Record) -> dict:
 
 
 def matrix(results: Path, machine: str | None = None) -> dict:
-    """{"machine", "versions": [...], "labels": {version: column name (a nightly's build date:
-    builds.label)}, "rows": [{"pair", "variant", "cells": {version: cell or None}}], "bisected":
-    the confirmed boundaries of results/bisect/<machine>/ (bisected)}
+    """{"machine", "hardware", "engines", "versions": [...], "labels": {version: column name (a
+    nightly's build date: builds.label)}, "rows": [{"pair", "variant", "cells": {version: cell or
+    None}}], "bisected": the confirmed boundaries of results/bisect/<machine>/ (bisected)}
     from every records file of one machine in `results` (store.pick_machine).
     Raises store.VersionError for results without records."""
     machine = store.pick_machine(results, machine)
@@ -71,8 +71,16 @@ def matrix(results: Path, machine: str | None = None) -> dict:
         }
         for pair, variant in keys
     ]
+    every = [r for recs in found.values() for r in recs.values()]
+    hardware = {m for r in every if (m := store.machine_of(r)) is not None}
     return {
         "machine": machine,
+        # store.describe of the one CPU model and cores the records name, None where not one
+        "hardware": store.describe(next(iter(hardware))) if len(hardware) == 1 else None,
+        # TF version -> the engines that made its records (version.describe), in column order
+        "engines": {
+            v: sorted({version.describe(r) for r in recs.values()}) for v, recs in found.items()
+        },
         "versions": list(found),
         "labels": {v: builds.label(v) for v in found},
         "rows": rows,

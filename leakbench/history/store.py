@@ -38,6 +38,11 @@ from leakbench.history import builds
 
 RECORDS_DIR = "records"
 _FILE = re.compile(r"tf-(.+)\.jsonl")
+# A user's own runs (leakbench run, make run, gate --measure) go to <machine>.local/, which git
+# ignores: only `leakbench publish` writes a published folder; a run never edits a committed file.
+LOCAL = ".local"
+# The published dataset's manifest: its machine, engine, builds and wall time (leakbench.publish).
+REFERENCE_FILE = "reference.json"
 
 
 class VersionError(ValueError):
@@ -98,9 +103,34 @@ def machine_slug(machine: tuple) -> str:
     return f"{text}-{cores}c" if cores is not None else text
 
 
+def is_local(machine: str) -> bool:
+    """Whether a machine folder holds a user's own runs (LOCAL), not published records."""
+    return machine.endswith(LOCAL)
+
+
+def local(machine: str) -> str:
+    """The folder a user's runs under `machine` go to: 'vm' -> 'vm.local' (kept as it is)."""
+    return machine if is_local(machine) else machine + LOCAL
+
+
+def label(machine: str) -> str:
+    """'vm' for a published machine, 'vm.local (this machine's own runs, not published)'."""
+    return f"{machine} (this machine's own runs, not published)" if is_local(machine) else machine
+
+
+def reference(results: Path) -> dict | None:
+    """The published dataset's manifest (results/reference.json: machine, cpu, cores, engine,
+    builds, wall_seconds), or None where there is none or it cannot be read."""
+    try:
+        found = jsonfile.parse(jsonfile.read_text(Path(results) / REFERENCE_FILE))
+    except (jsonfile.Unreadable, jsonfile.BadJSON):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("machine"), str) else None
+
+
 def default_machine(results: Path) -> tuple[str, str | None]:
-    """The machine name leakbench's own writes (leakbench run, sweep) file records under, and why
-    it is not asv's (None where it is).
+    """The machine name this machine's records are known by, and why it is not asv's (None
+    where it is). A user's runs file under its local() folder; `leakbench publish` under it.
 
     asv's name (asv_machine) when results/records/<that name>/ holds no record of another machine
     than this one (this_machine); else "<asv name>-<machine_slug>", e.g.
@@ -271,6 +301,18 @@ def write_records(results: Path, machine: str, version: str, records: list[Recor
     return path
 
 
+def replace_records(results: Path, machine: str, version: str, records: list[Record]) -> Path:
+    """Write one build's records under `machine` whole, dropping what the file held (leakbench
+    publish: a build is measured whole, by one engine). Returns the file written. Raises
+    VersionError for a bad machine name or records of another machine than the folder's."""
+    path = records_path(results, machine, version)
+    check_same_machine(path, records)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ordered = sorted(records, key=lambda r: (r["pair"], r["variant"]))
+    jsonfile.write_text_atomic(path, "".join(schema.dumps(r) + "\n" for r in ordered))
+    return path
+
+
 def read_records(path: Path, allow_empty: bool = False) -> list[Record]:
     """Records of one file, migrated to the current schema (leakbench.analysis.schema).
 
@@ -306,18 +348,23 @@ def _version_files(folder: Path) -> dict[str, Path]:
     return {m.group(1): p for p in folder.glob("tf-*.jsonl") if (m := _FILE.fullmatch(p.name))}
 
 
-def machines(results: Path) -> list[str]:
-    """asv machine names with records in `results`
-    (folders of records/ holding tf-<version>.jsonl)."""
+def machines(results: Path, with_local: bool = True) -> list[str]:
+    """asv machine names with records in `results` (folders of records/ holding
+    tf-<version>.jsonl); with_local=False leaves out a user's own runs (LOCAL)."""
     folder = Path(results) / RECORDS_DIR
     if not folder.is_dir():
         return []
-    return sorted(d.name for d in folder.iterdir() if d.is_dir() and _version_files(d))
+    return sorted(
+        d.name
+        for d in folder.iterdir()
+        if d.is_dir() and _version_files(d) and (with_local or not is_local(d.name))
+    )
 
 
 def pick_machine(results: Path, machine: str | None = None) -> str:
     """`machine` if `results` holds its records; else the only machine there; else, of several,
-    asv's machine (asv_machine), as the asv suite names this one, where it has records there.
+    the published dataset's machine (reference), else asv's machine (asv_machine) where it has
+    records there.
 
     Raises VersionError (one line) when there is none, when `machine` is not
     there, or when several are there, none was named and asv's is not among them.
@@ -341,6 +388,8 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
     if machine is None:
         if len(found) == 1:
             return found[0]
+        if (ref := reference(results)) and ref["machine"] in found:
+            return ref["machine"]
         if (asv := asv_machine(results)) in found:
             return asv
         raise VersionError(

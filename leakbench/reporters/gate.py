@@ -98,7 +98,17 @@ def summary(c: Comparison, command: str = "gate") -> list[str]:
     if c.machines:
         lines += [across_line(c), ""]
     if c.machine:
-        lines += [f"Records of asv machine `{c.machine}`.", ""]
+        on = f" ({c.hardware})" if c.hardware else ""
+        lines += [f"Records of asv machine `{c.machine}`{on}.", ""]
+    if len(c.engines) > 1:
+        lines += [
+            f"**Across engines:** old ({c.old}) made by {c.engines[0]}; new ({c.new}) by "
+            f"{c.engines[1]}. Any change below may be the engine's, not TensorFlow's: "
+            "measure both sides with one engine.",
+            "",
+        ]
+    elif c.engines:
+        lines += [f"Made by {c.engines[0]}.", ""]
     lines += [f"**{exit_line(c)}** {counts_line(c)}", ""]
     for outcome, heading in SECTIONS:
         found = c.of(outcome)

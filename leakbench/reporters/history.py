@@ -71,6 +71,22 @@ def matrix_cell(cell: dict | None) -> str:
     return word
 
 
+def engine_lines(m: dict) -> list[str]:
+    """The machine and the engine(s) under a matrix's heading; columns made by another engine than
+    the newest release's are named, since their changes may be the engine's, not TensorFlow's."""
+    lines = [f"Machine: {m['hardware']}." if m.get("hardware") else "Machine: several CPUs."]
+    engines = m.get("engines") or {}
+    every = sorted({e for found in engines.values() for e in found})
+    if len(every) == 1:
+        return [*lines, f"Every record made by {every[0]}.", ""]
+    labels = m.get("labels") or {}
+    lines.append(
+        f"**Mixed engines ({len(every)}):** a change between two columns may be the engine's:"
+    )
+    lines += [f"- {labels.get(v, v)}: {' and '.join(found)}" for v, found in engines.items()]
+    return [*lines, ""]
+
+
 def matrix_markdown(m: dict) -> str:
     where = f" (asv machine `{m['machine']}`)" if m.get("machine") else ""
     lines = [
@@ -89,6 +105,7 @@ def matrix_markdown(m: dict) -> str:
         "",
     ]
     lines += notes({c["verdict"] for row in m["rows"] for c in row["cells"].values() if c})
+    lines += engine_lines(m)
     found = changes(m)
     lines += [f"Verdict changes across the columns: {len(found)}" + (":" if found else "."), ""]
     for c in found:

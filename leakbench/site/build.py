@@ -160,7 +160,8 @@ def build(
                 built.notes += published.notes
             if built.vendored:
                 vendor.write_notice(work, built.vendored)
-            _render(work, built, pairs, tables, tf_versions, default, matrix.changes(found))
+            about = provenance(results, found)
+            _render(work, built, pairs, tables, tf_versions, default, matrix.changes(found), about)
             _swap(out, target, work, built)
     finally:  # a build that failed (or was interrupted) leaves nothing behind; `out` is as it was
         shutil.rmtree(work, ignore_errors=True)
@@ -254,6 +255,20 @@ def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def provenance(results: Path, found: dict) -> dict:
+    """What every page says its numbers come from: the machine (name, its label, CPU model and
+    cores), the engines that made its records (one, or several: then flagged), and the other
+    machines with records in `results` (each a `leakbench site --machine NAME` away)."""
+    engines = sorted({e for per in found["engines"].values() for e in per})
+    return {
+        "machine": found["machine"],
+        "label": store.label(found["machine"]),
+        "hardware": found["hardware"] or "several CPUs",
+        "engines": engines,
+        "others": [store.label(m) for m in store.machines(results) if m != found["machine"]],
+    }
+
+
 def _render(
     out: Path,
     built: Built,
@@ -262,6 +277,7 @@ def _render(
     tf_versions: list,
     default: str,
     changes: list,
+    about: dict,
 ) -> None:
     env = Environment(
         loader=PackageLoader("leakbench.site", "templates"),
@@ -281,6 +297,7 @@ def _render(
         "repeatability": REPEATABILITY if tables else "",
         "row_id": row_id,
         "label": builds.label,
+        "about": about,
     }
     _write(
         out,

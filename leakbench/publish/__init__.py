@@ -1,0 +1,1 @@
+"""Publishing leakbench records to other tools (asv's pages)."""

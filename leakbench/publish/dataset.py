@@ -1,0 +1,152 @@
+"""The published dataset's records: every pair on every build, measured by this engine on this
+machine, filed under the reference machine's name.
+
+One build at a time goes into one reused virtualenv (leakbench.history.installer.Venv: the
+previous TensorFlow uninstalled, the build installed, pip resolving numpy for it). The checkout's
+own `leakbench run --jobs N` then measures every pair in that venv's interpreter, as `make run`
+does, and its records are filed here, whole, replacing the build's file. A build whose file holds
+every pair and variant of the catalog, each made by this engine (leakbench.version.identity), is
+done: a second call resumes at the first build that is not.
+
+This is the one measurement of a build: asv's results, the matrix, compare, gate and the site are
+all read from these records afterwards (leakbench.publish.regenerate).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from leakbench import catalog, version
+from leakbench.analysis import schema
+from leakbench.history import builds, pin, registry, store
+from leakbench.history.installer import Venv
+from leakbench.units import GIB
+
+# The run of one build (44 variants, 2 at a time) takes 5-25 minutes here, quiet to busy
+# (docs/measurements.md, "Run time"); past this it is ended and said, never waited for.
+BUILD_TIMEOUT_SECONDS = 3 * 3600
+VENV_BUDGET_BYTES = 8 * GIB  # one TensorFlow at a time: a nightly unpacks to 2.1 GiB
+
+
+class PublishError(RuntimeError):
+    """A build could not be installed, measured or filed. One line."""
+
+
+def builds_to_measure(nightly: str | None = None, fetch=registry.fetch_index) -> list:
+    """The dataset's builds (registry.Build): builds.RELEASES, then `nightly` (a dated nightly,
+    2.23.0.dev20261026), or the newest the registry serves where None. Raises
+    registry.RegistryError where the registry cannot be read, PublishError for a build it lacks."""
+    served = {b.version: b for b in registry.served(fetch=fetch)}
+    nightlies = [v for v in served if builds.is_nightly(v)]
+    wanted = [*builds.RELEASES, nightly or (nightlies[-1] if nightlies else "")]
+    missing = [v for v in wanted if v not in served]
+    if missing:
+        raise PublishError(f"the registry serves no installable build of {', '.join(missing)}")
+    return [served[v] for v in wanted]
+
+
+def is_done(results: Path, machine: str, build_version: str, root: Path) -> bool:
+    """Whether the build's records file holds every pair and variant of the catalog at `root`,
+    each made by this engine (version.identity)."""
+    path = store.records_path(results, machine, build_version)
+    try:
+        recs = store.read_records(path) if path.exists() else []
+    except store.VersionError:
+        return False
+    wanted = {(t.scenario.name, t.variant) for t in catalog.targets(root, [], "both")}
+    mine = version.identity(version.engine())
+    found = {(r["pair"], r["variant"]) for r in recs if version.identity(r) == mine}
+    return wanted <= found
+
+
+def measure_build(venv: Venv, root: Path, build, jobs: int, flamegraphs: Path) -> list:
+    """Install `build` into `venv` and measure every pair there with `leakbench run` (the
+    checkout at `root` on PYTHONPATH); its flame graphs into `flamegraphs`. Returns the records
+    (schema.Record), checked against the pin. Raises PublishError (install, run, pin)."""
+    try:
+        venv.install(build)
+    except Exception as e:  # InstallFailed, BudgetError: one line either way
+        raise PublishError(f"{build.requirement}: {e}") from None
+    with tempfile.TemporaryDirectory(prefix="leakbench-publish-") as tmp:
+        out = Path(tmp) / "records.jsonl"
+        flamegraphs.mkdir(parents=True, exist_ok=True)
+        args = [str(venv.python), "-m", "leakbench", "run", "--jobs", str(jobs)]
+        args += ["--no-records", "--format", "json", "--out", str(out)]
+        args += ["--flamegraph-dir", str(flamegraphs)]
+        env = {**os.environ, "LEAKBENCH_ROOT": str(root), "PYTHONPATH": str(root)}
+        try:
+            done = subprocess.run(args, env=env, cwd=root, timeout=BUILD_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise PublishError(f"{build.version}: leakbench run outlived its timeout") from None
+        if done.returncode not in (0, 1) or not out.exists():  # 1: some variant read otherwise
+            raise PublishError(f"{build.version}: leakbench run exited {done.returncode}")
+        recs = [schema.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    try:
+        pin.check_tf_version(recs, build.version)
+    except store.VersionError as e:
+        raise PublishError(f"{build.version}: {e}") from None
+    return recs
+
+
+def sweep(
+    root: Path,
+    results: Path,
+    machine: str,
+    wanted: list,
+    venv_path: Path,
+    jobs: int,
+    say: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """Measure each build of `wanted` that is not done (is_done), in order, and file its records
+    whole under `machine` (store.replace_records). Returns build version -> seconds it took
+    (0.0 for a build already done). Raises PublishError, store.VersionError."""
+    venv = Venv(venv_path, VENV_BUDGET_BYTES, venv_path.parent / "publish-venv.log")
+    venv_path.parent.mkdir(parents=True, exist_ok=True)
+    seconds: dict[str, float] = {}
+    for i, build in enumerate(wanted, 1):
+        head = f"[{i}/{len(wanted)}] TensorFlow {build.version}"
+        if is_done(results, machine, build.version, root):
+            say(f"{head}: done already (every pair, this engine)")
+            seconds[build.version] = 0.0
+            continue
+        say(f"{head}: installing {build.requirement}, then measuring every pair")
+        start = time.monotonic()
+        try:
+            venv.ensure(root)
+        except Exception as e:  # InstallFailed, BudgetError
+            raise PublishError(f"the publish venv: {e}") from None
+        recs = measure_build(
+            venv, root, build, jobs, results / "flamegraphs" / f"tf-{build.version}"
+        )
+        path = store.replace_records(results, machine, build.version, recs)
+        seconds[build.version] = time.monotonic() - start
+        say(f"{head}: {len(recs)} records in {seconds[build.version] / 60:.1f} min -> {path}")
+    return seconds
+
+
+def manifest(machine: str, wanted: list, seconds: dict[str, float]) -> dict:
+    """results/reference.json's content (store.reference): the machine, this engine, the builds
+    (their dates: results/builds.json, leakbench.publish.asv_builds), and the seconds each took
+    when it was last measured."""
+    cpu, cores = store.this_machine()
+    return {
+        "machine": machine,
+        "cpu": cpu,
+        "cores": cores,
+        "engine": version.engine(),
+        "builds": [{"version": b.version, "dist": b.dist} for b in wanted],
+        "seconds": seconds,
+    }
+
+
+def write_manifest(results: Path, content: dict) -> Path:
+    """Write results/reference.json whole."""
+    path = Path(results) / store.REFERENCE_FILE
+    path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
+    return path

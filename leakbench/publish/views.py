@@ -1,0 +1,80 @@
+"""Every published view of the reference records, regenerated from them (leakbench publish).
+
+Each view is written by the command a user would run for it (thin glue: the commands decide and
+render; this module only names the files), in the order below, so the committed files are what
+those commands print today:
+
+    results/<machine>/, results/benchmarks.json   asv's results (leakbench.publish.asv_builds)
+    results/run-<machine>-tf-<release>.md          the run table of the default release
+    results/matrix-<machine>.md                    leakbench matrix
+    results/compare-<machine>-<old>-<new>.md       leakbench compare (COMPARED)
+    results/gate-<machine>-<release>-nightly.*     leakbench gate: markdown, JSON, JUnit XML
+    results/causes-leave-one-out.md                leakbench causes --leave-one-out
+    results/report-back/<pair>.md                  leakbench report-back
+    results/calibration/summary.md                 what each machine's calibrations caught
+    site/                                          leakbench site (built, not committed)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from leakbench import version
+from leakbench.history import builds, store
+from leakbench.reporters import table
+
+# compare's committed pairs of builds: the oldest release with every pair against the default,
+# and the default against the nightly (the release gate's question)
+COMPARED = (("2.13.1", builds.DEFAULT_RELEASE), (builds.DEFAULT_RELEASE, builds.NIGHTLY))
+
+
+def _leakbench(args: list[str], ok=(0, 1)) -> None:
+    """Run `python -m leakbench ARGS`; exit codes in `ok` are results (1: a verdict or a gate
+    said so), anything else raises RuntimeError with the command."""
+    done = subprocess.run([sys.executable, "-m", "leakbench", *args])
+    if done.returncode not in ok:
+        raise RuntimeError(f"leakbench {' '.join(args)} exited {done.returncode}")
+
+
+def run_table(results: Path, machine: str, release: str) -> Path:
+    """results/run-<machine>-tf-<release>.md: the wide run table of that build's records, headed
+    by the machine and the engine that made them."""
+    recs = store.read_records(store.records_path(results, machine, release))
+    cpu, cores = store.machine_of(recs[0]) or ("unknown CPU", None)
+    title = (
+        f"leakbench run: TensorFlow {release} on {machine} ({store.describe((cpu, cores))}), "
+        f"{version.describe(recs[0])}"
+    )
+    path = Path(results) / f"run-{machine}-tf-{release}.md"
+    path.write_text(table.markdown(recs, title))
+    return path
+
+
+def regenerate(root: Path, results: Path, machine: str, say: Callable[[str], None]) -> None:
+    """Write every view of the module docstring from `machine`'s records in `results`. Raises
+    RuntimeError where a command fails, store.VersionError where records cannot be read."""
+    from leakbench.publish import asv_builds  # asv: only where asv's results are made
+
+    say("views: asv's results")
+    asv_builds.publish_asv(root, results, machine, log=say)
+    say("views: the run table, matrix, compare and gate")
+    run_table(results, machine, builds.DEFAULT_RELEASE)
+    where = ["--results", str(results), "--machine", machine]
+    _leakbench(["matrix", *where, "--out", str(results / f"matrix-{machine}.md")])
+    for old, new in COMPARED:
+        out = results / f"compare-{machine}-{old}-{new}.md"
+        _leakbench(["compare", old, new, *where, "--out", str(out)])
+    stem = results / f"gate-{machine}-{builds.DEFAULT_RELEASE}-nightly"
+    gate = ["gate", "--baseline", builds.DEFAULT_RELEASE, "--candidate", builds.NIGHTLY, *where]
+    _leakbench([*gate, "--out", f"{stem}.md", "--junit", f"{stem}.xml"])
+    _leakbench([*gate, "--format", "json", "--out", f"{stem}.json"])
+    say("views: causes, report-back, calibration summary")
+    _leakbench(
+        ["causes", "--leave-one-out", *where, "--out", str(results / "causes-leave-one-out.md")]
+    )
+    _leakbench(["report-back", *where, "--out", str(results / "report-back")])
+    say("views: the site")
+    _leakbench(["site", *where, "--out", str(Path(root) / "site")])
