@@ -122,7 +122,8 @@ def published(tmp_path_factory):
     (results / MACHINE).mkdir()
     (results / MACHINE / "b581c952-virtualenv-py3.11-tensorflow-cpu2.12.1.json").write_text("{}")
     (results / "other").mkdir()
-    (results / "other" / "machine.json").write_text("{}")
+    other = {"machine": "other", "arch": "x86_64", "cpu": "x", "num_cpu": "1", "os": "Linux 6"}
+    (results / "other" / "machine.json").write_text(json.dumps({**other, "ram": "1", "version": 1}))
     seen = []
     written = asv_builds.publish_asv(
         REPO, results, MACHINE, log=seen.append, repo=base / "repo", pairs=PAIRS

@@ -24,7 +24,8 @@ from leakbench.reporters import junit
 RESULTS = Path(__file__).parent / "data" / "results"
 MACHINE = "fixture"
 FILES = RESULTS / "records" / MACHINE
-COMMITTED = Path(__file__).resolve().parents[1] / "results"
+# the published dataset's fixture (machine vm): py_function_map's records of five builds
+PUBLISHED = Path(__file__).parent / "data" / "published" / "records" / "vm"
 
 
 def gate(*args):
@@ -262,12 +263,12 @@ def test_an_output_that_is_no_file_is_refused_before_anything(tmp_path):
 
 # --- --measure, with a stand-in for each measurement --------------------------------------
 
-PAIR = "retracing"  # a pair of the checkout's catalog
+PAIR = "py_function_map"  # a pair of the checkout's catalog, with records in PUBLISHED
 
 
 class Measured:
     """Stands for a side's environment (gating._environment): each measurement a copy of the
-    committed record of PAIR on 2.21.0, or a record-less failure."""
+    published fixture's record of PAIR on 2.21.0, or a record-less failure."""
 
     def __init__(self, version: str, gives_none: bool = False):
         self.version, self.gives_none, self.runs = version, gives_none, []
@@ -284,7 +285,7 @@ class Measured:
 
 
 def committed() -> list:
-    recs = store.read_records(COMMITTED / "records" / "vm" / "tf-2.21.0.jsonl")
+    recs = store.read_records(PUBLISHED / "tf-2.21.0.jsonl")
     # no CPU model: these stand for this machine's (store's one-machine check passes them over)
     return [
         {**r, "environment": {"tensorflow": r["environment"]["tensorflow"]}}
@@ -295,9 +296,10 @@ def committed() -> list:
 
 @pytest.fixture
 def measuring(tmp_path, monkeypatch):
-    """A results folder whose machine `m` holds PAIR on 2.21.0 only; measurements stand-ins."""
+    """A results folder whose machine `m` holds PAIR on 2.21.0 only, in m.local/ (this machine's
+    own runs: where --measure --machine m reads and files them); measurements stand-ins."""
     results = tmp_path / "results"
-    store.write_records(results, "m", "2.21.0", committed())
+    store.write_records(results, "m.local", "2.21.0", committed())
     envs = {}
 
     def environment(root, side, workdir):
@@ -314,12 +316,9 @@ def test_measure_measures_only_what_a_side_lacks_and_files_it(measuring):
     result = invoke("gate", *args, "--results", results, "--json", results / "g.json")
     assert result.exit_code == 0, result.output
     assert list(envs) == ["2.99.0"] and envs["2.99.0"].runs == [(PAIR, "leaky"), (PAIR, "fixed")]
-    assert [
-        r["pair"] for r in store.read_records(results / "records" / "m" / "tf-2.99.0.jsonl")
-    ] == [
-        PAIR,
-        PAIR,
-    ]
+    filed = store.read_records(results / "records" / "m.local" / "tf-2.99.0.jsonl")
+    assert [r["pair"] for r in filed] == [PAIR, PAIR]
+    assert not (results / "records" / "m").exists()  # never the published folder
     found = json.loads((results / "g.json").read_text())
     assert found["measured"] == {"2.99.0": [f"{PAIR} (leaky)", f"{PAIR} (fixed)"]}
     assert found["counts"]["unchanged"] == 2
@@ -336,14 +335,15 @@ def test_measure_from_an_installed_package_files_into_the_working_folder(measuri
     args = ["--baseline", "2.21.0", "--candidate", "2.99.0", "--machine", "m", "--measure", PAIR]
     result = invoke("gate", *args)
     assert result.exit_code == 0, result.output
-    filed = sorted(p.name for p in Path("results", "records", "m").glob("*.jsonl"))
+    filed = sorted(p.name for p in Path("results", "records", "m.local").glob("*.jsonl"))
     assert filed == ["tf-2.21.0.jsonl", "tf-2.99.0.jsonl"]
     assert sorted(p.read_text() for p in shipped.rglob("*.jsonl")) == before
 
 
 def test_without_machine_it_reads_this_machines_records_not_another_cpus(tmp_path, monkeypatch):
-    """After `make run` filed this machine's records beside another CPU's under asv's name
-    (store.default_machine), the gate reads this machine's, as --measure would file them."""
+    """After `make run` filed this machine's records (under a name of their own, local: not
+    published) beside another CPU's under asv's name (store.default_machine), the gate reads
+    this machine's, as --measure would file them."""
     monkeypatch.setenv("ASV_MACHINE", "vm")
     mine = store.this_machine()
     results = tmp_path / "results"
@@ -358,10 +358,10 @@ def test_without_machine_it_reads_this_machines_records_not_another_cpus(tmp_pat
     other = ("Another CPU", 64)
     for version in ("2.21.0", "2.99.0"):
         store.write_records(results, "vm", version, on(other))
-        store.write_records(results, f"vm-{store.machine_slug(mine)}", version, on(mine))
+        store.write_records(results, f"vm-{store.machine_slug(mine)}.local", version, on(mine))
     result = invoke("gate", "--baseline", "2.21.0", "--candidate", "2.99.0", "--results", results)
     assert result.exit_code == 0, result.output
-    assert f"Records of asv machine `vm-{store.machine_slug(mine)}`." in result.stdout
+    assert f"Records of asv machine `vm-{store.machine_slug(mine)}.local" in result.stdout
 
 
 def test_a_measurement_without_a_record_is_a_new_error_not_filed(measuring):
@@ -370,16 +370,16 @@ def test_a_measurement_without_a_record_is_a_new_error_not_filed(measuring):
     result = invoke("gate", *args, "--results", results)
     assert result.exit_code == 1, result.output
     assert "exited 1 without a record" in result.stdout
-    assert not (results / "records" / "m" / "tf-2.98.0.jsonl").exists()
+    assert not (results / "records" / "m.local" / "tf-2.98.0.jsonl").exists()
 
 
 def test_without_measure_a_side_that_lacks_a_pair_is_not_measured(measuring):
     results, _ = measuring
-    store.write_records(results, "m", "2.99.0", [committed()[0]])  # the fix is missing
+    store.write_records(results, "m.local", "2.99.0", [committed()[0]])  # the fix is missing
     result = invoke("gate", "--baseline", "2.21.0", "--candidate", "2.99.0", "--results", results)
     assert result.exit_code == 0, result.output
     assert "### Not measured: 1" in result.stdout
-    assert "--candidate 2.99.0 --machine m --measure" in result.stdout
+    assert "--candidate 2.99.0 --machine m.local --measure" in result.stdout
 
 
 def test_a_side_to_measure_names_its_build(tmp_path):

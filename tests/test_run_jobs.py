@@ -3,8 +3,9 @@
 --jobs runs variants at once, each in its own capped, timed child, and keeps the catalog's order
 in the table and in --json (real children of a pure-Python pair, as in test_cli). The records
 (store.write_records) are tested with the measurement replaced by fixture records: they land in
-results/records/<machine>/tf-<installed TensorFlow>.jsonl at the default settings only, replace
-the pairs measured, and go under a name of their own where asv's folder holds another machine.
+results/records/<machine>.local/tf-<installed TensorFlow>.jsonl (store.local: a user's own runs,
+never the published results/records/<machine>/) at the default settings only, replace the pairs
+measured, and go under a name of their own where asv's folder holds another machine.
 """
 
 from __future__ import annotations
@@ -121,8 +122,10 @@ def test_default_settings_file_the_records(fake, monkeypatch):
     root, cwd, seen = fake
     code, _, err = run_jobs(root, cwd, monkeypatch)
     assert code in (0, 1), err
-    path = cwd / "results" / "records" / "box" / "tf-2.21.0.jsonl"
-    assert f"leakbench: 2 records written to {Path('results/records/box/tf-2.21.0.jsonl')}" in err
+    path = cwd / "results" / "records" / "box.local" / "tf-2.21.0.jsonl"
+    written = Path("results/records/box.local/tf-2.21.0.jsonl")
+    assert f"leakbench: 2 records written to {written}" in err
+    assert not (cwd / "results" / "records" / "box").exists()  # never the published folder
     assert records_of(path) == [("pyleak", "fixed"), ("pyleak", "leaky")]
     assert seen["most"] == 2  # the default --jobs: this machine's cores
     # a run of one variant replaces that one and keeps the other
@@ -168,10 +171,14 @@ def test_no_records_writes_none(fake, monkeypatch):
 def test_machine_option_names_the_folder(fake, monkeypatch):
     root, cwd, _ = fake
     run_jobs(root, cwd, monkeypatch, "--machine", "laptop")
-    assert records_of(cwd / "results" / "records" / "laptop" / "tf-2.21.0.jsonl") == [
+    assert records_of(cwd / "results" / "records" / "laptop.local" / "tf-2.21.0.jsonl") == [
         ("pyleak", "fixed"),
         ("pyleak", "leaky"),
     ]
+    assert not (cwd / "results" / "records" / "laptop").exists()
+    # a name already local is kept as it is, not laptop.local.local
+    run_jobs(root, cwd, monkeypatch, "--machine", "laptop.local")
+    assert sorted(p.name for p in (cwd / "results" / "records").iterdir()) == ["laptop.local"]
 
 
 def test_asvs_folder_of_another_machine_gets_a_name_of_this_one(fake, monkeypatch):
@@ -187,7 +194,7 @@ def test_asvs_folder_of_another_machine_gets_a_name_of_this_one(fake, monkeypatc
         "holds records of AMD EPYC, 2 cores, not of this machine (Intel(R) Xeon(R) Processor, "
         "2 cores): its records go under box-intel-xeon-processor-2c" in err
     )
-    mine = cwd / "results" / "records" / "box-intel-xeon-processor-2c" / "tf-2.21.0.jsonl"
+    mine = cwd / "results" / "records" / "box-intel-xeon-processor-2c.local" / "tf-2.21.0.jsonl"
     assert records_of(mine) == [("pyleak", "fixed"), ("pyleak", "leaky")]
     assert (cwd / "results" / "records" / "box" / "tf-2.21.0.jsonl").read_bytes() == before
 
@@ -198,17 +205,17 @@ def test_a_machine_folder_of_another_machine_is_refused_before_measuring(fake, m
         {**r, "environment": {**r["environment"], "cpu": AMD[0], "cores": AMD[1]}}
         for r in store.read_records(FIXTURE)
     ]
-    store.write_records(cwd / "results", "box", "2.13.1", theirs)
+    store.write_records(cwd / "results", "box.local", "2.13.1", theirs)
     code, out, err = run_jobs(root, cwd, monkeypatch, "--machine", "box")
     assert code == 2 and out == ""
     assert err.splitlines() == [
-        f"leakbench: error: {Path('results/records/box')} holds records of another machine "
+        f"leakbench: error: {Path('results/records/box.local')} holds records of another machine "
         "(8 of AMD EPYC, 2 cores (1 file)); records of Intel(R) Xeon(R) Processor, 2 cores would "
         "mix two under one name: file them under a name of their own, "
-        "e.g. box-intel-xeon-processor-2c"
+        "e.g. box.local-intel-xeon-processor-2c"
     ]
     assert seen["measured"] == []
-    assert not (cwd / "results" / "records" / "box" / "tf-2.21.0.jsonl").exists()
+    assert not (cwd / "results" / "records" / "box.local" / "tf-2.21.0.jsonl").exists()
 
 
 def test_a_pin_that_did_not_hold_files_nothing(fake, monkeypatch):

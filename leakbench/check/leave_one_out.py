@@ -5,7 +5,8 @@ What a user needs is the cause named from one record of their own, measured on t
 they have, by the records of every other pipeline and of the same cause on other releases. So:
 
 - held out: each CPU leaky pair's record on the newest release (not a nightly) where it leaks
-  on the reference machine (the pin, 2.21.0, for the pairs that still leak; an older release
+  on the reference machine (default: the published dataset's, store.published_machine; the
+  pin, 2.21.0, for the pairs that still leak; an older release
   for the report pairs whose leak ended). It is matched against every other committed record:
   the other pairs on every release and machine, and the same pair on the other releases. It is
   named right when its own pair is named first, strictly ahead of every other cause, at or above
@@ -108,8 +109,11 @@ def _named(rec: Mapping[str, Any], pair: str, where: str, known: naming.Known, s
     return Named(where, kept, right, own, tied if tied > naming.CAUSES_SHOWN else 0, signals)
 
 
-def evaluate(results: Path, machine: str = "vm") -> Evaluation:
-    """The leave-one-out over the committed records in `results` (module docstring)."""
+def evaluate(results: Path, machine: str | None = None) -> Evaluation:
+    """The leave-one-out over the committed records in `results` (module docstring), each pair's
+    record held out on `machine` (default: the published dataset's, store.published_machine,
+    which raises store.VersionError where none can be chosen)."""
+    machine = machine or store.published_machine(results)
     root = catalog.find_root(results.resolve().parent)
     pairs = catalog.pair_names(root)
     gpu = {p for p in pairs if read_metadata(root / "scenarios" / f"{p}.py").requires == "GPU"}

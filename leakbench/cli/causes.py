@@ -12,6 +12,7 @@ import click
 from leakbench.cli.base import fail, main
 from leakbench.cli.files import OUT_OPTION, RESULTS_OPTION, apart, emit, records_in, results_dir
 from leakbench.cli.files import writable as check_writable
+from leakbench.history import store
 
 
 @main.command()
@@ -25,10 +26,11 @@ from leakbench.cli.files import writable as check_writable
 )
 @click.option(
     "--machine",
-    default="vm",
-    show_default=True,
+    default=None,
     metavar="NAME",
-    help="The machine whose newest release's record is held out (--leave-one-out).",
+    help="The machine whose newest release's record is held out (--leave-one-out). Default: "
+    "the published dataset's (results/reference.json), else the only published machine with "
+    "records in --results, else asv's machine.",
 )
 @RESULTS_OPTION
 @OUT_OPTION
@@ -58,6 +60,10 @@ def causes(record, loo, machine, results, out) -> None:
     if loo:
         if not (where / "records").is_dir():
             fail(f"--results: {where} holds no records/")
+        try:
+            machine = machine or store.published_machine(where)
+        except store.VersionError as e:
+            fail(f"--machine: {e}")
         text = view.leave_one_out_markdown(leave_one_out.evaluate(where, machine))
     else:
         try:

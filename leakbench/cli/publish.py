@@ -57,6 +57,13 @@ FAILED = 3  # a runtime failure: an install or a measurement (docs/cli.md, exit 
     help="Measure only this build (a release of the dataset, or `nightly`); repeat it for more. "
     "The views still cover every build with records (the nightly job adds its column so).",
 )
+@click.option(
+    "--dist",
+    default=None,
+    metavar="NAME",
+    help="What pip installs for a release: e.g. 'tensorflow[and-cuda]' on a GPU runner. "
+    "Default: tensorflow-cpu.",
+)
 @click.option("--jobs", type=click.IntRange(1, 64), default=None, help="Default: the cores.")
 @click.option(
     "--venv",
@@ -66,7 +73,7 @@ FAILED = 3  # a runtime failure: an install or a measurement (docs/cli.md, exit 
     "~/.cache/leakbench/publish-venv.",
 )
 @click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=None)
-def publish(machine, nightly, only, only_builds, jobs, venv, results) -> None:
+def publish(machine, nightly, only, only_builds, dist, jobs, venv, results) -> None:
     """Regenerate the published dataset: records, asv, tables. Resumable.
 
     A build whose records are whole and by this engine is kept; run it again after an
@@ -82,12 +89,12 @@ def publish(machine, nightly, only, only_builds, jobs, venv, results) -> None:
     machine = machine or old.get("machine") or store.default_machine(results)[0]
     if store.is_local(machine):
         fail(f"--machine {machine}: a .local folder holds a user's runs, never published records")
-    nightly = nightly or next(
-        (b["version"] for b in old.get("builds", []) if "dev" in b["version"]), None
-    )
+    if nightly is None and "nightly" not in only_builds and old.get("machine") == machine:
+        # a rerun resumes the dataset it was making: the nightly its manifest names
+        nightly = next((b["version"] for b in old.get("builds", []) if "dev" in b["version"]), None)
     start = time.monotonic()
     try:
-        wanted = dataset.builds_to_measure(nightly)
+        wanted = dataset.builds_to_measure(nightly, dist)
     except (registry.RegistryError, dataset.PublishError) as e:
         fail(str(e))
     unknown = [b for b in only_builds if b != "nightly" and b not in {w.version for w in wanted}]
@@ -111,9 +118,14 @@ def publish(machine, nightly, only, only_builds, jobs, venv, results) -> None:
             say(f"leakbench publish: {e}")
             sys.exit(FAILED)
         seconds.update({v: s for v, s in took.items() if s})
-    content = dataset.manifest(machine, wanted, seconds)
-    path = dataset.write_manifest(results, content)
-    say(f"leakbench publish: {path} ({len(wanted)} builds, machine {machine})")
+    if old and old.get("machine") != machine:
+        # another machine's records go under its own name; the reference moves only when the whole
+        # dataset is made again with --machine naming it and the old manifest removed
+        say(f"leakbench publish: {machine} is not the reference ({old['machine']}): manifest kept")
+    else:
+        content = dataset.manifest(machine, wanted, seconds)
+        path = dataset.write_manifest(results, content)
+        say(f"leakbench publish: {path} ({len(wanted)} builds, machine {machine})")
     if only in ("all", "views"):
         from leakbench.publish import views  # the views import asv and the site: only here
 

@@ -403,6 +403,29 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
     return machine
 
 
+def published_machine(results: Path) -> str:
+    """The machine the published views of `results` read by default (causes --leave-one-out):
+    the published dataset's, as its manifest (reference) names it; where there is no manifest,
+    the only published machine (machines, with_local=False), else pick_machine's choice, which
+    must be a published one (a user's own runs, LOCAL, are never the published dataset).
+
+    Raises VersionError (one line) where `results` holds no records, where the manifest's
+    machine has none there, or where no published machine can be chosen.
+    """
+    if (ref := reference(results)) is not None:
+        return pick_machine(results, ref["machine"])
+    published = machines(results, with_local=False)
+    if len(published) == 1:
+        return published[0]
+    found = pick_machine(results)
+    if is_local(found):
+        raise VersionError(
+            f"{results} holds no published records, only a user's own runs ({found}): "
+            "pick one with --machine"
+        )
+    return found
+
+
 def available(results: Path, machine: str | None = None) -> dict[str, Path]:
     """TF version -> records file of one machine in `results` (pick_machine), sorted by version.
 

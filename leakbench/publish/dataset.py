@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from leakbench import catalog, version
@@ -38,9 +39,12 @@ class PublishError(RuntimeError):
     """A build could not be installed, measured or filed. One line."""
 
 
-def builds_to_measure(nightly: str | None = None, fetch=registry.fetch_index) -> list:
+def builds_to_measure(
+    nightly: str | None = None, dist: str | None = None, fetch=registry.fetch_index
+) -> list:
     """The dataset's builds (registry.Build): builds.RELEASES, then `nightly` (a dated nightly,
-    2.23.0.dev20261026), or the newest the registry serves where None. Raises
+    2.23.0.dev20261026), or the newest the registry serves where None. dist: what pip installs
+    for a release, e.g. 'tensorflow[and-cuda]' on a GPU runner (default tensorflow-cpu). Raises
     registry.RegistryError where the registry cannot be read, PublishError for a build it lacks."""
     served = {b.version: b for b in registry.served(fetch=fetch)}
     nightlies = [v for v in served if builds.is_nightly(v)]
@@ -48,7 +52,8 @@ def builds_to_measure(nightly: str | None = None, fetch=registry.fetch_index) ->
     missing = [v for v in wanted if v not in served]
     if missing:
         raise PublishError(f"the registry serves no installable build of {', '.join(missing)}")
-    return [served[v] for v in wanted]
+    found = [served[v] for v in wanted]
+    return [replace(b, dist=dist) if dist and not b.nightly else b for b in found]
 
 
 def is_done(results: Path, machine: str, build_version: str, root: Path) -> bool:
