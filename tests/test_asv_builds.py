@@ -90,11 +90,24 @@ def test_refresh_dates_keeps_what_it_has(tmp_path):
     assert json.loads(path.read_text()) == got
 
 
+def test_summary_is_the_mean_of_what_each_build_has():
+    from asv.graph import Graph
+
+    from leakbench.publish import asv_summary
+
+    one, two = Graph("b", {"machine": "a"}), Graph("b", {"machine": "b"})
+    one.add_data_point(0, [0.0, 4.0, math.nan])
+    one.add_data_point(1, [0.0, None, None])
+    two.add_data_point(0, [2.0])
+    two.add_data_point(2, [None])
+    assert asv_summary.mean_by_revision([one, two]) == {0: 2.0, 1: 0.0, 2: None}
+
+
 def test_engine_identity():
     made = {"version": "0.2.0", "commit": None, "source": "0123456789abcdef"}
-    assert asv_builds.engine_identity([{"engine": made}] * 2) == "0.2.0+0123456789ab"
+    assert asv_builds.engine_identity([{"engine": made}] * 2) == "0.2.0+0123456789abcdef"
     assert asv_builds.engine_identity([{"engine": None}, {}]) == "unknown"
-    assert asv_builds.engine_identity([{"engine": made}, {}]) == "0.2.0+0123456789ab,unknown"
+    assert asv_builds.engine_identity([{"engine": made}, {}]) == "0.2.0+0123456789abcdef,unknown"
 
 
 def test_machine_info_is_the_records_machine():
@@ -245,6 +258,16 @@ def test_browser_summary_grid_and_graphs_show_every_build(published, chromium, t
     done = asv_pages.publish(results, REPO, out, repo=tmp_path / "repo")
     assert done.page == asv_pages.INDEX, done.notes
     names = [k for k in json.loads((results / "benchmarks.json").read_text()) if k != "version"]
+    # each thumbnail: the mean of the records' numbers at each build (leakbench.publish.asv_summary)
+    by_version = store.by_version(results, MACHINE)
+    registry = {f"benchmark_pairs.Pairs.track_{_asv_name(m)}": m for m in metrics.METRICS if m.asv}
+    for name in names:
+        summary = json.loads((out / "asv" / "graphs" / "summary" / f"{name}.json").read_text())
+        assert [revision for revision, _ in summary] == list(range(len(BUILDS))), name
+        for (_, mean), version in zip(summary, BUILDS, strict=True):
+            found = [metrics.value(r, registry[name].key) for r in by_version[version].values()]
+            found = [v for v in found if v is not None]
+            assert mean == pytest.approx(sum(found) / len(found)), (name, version)
     (out / "probe-asv.html").write_text(_PROBE % json.dumps(["", *(f"#{n}" for n in names)]))
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(out)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -269,6 +292,8 @@ def test_browser_summary_grid_and_graphs_show_every_build(published, chromium, t
     boxes = [line.split() for line in said if line.startswith("summary ")]
     assert sorted(b[1] for b in boxes) == sorted(f"summarygrid-{n}" for n in names)
     for _, box, points, drawn in boxes:  # a line over every build, and pixels of its colour
-        assert int(points) == len(BUILDS) and int(drawn) > 20, f"empty summary box {box}: {said}"
+        assert int(points) == len(BUILDS) and int(drawn) > 20, (
+            f"summary box {box}: a line over {points} of {len(BUILDS)} builds, {drawn} pixels"
+        )
     graphs = {line.split()[1][1:]: int(line.split()[2]) for line in said if line[:6] == "graph "}
     assert graphs == dict.fromkeys(names, len(BUILDS)), f"a build is missing from a graph: {said}"

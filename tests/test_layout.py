@@ -24,6 +24,7 @@ BASE = (
     "leakbench.catalog",
     "leakbench.expectation",
     "leakbench.jsonfile",
+    "leakbench.version",
 )
 RANKS = {
     **dict.fromkeys(BASE, 0),  # the registries and rules every layer reads
@@ -37,17 +38,19 @@ RANKS = {
     "leakbench.calibrate": 5,
     "leakbench.repeat": 5,
     "leakbench.reporters": 6,  # views: text and markdown
-    "leakbench.site": 7,  # the site, which reuses the reporters' tables
-    "leakbench.cli": 8,  # the faces
-    "leakbench.pytest_plugin": 8,
-    "leakbench.watch": 8,  # the online watcher in the user's own process (on leakbench.online)
-    "leakbench.keras": 9,  # its Keras callback
-    "leakbench.__main__": 9,  # python -m leakbench: the CLI
+    "leakbench.publish": 7,  # the published dataset: records, then every view of them
+    "leakbench.site": 8,  # the site: the reporters' tables, asv's pages of the published results
+    "leakbench.cli": 9,  # the faces
+    "leakbench.pytest_plugin": 9,
+    "leakbench.watch": 9,  # the online watcher in the user's own process (on leakbench.online)
+    "leakbench.keras": 10,  # its Keras callback
+    "leakbench.__main__": 10,  # python -m leakbench: the CLI
 }
 FACES = (
     "leakbench.cli",
     "leakbench.__main__",
     "leakbench.site",
+    "leakbench.publish",
     "leakbench.reporters",
     "leakbench.pytest_plugin",
     "leakbench.watch",

@@ -4,8 +4,10 @@ the site) is refused in one line naming the files, CPU models and counts; write_
 add another machine's records to a folder; the default name of leakbench's own writes
 (store.default_machine) is asv's unless its folder holds another machine; compare refuses two
 sides of two machines (files by path, a file and a version) unless --across-machines, which its
-summary then says first, and the gate reads one machine's folder only. No TensorFlow needed:
-the fixture records (tests/data/results/records/fixture/), given a CPU model and cores here.
+summary then says first, and the gate reads one machine's folder only; the machine the published
+views read by default (store.published_machine) is never a user's own runs. No TensorFlow needed:
+the fixture records (tests/data/results/records/fixture/, tests/data/published/), given a CPU
+model and cores here; results/ as committed only where its own consistency is checked.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from leakbench.history import compare as comparing
 from leakbench.history import store
 
 FILES = Path(__file__).parent / "data" / "results" / "records" / "fixture"
-COMMITTED = Path(__file__).resolve().parents[1] / "results"
+# the published dataset's fixture: machine vm, an AMD EPYC of 2 cores (py_function_map's records)
+PUBLISHED = Path(__file__).parent / "data" / "published" / "records" / "vm"
 AMD = ("AMD EPYC", 2)
 INTEL = ("Intel(R) Xeon(R) Processor", 2)
 
@@ -111,10 +114,11 @@ def test_compare_refuses_two_files_of_two_machines(tmp_path):
     )
 
 
-def test_compare_refuses_the_committed_amd_and_intel_records():
-    # the same TensorFlow on both sides: every difference there is the hardware's
-    amd = COMMITTED / "records" / "vm" / "tf-2.21.0.jsonl"
-    intel = COMMITTED / "records" / "vm-intel-xeon-processor-2c" / "tf-2.21.0.jsonl"
+def test_compare_refuses_published_records_and_the_same_on_another_cpu(tmp_path):
+    # the same TensorFlow and records on both sides: every difference there is the hardware's
+    amd = PUBLISHED / "tf-2.21.0.jsonl"
+    intel = tmp_path / "intel" / "tf-2.21.0.jsonl"
+    write_lines(intel, on(INTEL, store.read_records(amd)))
     refused(invoke("compare", amd, intel), AMD_WORDS, INTEL_WORDS)
     refused(invoke("compare", intel, amd, "--format", "json"), INTEL_WORDS, AMD_WORDS)
 
@@ -206,17 +210,49 @@ def test_the_same_cpu_with_other_cores_is_another_machine(tmp_path):
         store.by_version(results, "box")
 
 
-def test_committed_records_hold_one_machine_per_name():
-    names = store.machines(COMMITTED)
-    assert names == ["vm", "vm-intel-xeon-processor-2c"]
-    seen = set()
+def test_committed_records_hold_one_machine_per_name(committed_results, monkeypatch):
+    """results/ as committed: each published machine name holds one machine's records, and the
+    machine a command reads without --machine is the published views' (store.published_machine:
+    the manifest's, results/reference.json, where there is one), whatever the names."""
+    monkeypatch.delenv("ASV_MACHINE", raising=False)  # the committed machine.json, not the shell's
+    names = store.machines(committed_results)
+    assert names and names == store.machines(committed_results, with_local=False)
+    seen = {}
     for name in names:
-        recs = [r for recs in store.by_version(COMMITTED, name).values() for r in recs.values()]
-        (machine,) = {store.machine_of(r) for r in recs}  # one machine, none unnamed
-        seen.add(machine)
-    assert seen == {AMD, INTEL}
-    # several machines, none named: asv's (results/vm/machine.json), as the committed tables read
-    assert store.pick_machine(COMMITTED) == "vm"
+        recs = [
+            r for recs in store.by_version(committed_results, name).values() for r in recs.values()
+        ]
+        (seen[name],) = {store.machine_of(r) for r in recs}  # one machine, none unnamed
+        assert seen[name] is not None
+    chosen = store.published_machine(committed_results)
+    assert chosen in names and store.pick_machine(committed_results) == chosen
+    if (ref := store.reference(committed_results)) is not None:
+        assert chosen == ref["machine"] and seen[chosen] == (ref["cpu"], ref["cores"])
+
+
+def test_published_machine_is_the_manifests_else_the_only_published_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASV_MACHINE", "elsewhere")
+    results = tmp_path / "results"
+    store.write_records(results, "box", "2.21.0", on(AMD, fixture("2.21.0")))
+    store.write_records(results, "box.local", "2.21.0", on(INTEL, fixture("2.21.0")))
+    assert store.published_machine(results) == "box"  # a user's own runs beside it: not them
+    store.write_records(results, "cube", "2.21.0", on(INTEL, fixture("2.21.0")))
+    with pytest.raises(store.VersionError, match="pick one with --machine"):
+        store.published_machine(results)  # two published, no manifest, asv's not among them
+    (results / "reference.json").write_text(json.dumps({"machine": "cube"}))
+    assert store.published_machine(results) == "cube"
+    (results / "reference.json").write_text(json.dumps({"machine": "gone"}))
+    with pytest.raises(store.VersionError, match="no records of machine 'gone'"):
+        store.published_machine(results)
+
+
+def test_published_machine_is_never_a_users_own_runs(tmp_path):
+    results = tmp_path / "results"
+    store.write_records(results, "box.local", "2.21.0", on(INTEL, fixture("2.21.0")))
+    with pytest.raises(store.VersionError, match=r"no published records.*\(box\.local\)"):
+        store.published_machine(results)
+    line = refused(invoke("causes", "--leave-one-out", "--results", results), "--machine")
+    assert "no published records, only a user's own runs (box.local)" in line
 
 
 # --- writing ------------------------------------------------------------------------

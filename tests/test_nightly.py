@@ -1,10 +1,12 @@
 """The nightly column: dated nightly builds as columns after the releases, the
 "nightly" alias in compare, the verdict changes along the columns, and the pin
-of a nightly. On hand-made records (tests/data/results/); no TensorFlow needed."""
+of a nightly. On hand-made records (tests/data/results/), and the committed nightly column on
+results/ as committed (its own consistency, its machine read); no TensorFlow needed."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 from pathlib import Path
 
@@ -125,13 +127,13 @@ def test_compare_nightly_without_a_nightly_is_one_line(tmp_path):
     assert result.stderr.strip().count("\n") == 0 and "nightly is not in" in result.stderr
 
 
-# --- the committed nightly column (results/records/vm/) ---------------------------
+# --- the committed nightly column (results/ as committed, the published machine) ------------
+# The published dataset is regenerated under its own machine name: the machine is read
+# (store.published_machine), and what a comparison must say, from the records themselves.
 
-COMMITTED = Path(__file__).resolve().parents[1] / "results"
 
-
-def test_the_committed_nightly_column_is_one_dated_build_after_the_releases():
-    files = store.available(COMMITTED, "vm")
+def test_the_committed_nightly_column_is_one_dated_build_after_the_releases(committed_results):
+    files = store.available(committed_results, store.published_machine(committed_results))
     nightly = builds.newest_nightly(files)
     assert nightly and list(files)[-1] == nightly and builds.label(nightly).startswith("nightly 20")
     records = store.read_records(files[nightly])
@@ -141,19 +143,34 @@ def test_the_committed_nightly_column_is_one_dated_build_after_the_releases():
     assert all(r["environment"].get("tensorflow_git") for r in records if r["verdict"] != "skipped")
 
 
-def test_compare_2_21_0_with_the_committed_nightly_names_generator_per_step():
-    """#37653: generator_per_step's leaky side leaks on 2.21.0 and not on the nightly measured."""
-    result = invoke("compare", "2.21.0", "nightly", "--results", COMMITTED, "--machine", "vm")
-    assert result.exit_code == 0, result.output  # fixed upstream: no regression
-    fixed = result.output.split("### Fixed upstream: ")[1].split("###")[0]
-    assert "- generator_per_step (leaky): leak · python objects +133/rep → no-leak" in fixed
+def test_compare_the_release_with_the_committed_nightly_names_what_its_records_fixed(
+    committed_results,
+):
+    """The published gate's two sides (builds.DEFAULT_RELEASE, the nightly): each variant fixed
+    upstream read leak on the release and no-leak on the nightly in its records (#37653's
+    generator_per_step was one), is listed so, and the exit is 0 without a regression."""
+    machine = store.published_machine(committed_results)
+    args = ["compare", builds.DEFAULT_RELEASE, "nightly", "--results", committed_results]
+    found = json.loads(invoke(*args, "--machine", machine, "--format", "json").stdout)
+    result = invoke(*args, "--machine", machine)
+    assert result.exit_code == found["exit_code"] == (1 if found["counts"]["regression"] else 0)
+    versions = store.by_version(committed_results, machine)
+    old, new = versions[builds.DEFAULT_RELEASE], versions[builds.newest_nightly(versions)]
+    fixed = [
+        (e["pair"], e["variant"]) for e in found["entries"] if e["outcome"] == "fixed upstream"
+    ]
+    assert found["counts"]["fixed upstream"] == len(fixed)
+    shown = result.output.split(f"### Fixed upstream: {len(fixed)}\n")[1].split("###")[0]
+    assert len(shown.strip().splitlines()) == len(fixed) or shown.strip() == "None."
+    for pair, variant in fixed:
+        assert (old[pair, variant]["verdict"], new[pair, variant]["verdict"]) == ("leak", "no-leak")
+        (line,) = [s for s in shown.splitlines() if s.startswith(f"- {pair} ({variant}): ")]
+        assert line.startswith(f"- {pair} ({variant}): leak · ") and " → no-leak · " in line
 
 
 def test_a_confirmed_bisect_is_named_beside_its_change(tmp_path):
     """results/bisect/<machine>/*.json: a found boundary inside a change is shown with it; an
     unstable one, or a file that is not JSON, is not."""
-    import json
-
     results = with_nightly(tmp_path)
     folder = results / "bisect" / MACHINE
     folder.mkdir(parents=True)
@@ -227,8 +244,6 @@ def test_a_verdict_on_one_build_between_two_alike_is_flagged():
 
 
 def test_matrix_json_lists_the_changes(tmp_path):
-    import json
-
     result = invoke("matrix", "--results", with_nightly(tmp_path), "--format", "json")
     assert result.exit_code == 0, result.output
     changes = json.loads(result.output)["changes"]

@@ -91,7 +91,9 @@ def test_growth_pair(pair_record, name, signal, retained):
     # (looks.confirm), and it must be under the bar there
     held = fixed["metrics"]["held_growth"]
     if "extension" in fixed:  # its later half rose in lumps: malloc's lows decided (looks.extended)
-        assert "the growth stopped" in fixed["extension"]["why"]
+        # the words follow the lows: stopped where they levelled, else under the bar
+        why = fixed["extension"]["why"]
+        assert "the growth stopped" in why or "under the bar of" in why, why
         return
     if "confirmation" in fixed:
         scenario = read_metadata(ROOT / catalog.VARIANT_DIRS["fixed"] / f"{name}.py")
@@ -165,9 +167,9 @@ def test_version_dependent_pair(pair_record, name, on_default_tf):
     assert fixed["verdict"] == "no-leak", fixed["signals"]
 
 
-# How far past the cap the child's kernel-measured peak (wait4) may end, by what held the cap:
-# the largest overshoot in results/cap/vm-amd-epyc-2c-overshoot.md, with room (the docstring).
-OVERSHOOT_ALLOWED = {"poll": 128 * MIB, "cgroup": 128 * MIB}
+# How far past the cap the child's kernel-measured peak (wait4) got where the poll alone held the
+# cap: the largest of 40 runs in results/cap/vm-amd-epyc-2c-overshoot.md (+195.4 MiB), in MiB.
+POLL_OVERSHOOT_MEASURED = 196 * MIB
 
 
 @pytest.mark.tf
@@ -181,12 +183,15 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     in the phase that filled the cache.
 
     Where a cgroup of the run's holds the cap, what the kernel charged it stays within the
-    cap; the child's own peak (wait4) may pass it by the shared library pages it maps that
-    are charged elsewhere, but the poll, behind the kernel, kills first as a rule. Where the
-    poll alone holds it, the peak stays within a poll's worth of allocation of the cap.
-    results/cap/vm-amd-epyc-2c-overshoot.md (PROVISIONAL: 2 runs per cell),
-    largest wait4 overshoot, beside two busy loops: cgroup +26 MiB, poll +57 MiB;
-    OVERSHOOT_ALLOWED gives each 128 MiB."""
+    cap, exactly: the kernel kills at its limit (it is the bound, whatever the load). The
+    child's own peak (wait4) is no bound there: it counts the shared library pages the child
+    maps that are charged to whoever read them first (~300 MiB of TensorFlow's), and the poll,
+    which reads that RSS, may kill first or late. Where the poll alone holds the cap, the peak
+    passes it by what is allocated while the poll waits for the CPU.
+    results/cap/vm-amd-epyc-2c-overshoot.md, 20 runs per cell at load 4-10: the cgroup's charge
+    at most 10.8 MiB under the cap in all 40 (wait4 up to +305.1 MiB: shared pages); poll
+    +186.9 MiB alone, +195.4 MiB beside two busy loops (POLL_OVERSHOOT_MEASURED).
+    """
     # 1.25 GiB left
     fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
     cap = 1 << 30  # 0.8 × 1.25 GiB
@@ -203,15 +208,12 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
         rec["phase"],
     )
     (only,) = rec["runs"]
-    way = "poll" if only["cap_enforced_by"] == "poll" else "cgroup"
-    allowed = OVERSHOOT_ALLOWED[way]
-    # RSS counters are per-thread caches, exact to some
-    # pages: each figure on its own against the cap
-    assert cap - 16 * MIB < only["peak_rss_bytes"] < cap + allowed, way
-    if way == "poll":
-        assert cap < only["max_rss_bytes"] < cap + allowed
-    else:  # killed by the kernel at its limit or by the poll first, the charge within the cap
+    # RSS counters are per-thread caches, exact to some pages: killed at or past the cap
+    assert only["peak_rss_bytes"] > cap - 16 * MIB
+    if only["cap_enforced_by"] == "poll":
+        assert cap < only["max_rss_bytes"]
+        assert only["peak_rss_bytes"] < cap + POLL_OVERSHOOT_MEASURED
+    else:  # the kernel's bound: what the run was charged never passed the cap
         assert only["cap_enforced_by"] in ("cgroup v1", "cgroup v2")
-        assert only["cgroup_peak_bytes"] is None or only["cgroup_peak_bytes"] <= cap
-        assert only["max_rss_bytes"] < cap + allowed
+        assert only["cgroup_peak_bytes"] is not None and only["cgroup_peak_bytes"] <= cap
     assert own_processes() <= before, "a process outlived the run"

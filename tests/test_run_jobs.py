@@ -212,7 +212,7 @@ def test_a_machine_folder_of_another_machine_is_refused_before_measuring(fake, m
         f"leakbench: error: {Path('results/records/box.local')} holds records of another machine "
         "(8 of AMD EPYC, 2 cores (1 file)); records of Intel(R) Xeon(R) Processor, 2 cores would "
         "mix two under one name: file them under a name of their own, "
-        "e.g. box.local-intel-xeon-processor-2c"
+        "e.g. box-intel-xeon-processor-2c.local"
     ]
     assert seen["measured"] == []
     assert not (cwd / "results" / "records" / "box.local" / "tf-2.21.0.jsonl").exists()

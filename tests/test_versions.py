@@ -24,7 +24,7 @@ from conftest import invoke, refused
 
 from leakbench import metrics
 from leakbench.analysis import schema, verdict
-from leakbench.history import builds, compare, matrix, pin, store, sweep
+from leakbench.history import builds, compare, matrix, pin, store
 from leakbench.reporters import history as history_md
 
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -480,148 +480,56 @@ def test_committed_records_are_per_machine():
     assert not list((committed / "records").glob("tf-*.jsonl"))
 
 
-# --- the asv glue (benchmarks/benchmark_pairs.py), with the engine stubbed -------------
+# --- the asv glue (benchmarks/benchmark_pairs.py): numbers read from one build's records --------
 
 
-def test_asv_glue_files_records_under_its_machine_and_tracks_malloc_and_trim(tmp_path, monkeypatch):
+@pytest.fixture
+def glue(monkeypatch):
+    """benchmarks.benchmark_pairs imported afresh with the environment a test sets (it reads
+    LEAKBENCH_BUILD and LEAKBENCH_RECORDS as asv imports it), and again after the test."""
+    import importlib
+
+    import benchmarks.benchmark_pairs as module
+
+    def load(**env):
+        for key in ("LEAKBENCH_BUILD", "LEAKBENCH_RECORDS", "LEAKBENCH_PAIRS"):
+            monkeypatch.delenv(key, raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, str(value))
+        return importlib.reload(module)
+
+    yield load
+    monkeypatch.undo()
+    importlib.reload(module)
+
+
+def test_asv_glue_reads_the_records_of_its_build(glue):
     import math
 
-    from benchmarks import benchmark_pairs as glue
-    from leakbench import measure as measure_module
-
-    def fake_measure(target, params, settings):
-        if target.scenario.requires == "GPU":  # as the child reports it on this CPU-only machine
-            return {
-                "pair": target.scenario.name,
-                "variant": target.variant,
-                "verdict": "skipped",
-                "metrics": {},
-                "signals": [],
-                "skip_reason": "no GPU visible to TensorFlow",
-                "schema": 1,
-                "environment": {"tensorflow": "2.21.0"},
-            }
-
-        def line(slope: float) -> dict:  # a trend as the record stores one (the keys it needs)
-            return dict.fromkeys(("slope", "low", "high", "first_half", "second_half"), slope) | {
-                "p_increasing": 1e-4
-            }
-
-        metrics = {
-            "malloc_heap_growth": line(300 * 1024.0),
-            "trim_returned_bytes": 5 << 20,
-            "rss_growth": line(310 * 1024.0),
-        }
-        return {
-            "pair": target.scenario.name,
-            "variant": target.variant,
-            "verdict": "leak",
-            "metrics": metrics,
-            "signals": ["rss"],
-            "schema": 1,
-            "environment": {"tensorflow": "2.21.0"},
-        }
-
-    monkeypatch.setattr(measure_module, "measure", fake_measure)
-    monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
-    monkeypatch.setattr(glue, "RESULTS", tmp_path)
-    monkeypatch.setattr(glue, "PAIRS", ["stateful_map", "kept_device_batches"])
-    monkeypatch.setattr(glue, "SELECTED", [])
-    monkeypatch.setenv("ASV_MACHINE", "box")
-    pairs = glue.Pairs()
-    cache = pairs.setup_cache()
-    stored = store.read_records(tmp_path / "records" / "box" / "tf-2.21.0.jsonl")
-    assert {(r["pair"], r["variant"]) for r in stored} == {
-        (p, v) for p in ("stateful_map", "kept_device_batches") for v in ("leaky", "fixed")
-    }
-    pairs.setup(cache, "stateful_map", "leaky")  # measured: no skip
-    assert pairs.track_malloc_heap_growth(cache, "stateful_map", "leaky") == 300 * 1024
-    assert pairs.track_trim_returned(cache, "stateful_map", "leaky") == 5 << 20
-    assert glue.Pairs.track_malloc_heap_growth.unit == "bytes/repetition"
-    assert glue.Pairs.track_trim_returned.unit == "bytes"
+    path = FILES / "tf-2.21.0.jsonl"
+    records = {(r["pair"], r["variant"]): r for r in store.read_records(path)}
+    module = glue(LEAKBENCH_BUILD="2.21.0", LEAKBENCH_RECORDS=path, LEAKBENCH_PAIRS="growing")
+    assert module.Pairs.params == (["growing"], ["leaky", "fixed"])
+    assert module.Pairs.version == "unknown"  # records made before records named their engine
+    pairs = module.Pairs()
+    pairs.setup("growing", "leaky")  # a record: no skip
+    want = metrics.value(records["growing", "leaky"], "malloc_heap_growth")
+    assert pairs.track_malloc_heap_growth_per_repetition("growing", "leaky") == want
+    want = metrics.value(records["growing", "leaky"], "trim_returned_bytes")
+    assert pairs.track_trim_returned("growing", "leaky") == want
+    assert math.isnan(pairs.track_held_growth_per_repetition("growing", "leaky"))  # None: NaN
     with pytest.raises(NotImplementedError, match="no GPU visible to TensorFlow"):  # asv: skipped
-        pairs.setup(cache, "kept_device_batches", "fixed")
-    assert math.isnan(pairs.track_rss_growth(cache, "kept_device_batches", "fixed"))
+        pairs.setup("gpu_only", "fixed")
+    with pytest.raises(NotImplementedError, match="no record of nowhere"):
+        pairs.setup("nowhere", "leaky")
 
 
-def _stub_engine(monkeypatch, seen_tf="2.21.0"):
-    """leakbench.measure.measure replaced by one that returns
-    a record at once (what it was asked in `calls`)."""
-    from leakbench import measure as measure_module
-
-    calls = []
-
-    def fake_measure(target, params, settings):
-        calls.append((target.scenario.name, target.variant, settings.flamegraph_dir))
-        return {
-            "pair": target.scenario.name,
-            "variant": target.variant,
-            "verdict": "no-leak",
-            "metrics": {},
-            "signals": [],
-            "schema": schema.SCHEMA,
-            "expects": None,
-            "requires": None,
-            "environment": {"tensorflow": seen_tf},
-        }
-
-    monkeypatch.setattr(measure_module, "measure", fake_measure)
-    monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
-    return calls
-
-
-def test_record_pairs_measures_checks_and_files(tmp_path, monkeypatch):
-    from leakbench.measure import Settings
-
-    calls = _stub_engine(monkeypatch)
-    root = Path(__file__).resolve().parents[1]
-    pinned, recs, path = sweep.record_pairs(
-        root, ["stateful_map"], Settings(), tmp_path, "box", flamegraph_dir="/drawn"
-    )
-    assert pinned == "2.21.0" and path == tmp_path / "records" / "box" / "tf-2.21.0.jsonl"
-    assert [(r["pair"], r["variant"]) for r in recs] == [
-        ("stateful_map", "leaky"),
-        ("stateful_map", "fixed"),
-    ]
-    # graphs: leaky only
-    assert calls == [("stateful_map", "leaky", "/drawn"), ("stateful_map", "fixed", None)]
-    assert store.read_records(path) == sorted(recs, key=lambda r: r["variant"])
-    # no results: nothing filed
-    assert sweep.record_pairs(root, ["stateful_map"], Settings())[2] is None
-
-
-def test_record_pairs_stops_at_the_first_child_off_the_pin_and_files_nothing(tmp_path, monkeypatch):
-    from leakbench.measure import Settings
-
-    calls = _stub_engine(monkeypatch, seen_tf="2.20.0")
-    root = Path(__file__).resolve().parents[1]
-    with pytest.raises(store.VersionError, match="the pin did not hold"):
-        sweep.record_pairs(root, ["stateful_map"], Settings(), tmp_path, "box")
-    assert len(calls) == 1 and not (tmp_path / "records").exists()
-
-
-def test_record_version_script_files_each_pair(tmp_path, monkeypatch, capsys):
-    import importlib.machinery
-    import importlib.util
-
-    script = Path(__file__).resolve().parents[1] / "scripts" / "record-version"
-    loader = importlib.machinery.SourceFileLoader("record_version", str(script))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(module)
-    _stub_engine(monkeypatch)
-    monkeypatch.setattr(module, "ROOT", tmp_path)
-    shutil.copytree(Path(__file__).resolve().parents[1] / "scenarios", tmp_path / "scenarios")
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixes", tmp_path / "fixes")
-    monkeypatch.setenv("ASV_MACHINE", "box")
-    assert module.main(["stateful_map", "dataset_per_step"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    written = tmp_path / "results" / "records" / "box" / "tf-2.21.0.jsonl"
-    assert out == [
-        "tf 2.21.0 stateful_map: leaky no-leak, fixed no-leak",
-        "tf 2.21.0 dataset_per_step: leaky no-leak, fixed no-leak",
-        f"wrote {written}",
-    ]
-    assert len(store.read_records(written)) == 4
+def test_asv_glue_refuses_another_builds_records_and_none(glue):
+    with pytest.raises(RuntimeError, match="a record of TensorFlow 2.21.0, not 2.13.1"):
+        glue(LEAKBENCH_BUILD="2.13.1", LEAKBENCH_RECORDS=FILES / "tf-2.21.0.jsonl")
+    module = glue()  # asv run by hand: nothing to read, every benchmark fails
+    with pytest.raises(RuntimeError, match="no records to read"):
+        module.Pairs().setup("growing", "leaky")
 
 
 @pytest.mark.parametrize(
@@ -644,20 +552,6 @@ def test_write_records_never_drops_a_file_it_cannot_read_whole(tmp_path, bad, me
     with pytest.raises(store.VersionError, match=message):
         store.write_records(tmp_path, "box", "2.13.1", recs[:1])
     assert path.read_bytes() == before
-
-
-def test_record_pairs_checks_the_records_file_before_measuring(tmp_path, monkeypatch):
-    calls = _stub_engine(monkeypatch)
-    path = store.records_path(tmp_path, "box", "2.21.0")
-    path.parent.mkdir(parents=True)
-    path.write_text("{not json\n")
-    from leakbench.measure import Settings
-
-    with pytest.raises(store.VersionError, match="corrupt JSON"):
-        sweep.record_pairs(
-            Path(__file__).resolve().parents[1], ["stateful_map"], Settings(), tmp_path, "box"
-        )
-    assert calls == [] and path.read_text() == "{not json\n"  # nothing measured, nothing lost
 
 
 def test_schema_1_records_migrate_on_read():
@@ -704,6 +598,17 @@ def test_asv_track_benchmarks_match_the_registry():
         for name in dir(glue.Pairs)
         if name.startswith("track_")
     }
-    registry = {m.asv: m for m in metrics.METRICS if m.asv}
+    # every registry metric with an asv name has its benchmark: "_per_repetition" in the name of
+    # a rate, the unit without it ("bytes", "seconds": what asv's pages format, 12.3k, 1.2s)
+    registry = {glue.asv_name(m): m for m in metrics.METRICS if m.asv}
     assert tracked.keys() == registry.keys()
-    assert {k: f.unit for k, f in tracked.items()} == {k: m.unit for k, m in registry.items()}
+    assert "held_growth_per_repetition" in tracked and "python_objects_per_repetition" in tracked
+    assert {k: f.unit for k, f in tracked.items()} == {
+        k: m.unit.removesuffix("/repetition") for k, m in registry.items()
+    }
+    assert {glue.asv_unit(m) for m in registry.values()} == {
+        "bytes",
+        "seconds",
+        "threads",
+        "objects",
+    }

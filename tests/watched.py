@@ -5,18 +5,25 @@ either. A leaky job is never run without them (tests/test_watch.py, tests/test_k
 
 from __future__ import annotations
 
+import atexit
+import functools
+import io
 import json
+import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 
 from leakbench.engine import memlimit, supervise
+from leakbench.history import store
 from leakbench.units import GIB
 
 JOB = Path(__file__).with_name("data") / "watch_job.py"
-RECORDS = Path(__file__).resolve().parents[1] / "results" / "records" / "vm"
+REPO = Path(__file__).resolve().parents[1]
 CAP_BYTES = 2 * GIB  # each job's tree (a TensorFlow process is ~0.5 GiB; the leaks add < 0.5)
 TIMEOUT_SECONDS = 150.0  # each job: about 10-60 s on the 2-core VM, beside other work
 
@@ -58,10 +65,38 @@ def tensorflow_version() -> str | None:
     return None
 
 
+@functools.cache
+def committed_results() -> Path:
+    """results/ as committed (git HEAD), extracted once into a folder of its own, removed at exit
+    (as conftest's committed_results fixture, which these helpers cannot request): not the
+    records a `make run` in this checkout files beside them. The working tree's results/ where
+    this is no git checkout."""
+    if not (REPO / ".git").exists():
+        return REPO / "results"
+    dest = Path(tempfile.mkdtemp(prefix="leakbench-committed-"))
+    atexit.register(shutil.rmtree, dest, ignore_errors=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", "results"],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / "results"
+
+
 def committed_verdict(pair: str, variant: str) -> str | None:
-    """`leakbench run`'s verdict for a variant on the installed TensorFlow, as committed
-    (results/records/vm/tf-<version>.jsonl), None where no record is committed."""
-    path = RECORDS / f"tf-{tensorflow_version()}.jsonl"
+    """`leakbench run`'s verdict for a variant on the installed TensorFlow, as committed in the
+    published dataset (results/records/<its machine>/tf-<version>.jsonl, the machine
+    store.published_machine names), None where no record is committed."""
+    results = committed_results()
+    try:
+        path = store.records_path(
+            results, store.published_machine(results), str(tensorflow_version())
+        )
+    except store.VersionError:  # no published records at all
+        return None
     if not path.exists():
         return None
     for line in path.read_text().splitlines():

@@ -64,7 +64,12 @@ FAILED = 3  # a runtime failure: an install or a measurement (docs/cli.md, exit 
     help="What pip installs for a release: e.g. 'tensorflow[and-cuda]' on a GPU runner. "
     "Default: tensorflow-cpu.",
 )
-@click.option("--jobs", type=click.IntRange(1, 64), default=None, help="Default: the cores.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Variants measured at once, each in its own child. Default: the number of cores.",
+)
 @click.option(
     "--venv",
     type=click.Path(file_okay=False, path_type=Path),
@@ -72,7 +77,12 @@ FAILED = 3  # a runtime failure: an install or a measurement (docs/cli.md, exit 
     help="The virtualenv builds are installed into, one at a time. Default: "
     "~/.cache/leakbench/publish-venv.",
 )
-@click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option(
+    "--results",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The results directory the dataset is written to. Default: the checkout's results/.",
+)
 def publish(machine, nightly, only, only_builds, dist, jobs, venv, results) -> None:
     """Regenerate the published dataset: records, asv, tables. Resumable.
 
@@ -118,16 +128,20 @@ def publish(machine, nightly, only, only_builds, dist, jobs, venv, results) -> N
             say(f"leakbench publish: {e}")
             sys.exit(FAILED)
         seconds.update({v: s for v, s in took.items() if s})
-    if old and old.get("machine") != machine:
+    reference = not old or old.get("machine") == machine
+    if not reference:
         # another machine's records go under its own name; the reference moves only when the whole
         # dataset is made again with --machine naming it and the old manifest removed
         say(f"leakbench publish: {machine} is not the reference ({old['machine']}): manifest kept")
-    else:
-        content = dataset.manifest(machine, wanted, seconds)
-        path = dataset.write_manifest(results, content)
-        say(f"leakbench publish: {path} ({len(wanted)} builds, machine {machine})")
+    views_seconds = old.get("views_seconds")
     if only in ("all", "views"):
         from leakbench.publish import views  # the views import asv and the site: only here
 
+        began = time.monotonic()
         views.regenerate(root, results, machine, say)
+        views_seconds = time.monotonic() - began
+    if reference:
+        content = dataset.manifest(results, machine, wanted, seconds, views_seconds)
+        path = dataset.write_manifest(results, content)
+        say(f"leakbench publish: {path} ({len(wanted)} builds, machine {machine})")
     say(f"leakbench publish: done in {(time.monotonic() - start) / 60:.1f} min")

@@ -35,6 +35,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from leakbench import version as engine
 from leakbench.history import builds, store
 
 REPO_DIR = Path(".asv") / "tf-builds"  # under the checkout; .gitignore keeps .asv/ out of git
@@ -52,16 +53,9 @@ class PublishError(RuntimeError):
 
 
 def engine_identity(records: Iterable[Mapping]) -> str:
-    """The engine that made `records`, as asv's benchmark version: "0.2.0+<source[:12]>" from each
-    record's `engine` key, "unknown" for records without one; several, joined by ","."""
-    found = set()
-    for rec in records:
-        engine = rec.get("engine")
-        if isinstance(engine, Mapping) and engine.get("version"):
-            found.add(f"{engine['version']}+{str(engine.get('source') or '')[:12]}")
-        else:
-            found.add("unknown")
-    return ",".join(sorted(found)) or "unknown"
+    """The engine that made `records`, as asv's benchmark version: leakbench.version.identity of
+    each ("0.2.0+<source hash>"; "unknown" for a record without `engine`); several joined by ","."""
+    return ",".join(sorted({engine.identity(dict(rec)) for rec in records})) or engine.UNKNOWN
 
 
 def tag_name(version: str) -> str:
@@ -149,8 +143,8 @@ def build_repo(repo: Path, dated: Mapping[str, str]) -> dict[str, str]:
     for version in sorted(dated, key=builds.sort_key):
         blob = _git(repo, "hash-object", "-w", "--stdin", text=f"{version}\n")
         tree = _git(repo, "mktree", text=f"100644 blob {blob}\tBUILD\n")
-        day = dt.datetime.fromisoformat(dated[version]).replace(hour=12, tzinfo=dt.UTC)
-        stamp = f"@{int(day.timestamp())} +0000"  # noon UTC of the build's day
+        days = (dt.date.fromisoformat(dated[version]) - dt.date(1970, 1, 1)).days
+        stamp = f"@{days * 86400 + 43200} +0000"  # noon UTC of the build's day: no local time
         who = {
             "GIT_AUTHOR_NAME": AUTHOR[0],
             "GIT_AUTHOR_EMAIL": AUTHOR[1],

@@ -135,18 +135,27 @@ def sweep(
     return seconds
 
 
-def manifest(machine: str, wanted: list, seconds: dict[str, float]) -> dict:
-    """results/reference.json's content (store.reference): the machine, this engine, the builds
-    (their dates: results/builds.json, leakbench.publish.asv_builds), and the seconds each took
-    when it was last measured."""
+def manifest(
+    results: Path, machine: str, wanted: list, seconds: dict, views_seconds: float | None
+) -> dict:
+    """results/reference.json's content (store.reference): the machine (name, CPU model, cores),
+    the engines that made its records (one, where the dataset is whole), the builds (their
+    dates: results/builds.json, leakbench.publish.asv_builds), the seconds each build took when
+    it was last measured, and the seconds the views took."""
+    engines: dict[str, dict] = {}
+    for build in wanted:
+        path = store.records_path(results, machine, build.version)
+        for rec in store.read_records(path) if path.exists() else []:
+            engines.setdefault(version.identity(rec), rec.get("engine") or {})
     cpu, cores = store.this_machine()
     return {
         "machine": machine,
         "cpu": cpu,
         "cores": cores,
-        "engine": version.engine(),
+        "engines": list(engines.values()),
         "builds": [{"version": b.version, "dist": b.dist} for b in wanted],
         "seconds": seconds,
+        "views_seconds": views_seconds,
     }
 
 

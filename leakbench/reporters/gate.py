@@ -6,6 +6,7 @@ Each side of a line is its verdict with the number it rests on, as the compariso
 from __future__ import annotations
 
 from leakbench import metrics
+from leakbench.history import store
 from leakbench.history.compare import (
     CHANGE,
     FIXED_UPSTREAM,
@@ -99,7 +100,8 @@ def summary(c: Comparison, command: str = "gate") -> list[str]:
         lines += [across_line(c), ""]
     if c.machine:
         on = f" ({c.hardware})" if c.hardware else ""
-        lines += [f"Records of asv machine `{c.machine}`{on}.", ""]
+        own = store.label(c.machine)[len(c.machine) :]  # a user's own runs say so
+        lines += [f"Records of asv machine `{c.machine}`{own}{on}.", ""]
     if len(c.engines) > 1:
         lines += [
             f"**Across engines:** old ({c.old}) made by {c.engines[0]}; new ({c.new}) by "

@@ -76,7 +76,10 @@ def publish_asv(root: Path, out: Path, results: Path, repo: Path) -> str | None:
     TIMEOUT_SECONDS, failed: its last line of output). Raises nothing for asv's failures.
     """
     with tempfile.TemporaryDirectory(prefix="leakbench-asv-conf-") as tmp:
-        conf = asv_builds.asv_conf(root, repo, results, Path(tmp) / "asv.conf.json")
+        try:  # asv's UserError (a malformed asv.conf.json) is a plain Exception
+            conf = asv_builds.asv_conf(root, repo, results, Path(tmp) / "asv.conf.json")
+        except Exception as e:  # noqa: BLE001
+            return f"asv publish did not run: {root / 'asv.conf.json'}: {e}"
         command = [sys.executable, "-m", "asv", "publish", "--config", str(conf), "--no-pull"]
         command += ["--html-dir", str(out / FOLDER)]
         try:
