@@ -69,8 +69,8 @@ def known(committed_results) -> causes.Known:
 
 
 @pytest.fixture(scope="module")
-def record(committed_results, machine):
-    """record(pair, variant): the committed record of the machine on 2.21.0, the pin."""
+def held_out(committed_results, machine):
+    """held_out(pair, variant): the committed record of the machine on 2.21.0, the pin."""
     found = store.read_records(store.records_path(committed_results, machine, "2.21.0"))
 
     def pick(pair: str, variant: str) -> dict:
@@ -95,8 +95,8 @@ def test_the_committed_table_is_what_the_command_prints(evaluation, machine, in_
     assert done.stdout == causes_view.leave_one_out_markdown(evaluation)
 
 
-def test_a_held_out_record_is_named_by_the_same_pair_on_other_releases(known, record, machine):
-    rec = record("kept_iterators", "leaky")
+def test_a_held_out_record_is_named_by_the_same_pair_on_other_releases(known, held_out, machine):
+    rec = held_out("kept_iterators", "leaky")
     skip = f"kept_iterators@{machine} 2.21.0"
     ranked = sorted(
         causes.scores(causes.features(rec), known, skip=[skip]).items(), key=lambda kv: -kv[1][0]
@@ -133,17 +133,17 @@ def test_evidence_like_no_known_cause_names_none(known):
 
 
 @pytest.mark.parametrize("pair", ["stateful_map", "unbounded_cache", "kept_iterators"])
-def test_a_fix_names_no_cause(known, record, pair):
-    fixed = record(pair, "fixed")
+def test_a_fix_names_no_cause(known, held_out, pair):
+    fixed = held_out(pair, "fixed")
     assert fixed["verdict"] == "no-leak"
     assert causes.name_causes(fixed, known) == []
     assert causes.none_matches(fixed, known) == "nothing grew: no cause to name"
 
 
-def test_check_view_shows_the_cause_its_lesson_and_the_fix(record, in_committed_root):
+def test_check_view_shows_the_cause_its_lesson_and_the_fix(held_out, in_committed_root):
     """A committed leaky record dressed as a check record: the view names its pair first, with
     the lesson's page, the fix's files and diff; the plain summary carries the same hint."""
-    rec = copy.deepcopy(record("stateful_map", "leaky"))
+    rec = copy.deepcopy(held_out("stateful_map", "leaky"))
     rec["variant"], rec["pair"] = "check", "check my_pipeline.py:make_dataset"
     rec["diagnosis"] = checking.diagnosis(rec)
     shown = as_text(*check_view(rec))
@@ -160,9 +160,9 @@ def test_check_view_says_when_none_matches():
     assert lines == ["known causes: none of the 22 known causes matches"]
 
 
-def test_causes_command_names_the_cause_of_a_record_file(tmp_path, record, in_committed_root):
+def test_causes_command_names_the_cause_of_a_record_file(tmp_path, held_out, in_committed_root):
     path = tmp_path / "record.json"
-    path.write_text(json.dumps(record("dataset_per_step", "leaky")))
+    path.write_text(json.dumps(held_out("dataset_per_step", "leaky")))
     done = invoke("causes", path)
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[1].strip().startswith("dataset_per_step · similarity")

@@ -1,41 +1,53 @@
-"""The committed tables that docs/compare.md says are generated (`leakbench matrix > results/...`)
-are exactly what those commands print from the committed records today: a change to a
-verdict's wording or a record shows here, not as a stale file."""
+"""The committed tables are exactly what `leakbench publish` writes from the committed records
+today (leakbench.publish.views.tables: the same commands, run here into a copy): a change to a
+verdict's wording or to a record shows here, not as a stale file. Read from results/ as
+committed (git HEAD), never the working copy a `make run` may have added to."""
 
-import re
-import shlex
+import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from leakbench import cli
+from leakbench.history import store
+from leakbench.publish import views
 
 ROOT = Path(__file__).parent.parent
-# `leakbench ARGS > results/PATH`, and the exit code its comment names ("# exits 1: ..."), else 0
-GENERATED = re.compile(r"^leakbench (.+?) > (results/\S+)(?:\s+# exits (\d))?", re.MULTILINE)
-COMMANDS = [
-    (args, path, int(code or 0))
-    for args, path, code in GENERATED.findall((ROOT / "docs" / "compare.md").read_text())
-]
 
 
-def test_docs_name_the_generated_tables():
-    assert len(COMMANDS) >= 3, COMMANDS
+def _outputs(args: list[str]) -> list[str]:
+    """The files (or the folder) one command writes: the values of --out and --junit."""
+    return [args[i + 1] for i, a in enumerate(args) if a in ("--out", "--junit")]
 
 
-def test_docs_say_which_tables_record_a_changed_verdict():
-    # compare exits 1 on a regression only (docs/gate.md): neither committed comparison has one
-    assert [code for args, _, code in COMMANDS if args.startswith("compare")] == [0, 0]
+def test_publish_writes_every_committed_table(committed_results):
+    machine = store.published_machine(committed_results)
+    commands = views.tables(committed_results, machine)
+    written = [Path(p) for args in commands for p in _outputs(args)]
+    assert len(commands) >= 6 and all(p.exists() for p in written), written
 
 
-@pytest.mark.parametrize(("args", "path", "code"), COMMANDS, ids=[c[1] for c in COMMANDS])
+@pytest.mark.parametrize("index", range(7))
 def test_a_committed_table_is_what_its_command_prints(
-    args, path, code, committed_results, monkeypatch
+    index, committed_results, tmp_path, monkeypatch
 ):
+    machine = store.published_machine(committed_results)
+    commands = views.tables(committed_results, machine)
+    if index >= len(commands):
+        pytest.skip(f"publish writes {len(commands)} tables")
+    copy = tmp_path / "results"
+    shutil.copytree(committed_results, copy)
+    args = [a.replace(str(committed_results), str(copy)) for a in commands[index]]
     monkeypatch.setenv("LEAKBENCH_ROOT", str(ROOT))
-    monkeypatch.chdir(committed_results.parent)
-    done = CliRunner().invoke(cli.main, shlex.split(args))
-    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
-    assert done.exit_code == code, done.output
-    assert done.stdout == Path(path).read_text(), f"regenerate: leakbench {args} > {path}"
+    done = invoke(*args)
+    assert done.exit_code in (0, 1), done.output  # 1: a regression the gate or compare reports
+    for out in _outputs(commands[index]):
+        new = Path(out.replace(str(committed_results), str(copy)))
+        old = Path(out)
+        pairs = (
+            [(n, new / n.relative_to(old)) for n in sorted(old.rglob("*.md"))]
+            if old.is_dir()
+            else [(old, new)]
+        )
+        for was, now in pairs:
+            assert now.read_text() == was.read_text(), f"regenerate: leakbench {' '.join(args)}"

@@ -90,28 +90,3 @@ def test_cdn_scripts_are_listed_for_the_site(tmp_path):
     assert heap.render_flamegraph(capture, tmp_path / "fg.html") is None
     text = (tmp_path / "fg.html").read_text()
     assert re.findall(r'<script src="https://[^"]+/d3@[\d.]+/dist/d3\.min\.js"', text) and kept
-
-
-def test_asv_glue_stores_the_leaky_graphs(tmp_path):
-    """benchmarks/benchmark_pairs.py replaces the
-    version's graphs of the leaky variants it measured."""
-    from benchmarks.benchmark_pairs import _store_flamegraphs
-
-    drawn, folder = tmp_path / "drawn", tmp_path / "results" / "flamegraphs" / "tf-2.21.0"
-    drawn.mkdir()
-    folder.mkdir(parents=True)
-    (drawn / "a-leaky.html").write_text("new a")
-    (folder / "a-leaky.html").write_text("old a")
-    # b's graph failed this time: the old one must go
-    (folder / "b-leaky.html").write_text("old b")
-    (folder / "c-leaky.html").write_text("old c")  # c not measured now: kept
-    records = [
-        {"pair": "a", "variant": "leaky", "flamegraph": {"file": "a-leaky.html"}},
-        {"pair": "a", "variant": "fixed"},
-        {"pair": "b", "variant": "leaky", "flamegraph": {"error": "memray flamegraph failed: x"}},
-    ]
-    _store_flamegraphs(drawn, records, folder)
-    assert {p.name: p.read_text() for p in folder.iterdir()} == {
-        "a-leaky.html": "new a",
-        "c-leaky.html": "old c",
-    }

@@ -950,10 +950,11 @@ def test_without_npm_asv_keeps_its_cdns(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def real_site(tmp_path_factory) -> site.Built:
-    """The site of the committed results, with asv's pages when asv is installed."""
+def real_site(tmp_path_factory, committed_results) -> site.Built:
+    """The site of the committed results (git HEAD, not the working copy a `make run` may have
+    added to), with asv's pages when asv is installed."""
     return site.build(
-        REPO / "results", tmp_path_factory.mktemp("real") / "site", root=REPO, asv=has_asv()
+        committed_results, tmp_path_factory.mktemp("real") / "site", root=REPO, asv=has_asv()
     )
 
 
@@ -961,9 +962,11 @@ def has_asv() -> bool:
     return Path(os.sys.executable).with_name("asv").exists() or shutil.which("asv") is not None
 
 
-def test_committed_results(real_site):
+def test_committed_results(real_site, committed_results):
     measured = {
-        r["pair"] for p in store.available(REPO / "results").values() for r in store.read_records(p)
+        r["pair"]
+        for p in store.available(committed_results).values()
+        for r in store.read_records(p)
     }
     names = sorted(p.stem for p in (REPO / "scenarios").glob("*.py") if p.stem in measured)
     assert (
@@ -973,7 +976,7 @@ def test_committed_results(real_site):
     for name in names:
         lesson = (real_site.out / "lessons" / f"{name}.html").read_text()
         graphs = sorted(
-            (REPO / "results" / flamegraphs.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html")
+            (committed_results / flamegraphs.FLAMEGRAPHS).glob(f"tf-*/{name}-leaky.html")
         )
         if graphs:
             assert re.search(
@@ -1121,7 +1124,7 @@ def _console(done: subprocess.CompletedProcess) -> list[str]:
     return [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
-def test_browser(chromium, real_site):
+def test_browser(chromium, real_site, committed_results):
     out = real_site.out
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(out)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -1200,7 +1203,7 @@ def test_browser(chromium, real_site):
             _Quiet.served.clear()
             # the grid of summary plots, the regressions table
             # (stupidtable), one benchmark's graph (flot): the suite's first, as asv lists them
-            suite = json.loads((REPO / "results" / "benchmarks.json").read_text())
+            suite = json.loads((committed_results / "benchmarks.json").read_text())
             first = sorted(k for k in suite if k != "version")[0]
             for view, drawn in (
                 ("", 'class="benchmark-plot"'),

@@ -24,7 +24,7 @@ from conftest import invoke, refused
 
 from leakbench import metrics
 from leakbench.analysis import schema, verdict
-from leakbench.history import builds, compare, matrix, pin, store
+from leakbench.history import builds, compare, machines, matrix, pin, store
 from leakbench.reporters import history as history_md
 
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -460,7 +460,7 @@ def test_write_records_refuses_a_machine_name_that_is_no_folder(tmp_path):
 
 def test_asv_machine_follows_asv(tmp_path, monkeypatch):
     monkeypatch.delenv("ASV_MACHINE", raising=False)
-    monkeypatch.setattr(store.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
+    monkeypatch.setattr(machines.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
     assert store.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
     # asv run rewrites machine.json as it starts
     for name, when in (("vm", 1_000), ("ci-runner", 2_000)):
@@ -472,12 +472,16 @@ def test_asv_machine_follows_asv(tmp_path, monkeypatch):
     assert store.asv_machine(tmp_path) == "github-ubuntu-latest"
 
 
-def test_committed_records_are_per_machine():
-    committed = Path(__file__).resolve().parents[1] / "results"
-    # asv's results/vm/machine.json; the Intel Xeon's records under their own name (test_machines)
-    assert store.machines(committed) == ["vm", "vm-intel-xeon-processor-2c"]
-    assert (committed / "vm" / "machine.json").is_file()
-    assert not list((committed / "records").glob("tf-*.jsonl"))
+def test_committed_records_are_per_machine(committed_results):
+    """The published dataset as committed: its records under machine folders only (one CPU per
+    name: test_machines), the reference machine's among them with asv's machine.json beside;
+    a user's own runs (.local) are never committed."""
+    found = store.machines(committed_results)
+    assert found and not any(store.is_local(m) for m in found)
+    reference = store.published_machine(committed_results)
+    assert reference in found
+    assert (committed_results / reference / "machine.json").is_file()
+    assert not list((committed_results / "records").glob("tf-*.jsonl"))
 
 
 # --- the asv glue (benchmarks/benchmark_pairs.py): numbers read from one build's records --------

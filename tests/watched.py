@@ -66,7 +66,7 @@ def tensorflow_version() -> str | None:
 
 
 @functools.cache
-def committed_results() -> Path:
+def results_at_head() -> Path:
     """results/ as committed (git HEAD), extracted once into a folder of its own, removed at exit
     (as conftest's committed_results fixture, which these helpers cannot request): not the
     records a `make run` in this checkout files beside them. The working tree's results/ where
@@ -90,7 +90,7 @@ def committed_verdict(pair: str, variant: str) -> str | None:
     """`leakbench run`'s verdict for a variant on the installed TensorFlow, as committed in the
     published dataset (results/records/<its machine>/tf-<version>.jsonl, the machine
     store.published_machine names), None where no record is committed."""
-    results = committed_results()
+    results = results_at_head()
     try:
         path = store.records_path(
             results, store.published_machine(results), str(tensorflow_version())

@@ -31,7 +31,7 @@ RELEASES = (
     "2.18.1",
     "2.19.1",
     "2.20.0",
-    "2.21.0",
+    DEFAULT_RELEASE,
 )
 _DATE = re.compile(r"(\d{4})(\d{2})(\d{2})")
 

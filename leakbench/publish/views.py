@@ -11,7 +11,6 @@ those commands print today:
     results/gate-<machine>-<release>-nightly.*     leakbench gate: markdown, JSON, JUnit XML
     results/causes-leave-one-out.md                leakbench causes --leave-one-out
     results/report-back/<pair>.md                  leakbench report-back
-    results/calibration/summary.md                 what each machine's calibrations caught
     site/                                          leakbench site (built, not committed)
 """
 
@@ -53,6 +52,26 @@ def run_table(results: Path, machine: str, release: str) -> Path:
     return path
 
 
+def tables(results: Path, machine: str) -> list[list[str]]:
+    """The `leakbench` commands (argument lists) that write the committed markdown and JSON
+    tables of `machine`'s records in `results`, each into its file (--out, --junit): the matrix,
+    each COMPARED pair of builds, the gate (markdown and JUnit XML, then JSON), the leave-one-out
+    table and the report-back blocks. tests/test_committed_tables.py runs the same list."""
+    where = ["--results", str(results), "--machine", machine]
+    found = [["matrix", *where, "--out", str(results / f"matrix-{machine}.md")]]
+    for old, new in COMPARED:
+        out = results / f"compare-{machine}-{old}-{new}.md"
+        found.append(["compare", old, new, *where, "--out", str(out)])
+    stem = results / f"gate-{machine}-{builds.DEFAULT_RELEASE}-nightly"
+    gate = ["gate", "--baseline", builds.DEFAULT_RELEASE, "--candidate", builds.NIGHTLY, *where]
+    found.append([*gate, "--out", f"{stem}.md", "--junit", f"{stem}.xml"])
+    found.append([*gate, "--format", "json", "--out", f"{stem}.json"])
+    causes = results / "causes-leave-one-out.md"
+    found.append(["causes", "--leave-one-out", *where, "--out", str(causes)])
+    found.append(["report-back", *where, "--out", str(results / "report-back")])
+    return found
+
+
 def regenerate(root: Path, results: Path, machine: str, say: Callable[[str], None]) -> None:
     """Write every view of the module docstring from `machine`'s records in `results`. Raises
     RuntimeError where a command fails, store.VersionError where records cannot be read."""
@@ -60,21 +79,11 @@ def regenerate(root: Path, results: Path, machine: str, say: Callable[[str], Non
 
     say("views: asv's results")
     asv_builds.publish_asv(root, results, machine, log=say)
-    say("views: the run table, matrix, compare and gate")
+    say("views: the run table, matrix, compare, gate, causes, report-back")
     run_table(results, machine, builds.DEFAULT_RELEASE)
-    where = ["--results", str(results), "--machine", machine]
-    _leakbench(["matrix", *where, "--out", str(results / f"matrix-{machine}.md")])
-    for old, new in COMPARED:
-        out = results / f"compare-{machine}-{old}-{new}.md"
-        _leakbench(["compare", old, new, *where, "--out", str(out)])
-    stem = results / f"gate-{machine}-{builds.DEFAULT_RELEASE}-nightly"
-    gate = ["gate", "--baseline", builds.DEFAULT_RELEASE, "--candidate", builds.NIGHTLY, *where]
-    _leakbench([*gate, "--out", f"{stem}.md", "--junit", f"{stem}.xml"])
-    _leakbench([*gate, "--format", "json", "--out", f"{stem}.json"])
-    say("views: causes, report-back, calibration summary")
-    _leakbench(
-        ["causes", "--leave-one-out", *where, "--out", str(results / "causes-leave-one-out.md")]
-    )
-    _leakbench(["report-back", *where, "--out", str(results / "report-back")])
+    for args in tables(results, machine):
+        _leakbench(args)
     say("views: the site")
-    _leakbench(["site", *where, "--out", str(Path(root) / "site")])
+    _leakbench(
+        ["site", "--results", str(results), "--machine", machine, "--out", str(root / "site")]
+    )

@@ -101,7 +101,7 @@ def build(
     root: the checkout holding scenarios/ and fixes/ (default: catalog.find_root()); a pair
     with records but no scenarios/ file there is left out. Without a scenarios/ folder
     (results alone), every pair in the records gets a lesson.
-    asv: also run `asv publish` into out/asv (the results must be root/results), and point
+    asv: also run `asv publish` of `results` into out/asv (leakbench.site.asv), and point
     its pages at local copies of their libraries (root/vendor, `npm ci` there if needed).
     machine: the asv machine whose records and repeatability files to read (default: the only
     one; store.pick_machine).
