@@ -50,10 +50,17 @@ EVERY = [
 # --- --version, help ----------------------------------------------------------------------------
 
 
-def test_version_prints_the_installed_version_on_one_line():
+def test_version_prints_the_version_engine_and_tensorflow_on_one_line():
+    from leakbench import version
+    from leakbench.history import pin
+
     done = leakbench(["--version"])
     assert done.exit_code == 0, done.output
-    assert done.stdout == f"leakbench {importlib.metadata.version('leakbench')}\n"
+    tf = pin.installed_tf_version() or "none: no TensorFlow installed here"
+    assert done.stdout == (
+        f"leakbench {importlib.metadata.version('leakbench')} (engine {version.source_hash()}); "
+        f"measures TensorFlow {tf}\n"
+    )
     # the installed entry point, as a user types it
     typed = subprocess.run([LEAKBENCH, "--version"], capture_output=True, text=True, timeout=60)
     assert (typed.returncode, typed.stdout) == (0, done.stdout), typed.stderr
@@ -108,7 +115,7 @@ def test_out_is_a_file_where_it_is_not_a_folder():
     assert metavars == {
         name: "DIR" if name in ("report-back", "site") else "FILE"
         for name in ("run", "check", "causes", "matrix", "compare", "gate", "calibrate", "repeat")
-        + ("bisect",)
+        + ("bisect", "list")
         + ("report-back", "site")
     }
 

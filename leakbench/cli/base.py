@@ -89,9 +89,30 @@ class _OneLineErrors(click.Group):
 _BAD_NAMES = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
+def _version(ctx: click.Context, _param, value: bool) -> None:
+    """--version: leakbench's version, its engine (leakbench.version) and the TensorFlow a run
+    would measure here (pip's metadata: nothing imported)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from leakbench import version
+    from leakbench.history import pin
+
+    tf = pin.installed_tf_version()
+    click.echo(
+        f"leakbench {version.package_version()} (engine {version.source_hash()}); "
+        f"measures TensorFlow {tf or 'none: no TensorFlow installed here'}"
+    )
+    ctx.exit()
+
+
 @click.group(cls=_OneLineErrors)
-@click.version_option(
-    package_name="leakbench", prog_name="leakbench", message="%(prog)s %(version)s"
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show leakbench's version, its engine and the TensorFlow it would measure, and exit.",
 )
 def main() -> None:
     """Reproducible, measured memory leaks in tf.data pipelines.

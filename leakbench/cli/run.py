@@ -62,19 +62,34 @@ from leakbench.reporters import table
 
 
 @main.command("list")
-def list_pairs() -> None:
+@format_option(table="one row per pair", json="one object per pair, a list")
+@OUT_OPTION
+def list_pairs(fmt, out) -> None:
     """List the scenario pairs.
 
-    One line per pair: name, kind, seed source, size parameter, title.
+    One line per pair: name, kind, seed source, size parameter and its default, title.
 
     Exit 0, 2 where the checkout's catalog cannot be read (no checkout, a scenario that breaks
     the contract).
     """
+    if out:
+        writable("--out", out)
     try:
-        targets = catalog.targets(catalog.find_root(), [], "leaky")
+        scenarios = [t.scenario for t in catalog.targets(catalog.find_root(), [], "leaky")]
     except ContractError as e:
         fail(str(e))
-    terminal.print(table.listing([t.scenario for t in targets]))
+    fields = ("name", "kind", "source", "size_param", "requires", "title")
+
+    def text_of(form: str) -> str:
+        if form == "json":
+            found = [
+                {**{f: getattr(s, f) for f in fields}, "size": s.params[s.size_param]}
+                for s in scenarios
+            ]
+            return json.dumps(found, indent=1) + "\n"
+        return as_text(table.listing(scenarios))
+
+    emit(fmt, out, text_of, lambda: terminal.print(table.listing(scenarios)), "table")
 
 
 def _overrides(params) -> dict:
