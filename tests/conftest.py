@@ -252,7 +252,11 @@ def committed_results(tmp_path_factory) -> Path:
     working tree's results/ where this is no git checkout."""
     if not (REPO / ".git").exists():
         return REPO / "results"
-    dest = tmp_path_factory.mktemp("committed")
+    return extract_results_at_head(tmp_path_factory.mktemp("committed"))
+
+
+def extract_results_at_head(dest: Path) -> Path:
+    """results/ as committed at git HEAD, extracted into `dest`; returns dest/results."""
     archive = subprocess.run(
         ["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", "results"],
         capture_output=True,

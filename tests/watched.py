@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import atexit
 import functools
-import io
 import json
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from importlib import metadata
@@ -73,17 +71,11 @@ def results_at_head() -> Path:
     this is no git checkout."""
     if not (REPO / ".git").exists():
         return REPO / "results"
+    from conftest import extract_results_at_head
+
     dest = Path(tempfile.mkdtemp(prefix="leakbench-committed-"))
     atexit.register(shutil.rmtree, dest, ignore_errors=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", "results"],
-        capture_output=True,
-        check=True,
-        timeout=300,
-    )
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest / "results"
+    return extract_results_at_head(dest)
 
 
 def committed_verdict(pair: str, variant: str) -> str | None:
