@@ -190,7 +190,9 @@ def sensitivity(
     machine's: `quoted` (the published dataset's machine) where it has tables, else the first
     other name that has."""
     directory = Path(calibration_dir)
-    rows, read, whose = [], [], machine
+    rows: list[dict] = []
+    read: list[Path] = []
+    whose = machine
     if tensorflow:
         rows, read = _tables(directory, f"{machine}-tf-{tensorflow}")
         for other in ([quoted] if quoted else []) + _others(directory, machine, tensorflow):

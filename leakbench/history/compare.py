@@ -272,7 +272,7 @@ def compare(
         for e in entries
         if e["outcome"] == REGRESSION
     ]
-    one = {m for r in [*old, *new] if (m := store.machine_of(r)) is not None}
+    one = {on for r in [*old, *new] if (on := store.machine_of(r)) is not None}
     return Comparison(
         old_label,
         new_label,
