@@ -11,6 +11,7 @@ those commands print today:
     results/gate-<machine>-<release>-nightly.*     leakbench gate: markdown, JSON, JUnit XML
     results/causes-leave-one-out.md                leakbench causes --leave-one-out
     results/report-back/<pair>.md                  leakbench report-back
+    results/flamegraphs/tf-<v>/<pair>-leaky.html   the leaky variants' memray flame graphs
     site/                                          leakbench site (built, not committed)
 """
 
@@ -77,6 +78,10 @@ def regenerate(root: Path, results: Path, machine: str, say: Callable[[str], Non
     RuntimeError where a command fails, store.VersionError where records cannot be read."""
     from leakbench.publish import asv_builds  # asv: only where asv's results are made
 
+    # `leakbench run --flamegraph-dir` draws every variant's graph; the lessons show the leaky
+    # side's (leakbench.site.flamegraphs), so only those are published
+    for drawn in (Path(results) / "flamegraphs").glob("tf-*/*-fixed.html"):
+        drawn.unlink()
     say("views: asv's results")
     asv_builds.publish_asv(root, results, machine, log=say)
     say("views: the run table, matrix, compare, gate, causes, report-back")
