@@ -4,6 +4,7 @@ on synthetic series: no subprocess, no TensorFlow."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from leakbench.analysis.verdict import (
     PEAK_RISE_MIN,
     RSS_SLOPE_MIN,
 )
+from leakbench.history import store
 
 KIB, MIB = 1 << 10, 1 << 20
 N = 12  # the default number of measured repetitions (Settings.reps)
@@ -863,3 +865,28 @@ def test_the_number_beside_a_verdict_names_the_look_it_came_from():
     turned = {**extended, "verdict": "no-leak", "signals": []}
     turned["extension"] = {**turned["extension"], "signals": []}
     assert record.with_decision(turned)["decision"]["source"] == "extension"
+
+
+def test_committed_words_say_stopped_only_where_the_numbers_levelled(committed_results):
+    """Every committed record's longer looks: "the growth stopped" only where the extension's
+    last window rose by less than looks.LEVELLED per repetition, "stopped growing" only where
+    the confirmation's later half rose by less (its rate reads +0 KiB/rep or below). The text
+    shows whole KiB: half a KiB of rounding is allowed, no more."""
+    rises = re.compile(r"rose ([\d,.\- and]+) KiB in its \d+ windows of (\d+) repetitions")
+    net = re.compile(r"stopped growing: ([+-][\d,]+) KiB/rep")
+    records = 0
+    for machine in store.machines(committed_results):
+        for path in store.available(committed_results, machine).values():
+            for rec in store.read_records(path):
+                records += 1
+                for key in ("confirmation", "extension"):
+                    why = (rec.get(key) or {}).get("why") or ""
+                    if "the growth stopped" in why:
+                        found = rises.search(why)
+                        assert found, why
+                        last = float(found.group(1).split(" and ")[-1].replace(",", ""))
+                        assert last * KIB < looks.LEVELLED * int(found.group(2)) + KIB / 2, why
+                    if "stopped growing" in why:
+                        found = net.search(why)
+                        assert found and int(found.group(1).replace(",", "")) <= 0, why
+    assert records > 0, "no committed record read"
