@@ -175,8 +175,10 @@ def test_the_kernel_kills_at_the_cap_and_the_run_reads_over_cap(tmp_path, monkey
     outcome = runner.run_child(path, {"mib": 2 * cap // MIB}, run)
     assert (outcome.status, outcome.phase) == ("over-cap", "setup"), outcome.error
     assert outcome.cap_enforced_by in ("cgroup v1", "cgroup v2") and outcome.killed_by_kernel
+    # the kernel's bound is what the run was charged; its RSS peak is no bound: it also counts
+    # file pages charged to whoever read them first (the interpreter's own, once other tests ran)
     assert outcome.cgroup_peak_bytes is None or outcome.cgroup_peak_bytes <= cap
-    assert outcome.peak_rss_bytes is not None and outcome.peak_rss_bytes < cap + 32 * MIB
+    assert outcome.peak_rss_bytes is not None and outcome.peak_rss_bytes > cap // 2
     (group,) = made
     assert group is not None and not group.path.exists(), "the run's cgroup is removed"
 
