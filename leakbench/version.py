@@ -84,19 +84,23 @@ def engine() -> dict[str, Any]:
     return {"version": package_version(), "commit": commit(), "source": source_hash()}
 
 
+def _named(rec_or_engine: Any) -> dict | None:
+    """The engine a record (or an `engine` value) names, None where it names none."""
+    found = rec_or_engine.get("engine", rec_or_engine) if isinstance(rec_or_engine, dict) else None
+    return found if isinstance(found, dict) and found.get("source") else None
+
+
 def identity(rec_or_engine: Any) -> str:
     """'0.2.0+9f3a1c0b5e7d': what two records must share to be compared; UNKNOWN for a record
     (or an `engine` value) that names no engine."""
-    found = rec_or_engine.get("engine", rec_or_engine) if isinstance(rec_or_engine, dict) else None
-    if not isinstance(found, dict) or not found.get("source"):
-        return UNKNOWN
-    return f"{found.get('version')}+{found['source']}"
+    found = _named(rec_or_engine)
+    return f"{found.get('version')}+{found['source']}" if found else UNKNOWN
 
 
 def describe(rec_or_engine: Any) -> str:
     """'leakbench 0.2.0 (engine 9f3a1c0b5e7d, commit 53b6a7e1c2d4)' for a view's heading."""
-    found = rec_or_engine.get("engine", rec_or_engine) if isinstance(rec_or_engine, dict) else None
-    if not isinstance(found, dict) or not found.get("source"):
+    found = _named(rec_or_engine)
+    if not found:
         return "an engine that did not name itself (records before schema 4)"
     where = f", commit {found['commit']}" if found.get("commit") else ""
     return f"leakbench {found.get('version')} (engine {found['source']}{where})"

@@ -193,15 +193,13 @@ def sensitivity(
     rows: list[dict] = []
     read: list[Path] = []
     whose = machine
+    # this machine's own tables first, then the quoted machine's, then any other's
     if tensorflow:
-        rows, read = _tables(directory, f"{machine}-tf-{tensorflow}")
-        for other in ([quoted] if quoted else []) + _others(directory, machine, tensorflow):
+        names = [machine, *([quoted] if quoted else []), *_others(directory, machine, tensorflow)]
+        for whose in dict.fromkeys(names):
+            rows, read = _tables(directory, f"{whose}-tf-{tensorflow}")
             if rows:
                 break
-            if other == machine:
-                continue
-            rows, read = _tables(directory, f"{other}-tf-{tensorflow}")
-            whose = other
     caught = smallest_caught(rows) if rows else None
     if not caught:
         return (
