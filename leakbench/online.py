@@ -12,7 +12,7 @@ collector tracks, frozen ones included). USS (it walks smaps, 3-14 ms) and memra
 not read: neither decides alone.
 
 How it decides (`Judge`): the engine's protocol, with one sample in place of one repetition.
-A round of `reps` samples (measure.Settings.reps, 12) is read by the verdict's own rules
+A round of `reps` samples (settings.Settings.reps, 12) is read by the verdict's own rules
 (analysis.verdict.moved_signals); a leak on a count signal is decided there; one on bytes
 alone, or a no-leak that did not settle (looks.unsettled), is looked at again over
 looks.confirmation_reps(reps) more samples (36) and, where that does not decide,

@@ -49,8 +49,8 @@ from leakbench import expectation
 from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
 from leakbench.check import run as check
-from leakbench.measure import FIXED_CAP_BYTES, Settings, SettingsError
 from leakbench.reporters import check as report
+from leakbench.settings import FIXED_CAP_BYTES, Settings, SettingsError
 from leakbench.units import format_bytes, parse_size
 
 MARKER = "leakbench_no_leak"

@@ -29,6 +29,7 @@ ENGINE_SOURCES = (
     "engine/*.py",
     "analysis/*.py",
     "measure.py",
+    "settings.py",
     "metrics.py",
     "series.py",
     "contract.py",

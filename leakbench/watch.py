@@ -10,7 +10,7 @@
 
 The Keras callback (leakbench.keras.LeakWatch) is a thin adapter over the same Watch; what a
 sample reads and how the samples are judged is leakbench.online's. The first `warmup` boundaries
-(measure.Settings.warmup, 3; a boundary is `every` units of work) are timed, not sampled; then
+(settings.Settings.warmup, 3; a boundary is `every` units of work) are timed, not sampled; then
 rounds of the engine's protocol follow one
 another: a round that ends in no-leak starts the next, a leak is final and sampling stops.
 
@@ -36,8 +36,8 @@ import psutil
 
 from leakbench.analysis import decision
 from leakbench.engine import probes
-from leakbench.measure import Settings
 from leakbench.online import SAMPLED, Judge, Round, sample
+from leakbench.settings import Settings
 
 LOG = logging.getLogger("leakbench.watch")
 BUDGET = 0.01  # the share of the watched time sampling may take (seconds per second)
@@ -129,7 +129,7 @@ class Watch:
     """The online watcher: call `step()` once per unit of work; it samples every `every` units.
 
     every: units per sample (steps, epochs: `unit` names them), at least 1. warmup, reps: as
-    measure.Settings (the engine's defaults: 3 and 12), checked by it. budget: the share of the
+    settings.Settings (the engine's defaults: 3 and 12), checked by it. budget: the share of the
     watched time sampling may cost (BUDGET, 1 %); at the end of the warm-up the watch samples
     every k-th time where a sample costs more (None: never). objects: count Python objects
     (len(gc.get_objects())). on_leak: called with the WatchResult once a leak is decided. causes:

@@ -7,7 +7,7 @@ developed on a sample grows with the data it is later pointed at.
 
 One repetition is one epoch (NUM_ELEMENTS elements of ELEMENT_BYTES each).
 The measurement should show the peak above baseline rising in proportion to
-NUM_ELEMENTS (here 1× = 64 MiB, twice BUDGET_BYTES), not growth per epoch:
+NUM_ELEMENTS (here 1× = 256 MiB, 8× BUDGET_BYTES), not growth per epoch:
 the cache fills during warm-up.
 
 Seed source: caching. See the tf.data performance guide, "Caching"
@@ -20,7 +20,7 @@ SOURCE = "caching"
 REPETITION = "one epoch over the dataset"
 KIND = "peak"
 SIZE_PARAM = "num_elements"
-PARAMS = {"num_elements": 1024}
+PARAMS = {"num_elements": 4096}
 
 ELEMENT_BYTES = 64 * 1024          # one float32 feature vector of 16,384 values
 BUDGET_BYTES = 32 * 1024 * 1024    # what this pipeline may keep in memory

@@ -14,8 +14,8 @@ from leakbench.analysis import verdict
 from leakbench.analysis.schema import SCHEMA
 from leakbench.calibrate import committed, cost, stats, targets
 from leakbench.calibrate import run as calibrate
-from leakbench.measure import Settings
 from leakbench.reporters.calibration import markdown
+from leakbench.settings import Settings
 
 KIB = 1 << 10
 

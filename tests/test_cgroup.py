@@ -183,6 +183,40 @@ def test_the_kernel_kills_at_the_cap_and_the_run_reads_over_cap(tmp_path, monkey
     assert group is not None and not group.path.exists(), "the run's cgroup is removed"
 
 
+class _Tree:
+    """What Supervised.over_limits reads of a run: its tree's RSS, its group, the kernel's kill."""
+
+    def __init__(self, rss: int, group, killed: bool):
+        self.group, self.max_rss_bytes, self._killed = group, 0, killed
+        self._rss = rss
+
+    def _tree(self):
+        return [type("P", (), {"memory_info": lambda _: type("M", (), {"rss": self._rss})()})()]
+
+    def killed_at_cap(self) -> bool:
+        return self._killed
+
+
+@pytest.mark.parametrize(
+    "group, rss, killed, expected",
+    [
+        # under a run's cgroup the kernel alone kills for memory: a tree RSS past the cap counts
+        # library pages charged elsewhere (TensorFlow's ~300 MiB), not what the kernel holds
+        ("cgroup v1", 2 * MIB, False, None),
+        ("cgroup v1", 0, True, "over-cap"),
+        # the poll's way: the tree's RSS past the cap
+        (None, 2 * MIB, False, "over-cap"),
+        (None, MIB // 2, False, None),
+    ],
+)
+def test_over_cap_is_the_kernels_kill_under_a_cgroup_and_the_polls_rss_elsewhere(
+    group, rss, killed, expected
+):
+    run = _Tree(rss, group, killed)
+    assert supervise.Supervised.over_limits(run, MIB, deadline=float("inf")) == expected
+    assert run.max_rss_bytes == rss
+
+
 def test_a_group_a_killed_runner_left_is_removed_by_the_next_run(hierarchy):
     parent = hierarchy("4:memory:/x", "memory/x", {})
     for name in ("leakbench-old", "leakbench-new", "leakbench-busy", "other"):

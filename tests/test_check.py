@@ -24,9 +24,10 @@ from leakbench.check import run as check
 from leakbench.cli import check_exit_code
 from leakbench.cli import main as cli_main
 from leakbench.contract import read_metadata
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
 from leakbench.reporters import check as report
+from leakbench.settings import Settings
 
 DATA = Path(__file__).parent / "data"
 PY = DATA / "check_python.py"

@@ -16,7 +16,7 @@ from test_site import _chromium, _console, _Quiet
 
 from leakbench import cli
 from leakbench.check import run as check
-from leakbench.measure import Settings
+from leakbench.settings import Settings
 from leakbench.site import report
 
 DATA = Path(__file__).parent / "data"

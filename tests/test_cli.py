@@ -498,7 +498,7 @@ def test_a_size_is_a_whole_number_of_bytes_from_1_to_8_eib(text):
 
 @pytest.mark.parametrize("scales", [(1, float("nan")), (1, float("inf")), (float("nan"), 4)])
 def test_settings_refuse_scales_that_are_not_finite(scales):
-    from leakbench.measure import Settings
+    from leakbench.settings import Settings
 
     with pytest.raises(ValueError, match="finite"):
         Settings(scales=scales)

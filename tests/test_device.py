@@ -21,7 +21,8 @@ from leakbench import catalog, cli, contract, expectation
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.engine import gpu
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 DATA = Path(__file__).parent / "data"
 KIB, MIB = 1 << 10, 1 << 20

@@ -25,7 +25,8 @@ from leakbench import contract, expectation
 from leakbench.analysis import record, verdict
 from leakbench.catalog import Target
 from leakbench.engine import messages, probes, runner, supervise
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 DATA = Path(__file__).parent / "data"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30

@@ -24,8 +24,8 @@ from leakbench.engine.chain import (
     reference_chain,
 )
 from leakbench.engine.frames import is_user_file, resolve_frames, user_frame
-from leakbench.measure import Settings
 from leakbench.pytest_plugin import LeakError, assert_no_leak
+from leakbench.settings import Settings
 
 ROOT = catalog.find_root()
 DATA = Path(__file__).parent / "data"

@@ -15,7 +15,8 @@ from leakbench import contract
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.engine import preload
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 DATA = Path(__file__).parent / "data"
 # sonames, found as the dynamic loader finds them (leakbench.engine.preload), on any machine

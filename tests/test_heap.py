@@ -168,7 +168,8 @@ def repetition(n):
 def test_a_scenario_can_skip_the_heap_pass(tmp_path):
     from leakbench import contract
     from leakbench.catalog import Target
-    from leakbench.measure import Settings, measure
+    from leakbench.measure import measure
+    from leakbench.settings import Settings
 
     path = tmp_path / "no_heap.py"
     path.write_text(SCENARIO % 0)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from leakbench import pytest_plugin
-from leakbench.measure import Settings, SettingsError
+from leakbench.settings import Settings, SettingsError
 
 pytest_plugins = ["pytester"]
 

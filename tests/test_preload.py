@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from leakbench import catalog, cli, contract, expectation
 from leakbench.catalog import Target
 from leakbench.engine import preload
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parents[1]

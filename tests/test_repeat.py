@@ -29,9 +29,9 @@ from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.engine import runner
-from leakbench.measure import Settings
 from leakbench.repeat import run as repeat
 from leakbench.reporters import repeatability as repeat_report
+from leakbench.settings import Settings
 from leakbench.units import KIB, MIB
 
 DATA = Path(__file__).parent / "data"

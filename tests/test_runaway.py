@@ -26,7 +26,8 @@ from conftest import wait_for
 from leakbench import contract
 from leakbench.catalog import Target
 from leakbench.engine import runner, supervise
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 MARK = "LEAKBENCH_TEST_RUNAWAY"  # the environment variable holding the mark
 SLEEPING = "import time; time.sleep(600)"  # the code of the processes the scenarios leave behind

@@ -1,4 +1,4 @@
-"""Every rule of a measurement's settings lives in leakbench.measure.Settings, and every face
+"""Every rule of a measurement's settings lives in leakbench.settings.Settings, and every face
 refuses alike: the same bad settings built directly, through `leakbench run`, `check`,
 `calibrate` and `bisect` (click's CliRunner), and through the pytest plugin's helper, give one
 SettingsError's line, each naming the setting as that face does. Nothing is measured here: a
@@ -15,7 +15,7 @@ from conftest import refused
 from leakbench import cli, pytest_plugin
 from leakbench.check import run as check
 from leakbench.cli.options import OPTION_NAMES
-from leakbench.measure import Settings, SettingsError
+from leakbench.settings import Settings, SettingsError
 
 SAFE = ["--cap", "1GiB", "--timeout", "60"]  # every command line here is capped and timed
 

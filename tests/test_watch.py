@@ -13,8 +13,8 @@ from watched import assert_reads_as_run
 
 from leakbench import metrics as registry
 from leakbench.analysis import looks
-from leakbench.measure import Settings, SettingsError
 from leakbench.online import SAMPLED, Judge
+from leakbench.settings import Settings, SettingsError
 from leakbench.units import KIB
 from leakbench.watch import Watch, watch
 

@@ -24,7 +24,7 @@ from leakbench import catalog
 from leakbench.check import run as check
 from leakbench.engine import supervise
 from leakbench.history import pin, store
-from leakbench.measure import Settings
+from leakbench.settings import Settings
 
 # The product's timeout (Settings.timeout_seconds, 300 s) is per step (the most a child may go
 # without progress: runner.ChildRun), not for the whole child: docs/protocol.md, "Settings",

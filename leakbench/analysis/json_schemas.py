@@ -1,8 +1,9 @@
 """The JSON Schemas (draft 7) of the files leakbench reads, one per kind (KINDS_OF_FILE):
 leakbench.analysis.validate compiles them and says what is wrong with a file (see its docstring).
 
-A record's schema is derived from its type, leakbench.analysis.schema.Record: every key of the
-TypedDict, typed by its annotation (`from_typed`), and the required keys are schema.REQUIRED;
+A record's schema is derived from its type, leakbench.analysis.schema.Record (defined in
+leakbench.analysis.record_type): every key of the TypedDict, typed by its annotation
+(`from_typed`), and the required keys are schema.REQUIRED;
 the schema only says more of a key (a nested shape, an enum), never names one the type lacks.
 A trend's keys are estimate.Trend's fields.
 """
@@ -15,6 +16,7 @@ from dataclasses import fields
 from leakbench import metrics as registry
 from leakbench.analysis.decision import SOURCES
 from leakbench.analysis.estimate import Trend
+from leakbench.analysis.record_type import REQUIRED, Record
 from leakbench.analysis.verdict import VERDICTS
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.contract import KINDS
@@ -221,9 +223,6 @@ def schema_of(kind: str) -> dict:
             },
             required=("verdict", "signal", "value", "unit", "bar", "source", "why", "signals"),
         )
-        # imported here: schema imports validate, which imports this module
-        from leakbench.analysis.schema import REQUIRED, Record
-
         # what the schema says beyond Record's annotations; every other key is typed by them
         detail = {
             "variant": {"enum": list(VARIANTS)},

@@ -30,7 +30,7 @@ import psutil
 from leakbench import metrics as registry
 from leakbench import version
 from leakbench.analysis import decision, estimate, looks, verdict
-from leakbench.analysis.schema import SCHEMA, Record
+from leakbench.analysis.record_type import SCHEMA, Record
 from leakbench.metrics import SERIES_UNITS
 
 NOT_REPORTED = "not reported: the child ended before it looked for a GPU"

@@ -1,7 +1,8 @@
 """The record's type, its JSON form, and migration of older schemas.
 
 A record (leakbench.analysis.record builds it) is one JSON object per
-measured scenario variant. Record below names every key and its type; the
+measured scenario variant. Record (leakbench.analysis.record_type, re-exported here with SCHEMA
+and REQUIRED) names every key and its type; the
 engine, the store (leakbench.history) and every view read records through
 `loads`, which migrates an older schema to SCHEMA, so they never guess at a
 missing key. Record is the one source of a record's keys: the JSON Schema that
@@ -26,53 +27,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from leakbench import jsonfile
-from leakbench.analysis import validate
-
-SCHEMA = 4
-REQUIRED = ("schema", "pair", "variant", "verdict", "metrics", "environment")
-
-
-class Record(TypedDict, total=False):
-    """One measured variant. Units are in the names (*_bytes bytes, seconds seconds);
-    growth metrics carry their unit ("bytes/repetition", ...)."""
-
-    schema: int
-    pair: str  # scenario file stem, or the check target
-    variant: str  # "leaky", "fixed", "file", "check"
-    path: str
-    title: str
-    source: str
-    reported: dict | None  # the contract's REPORTED claim
-    expects: str | None  # the contract's EXPECTED ("fragmentation") or None
-    # what the variant needs that a machine may lack (contract.Scenario.needs): the contract's
-    # REQUIRES ("GPU"), else the libraries its ENV preloads ("libtcmalloc_minimal.so.4"), or None
-    requires: str | None
-    kind: str  # "growth" or "peak"
-    repetition: str
-    size_param: str
-    params: dict
-    settings: dict  # leakbench.measure.Settings, flamegraph_dir left out
-    environment: dict  # versions, CPU, cores, RAM, device
-    runs: list[dict]  # one per size (record.run_entry)
-    metrics: dict  # leakbench.metrics.METRICS keys, and the fragmentation inputs
-    signals: list[str]
-    verdict: str  # a word of verdict.VERDICTS
-    teardown_stalled: str | None
-    phase: str | None
-    error: str | None
-    skip_reason: str | None
-    seconds: float
-    confirmation: (
-        dict  # only on a leak (or an unsettled no-leak) measured again (leakbench.measure)
-    )
-    extension: dict  # only where the confirmation rose without deciding (leakbench.measure)
-    flamegraph: dict  # only where memray drew one
-    diagnosis: dict  # only from leakbench check
-    decision: dict  # the number the verdict rests on (leakbench.analysis.decision), schema 3 on
-    engine: dict | None  # leakbench.version.engine(): version, commit, source; schema 4 on
+from leakbench.analysis import record, validate
+from leakbench.analysis.record_type import REQUIRED as REQUIRED
+from leakbench.analysis.record_type import SCHEMA as SCHEMA
+from leakbench.analysis.record_type import Record as Record
 
 
 def first_run(rec: Mapping[str, Any] | None) -> dict:
@@ -102,8 +63,6 @@ def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_2(rec: dict[str, Any]) -> dict[str, Any]:
-    from leakbench.analysis import record  # record builds on this module: imported when needed
-
     found: dict[str, Any] = dict(record.with_decision(rec))
     found["schema"] = 3
     return found

@@ -5,7 +5,7 @@ leakbench.calibrate.committed's).
 
 Read from each observation's wall_seconds and the child's per-phase seconds
 (an observation: leakbench.calibrate.stats) at the engine's settings
-(leakbench.measure.Settings: warm-up, measured and tracked repetitions);
+(leakbench.settings.Settings: warm-up, measured and tracked repetitions);
 medians from numpy. What they were on this machine: docs/limits.md, "memray's
 cost"; docs/measurements.md, "memray".
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from leakbench.measure import Settings
+from leakbench.settings import Settings
 
 # the child's phases (seconds) a cost's floor is made of
 TIMED = ("import", "setup", "warm-up", "repetitions")

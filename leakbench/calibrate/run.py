@@ -10,7 +10,7 @@ stops or falls back (bounded caches, a sawtooth, a one-off jump: controls,
 which should read expectation.NO_LEAK at every size). `bytes_per_rep = 0` is
 every design's control (same work, nothing kept). Each case is measured
 `runs` times, each time in a fresh, capped, timed child at the engine's
-settings (leakbench.measure), one child at a time. Runs go round-robin
+settings (leakbench.settings), one child at a time. Runs go round-robin
 (run 1 of every case, then run 2, ...) so that a spell of load on the machine
 spreads over all cases instead of one. Peers (leakbench.calibrate.peers) run
 on the same cases after the engine, each in its own capped, timed process.
@@ -57,7 +57,8 @@ from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.history import pin, rounds
 from leakbench.jsonfile import write_atomic
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 FOLDER = Path(__file__).parent / "designs"
 

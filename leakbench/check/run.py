@@ -21,7 +21,8 @@ from leakbench.check import causes
 from leakbench.check.diagnosis import attribution, hints
 from leakbench.contract import Scenario, read_metadata
 from leakbench.engine import target as check_target
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
+from leakbench.settings import Settings
 
 
 def plan(spec: str) -> tuple[Target, dict, dict]:

@@ -29,8 +29,8 @@ from leakbench.contract import ContractError
 from leakbench.engine import memlimit
 from leakbench.history import bisect as bisecting
 from leakbench.history import builds, installer, registry, store
-from leakbench.measure import MIN_SECONDS, Settings
 from leakbench.reporters import bisect as views
+from leakbench.settings import MIN_SECONDS, Settings
 from leakbench.units import parse_size
 
 

@@ -13,8 +13,8 @@ from leakbench.cli.base import fail, main, say
 from leakbench.cli.files import apart, machine_of, results_dir, writable
 from leakbench.cli.options import CPU_HOG_OPTION, settings_or_fail
 from leakbench.history.store import records_path
-from leakbench.measure import FIXED_CAP_BYTES, MIN_SECONDS, Settings
 from leakbench.reporters import calibration as calibration_view
+from leakbench.settings import FIXED_CAP_BYTES, MIN_SECONDS, Settings
 from leakbench.units import format_bytes, parse_size
 
 

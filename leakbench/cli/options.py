@@ -1,7 +1,7 @@
 """The measurement options `run`, `check` and `repeat` share (measurement_options), read into
 one Settings (settings_of); bad values end in one line, exit 2 (leakbench.cli.base.fail).
 
-Every rule of a setting is Settings' own (leakbench.measure): click only reads the type (a whole
+Every rule of a setting is Settings' own (leakbench.settings): click only reads the type (a whole
 number, a float), and each command that measures (these three, calibrate, bisect) builds its
 Settings through settings_or_fail, which says Settings' refusal in the options' names."""
 
@@ -14,7 +14,7 @@ import click
 
 from leakbench.cli.base import fail
 from leakbench.cli.files import takes_a_file
-from leakbench.measure import MAX_REPS, MIN_REPS, MIN_SECONDS, Settings, SettingsError
+from leakbench.settings import MAX_REPS, MIN_REPS, MIN_SECONDS, Settings, SettingsError
 from leakbench.units import parse_size
 
 # busy processes beside the runs (leakbench.repeat.hog): repeat's and calibrate's

@@ -57,8 +57,9 @@ from leakbench.cli.options import (
 )
 from leakbench.contract import ContractError
 from leakbench.history import pin, rounds, store
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
 from leakbench.reporters import table
+from leakbench.settings import Settings
 
 
 @main.command("list")

@@ -24,13 +24,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from leakbench import jsonfile
+from leakbench.engine.outcome import Outcome
 from leakbench.metrics import SERIES_UNITS
-
-if TYPE_CHECKING:
-    from leakbench.engine.runner import Outcome
 
 MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
 LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit

@@ -32,11 +32,12 @@ over the token.
 The cap (a child given cap_bytes): where a memory cgroup can be made for the run
 (leakbench.engine.cgroup), the child starts inside it, limited to the cap, and the kernel holds
 what the run is charged to the cap: a poll made late by a busy machine lets a fast allocation run
-past the cap by what it allocates meanwhile, the kernel does not. The tree's RSS may still pass the
-cap by the library pages it maps that were charged to whoever first read them (TensorFlow's: ~300
-MiB), so the poll, which reads RSS, stays in force beside it. Elsewhere the poll alone holds the
-cap, and the child runs at a lower priority (CHILD_NICE) so that the supervisor gets the CPU
-first. The poll measures the tree's RSS (max_rss_bytes) in both cases.
+past the cap by what it allocates meanwhile, the kernel does not. There the kernel alone kills for
+memory (over_limits reads its OOM kill): the tree's RSS is not what the kernel charges (it counts
+library pages charged to whoever first read them, TensorFlow's ~300 MiB), and a poll reading it
+killed runs the kernel would have let finish, at a bound no one could state. Elsewhere the poll
+alone holds the cap, and the child runs at a lower priority (CHILD_NICE) so that the supervisor
+gets the CPU first. The poll measures the tree's RSS (max_rss_bytes) in both cases.
 """
 
 from __future__ import annotations
@@ -211,8 +212,9 @@ class Supervised:
         return self._killed_at_cap
 
     def over_limits(self, cap_bytes: int, deadline: float) -> str | None:
-        """ "over-cap" if the tree's RSS passed cap_bytes or the kernel killed in the run's
-        cgroup at its limit, "hang" past `deadline` (time.monotonic), else None.
+        """ "over-cap" if the kernel killed in the run's cgroup at its limit, or, where no cgroup
+        holds the cap, if the tree's RSS passed cap_bytes; "hang" past `deadline`
+        (time.monotonic); else None.
 
         The tree: the child, its descendants (orphans among them: the child is their
         subreaper) and any process seen in it before that still runs; each is remembered
@@ -225,7 +227,8 @@ class Supervised:
             except psutil.Error:
                 pass
         self.max_rss_bytes = max(self.max_rss_bytes, rss)
-        if rss > cap_bytes or self.killed_at_cap():
+        over = self.killed_at_cap() if self.group is not None else rss > cap_bytes
+        if over:
             return "over-cap"
         return "hang" if time.monotonic() > deadline else None
 

@@ -16,7 +16,7 @@ into a virtualenv of its own (leakbench.history.installer, as `leakbench bisect`
 checkout's code, the build's TensorFlow), both sides' virtualenvs made at once. Then every
 missing variant is one `leakbench run PAIR --variant V` in its side's environment, `jobs` at a
 time, the two sides interleaved (so both are measured in the same run), each capped and timed as
-the asv suite's runs are (measure.FIXED_CAP_BYTES, the default timeout). A run that ends without a
+the asv suite's runs are (settings.FIXED_CAP_BYTES, the default timeout). A run that ends without a
 record reads "error" in this comparison and is not filed.
 """
 
@@ -35,7 +35,7 @@ from leakbench.analysis import schema
 from leakbench.analysis.schema import Record
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.history import builds, installer, pin, registry, store
-from leakbench.measure import FIXED_CAP_BYTES, Settings
+from leakbench.settings import FIXED_CAP_BYTES, Settings
 from leakbench.units import GIB
 
 VENV_BUDGET_BYTES = 6 * GIB  # per side's virtualenv, as bisect's default --disk-budget

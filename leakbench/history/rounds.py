@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from leakbench import jsonfile
 from leakbench.analysis import record, validate
 from leakbench.engine import memlimit, runner
-from leakbench.measure import Settings
+from leakbench.settings import Settings
 
 Cell = TypeVar("Cell")
 

@@ -27,6 +27,7 @@ from leakbench import catalog, version
 from leakbench.analysis import schema
 from leakbench.history import builds, pin, registry, store
 from leakbench.history.installer import Venv
+from leakbench.settings import FIXED_CAP_BYTES
 from leakbench.units import GIB
 
 # The run of one build (44 variants, 2 at a time) takes 5-25 minutes here, quiet to busy
@@ -82,7 +83,17 @@ def measure_build(venv: Venv, root: Path, build, jobs: int, flamegraphs: Path) -
         out = Path(tmp) / "records.jsonl"
         flamegraphs.mkdir(parents=True, exist_ok=True)
         args = [str(venv.python), "-m", "leakbench", "run", "--jobs", str(jobs)]
-        args += ["--no-records", "--format", "json", "--out", str(out)]
+        # the fixed cap, so that no published record depends on this machine's RAM (run's
+        # default cap is half of it)
+        args += [
+            "--cap",
+            str(FIXED_CAP_BYTES),
+            "--no-records",
+            "--format",
+            "json",
+            "--out",
+            str(out),
+        ]
         args += ["--flamegraph-dir", str(flamegraphs)]
         env = {**os.environ, "LEAKBENCH_ROOT": str(root), "PYTHONPATH": str(root)}
         try:

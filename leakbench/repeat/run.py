@@ -52,8 +52,9 @@ from leakbench.analysis import decision, verdict
 from leakbench.analysis.schema import Record
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.history import pin, rounds
-from leakbench.measure import Settings, measure
+from leakbench.measure import measure
 from leakbench.repeat import hog
+from leakbench.settings import Settings
 
 FORMAT = 2  # 2: each decisive metric keeps its rate (verdict.rate) beside its slope
 FOLDER = "repeatability"  # under the results directory
