@@ -165,7 +165,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     link), flushed and fsync'd, then os.replace'd over `path` (atomic on POSIX) and the folder
     fsync'd. Its folder must exist. A failure or a kill at any point leaves the previous file as it
     was; a failure also removes the temporary file. A symbolic link at `path` stays a link: the
-    file it points to is the one replaced (`--json /dev/stdout` once replaced the system's
+    file it points to is the one replaced (an `--out /dev/stdout` must not replace the system's
     /dev/stdout link with a regular file)."""
     path = Path(os.path.realpath(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

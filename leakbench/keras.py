@@ -47,7 +47,8 @@ def _define() -> type:
         every_epochs, every_steps, every_calls: one sample per this many epochs, training steps
         or calls of fit/evaluate/predict; give one (default: every_epochs=1). warmup, reps,
         budget, objects, causes: as leakbench.watch.Watch (warm-up samples skipped, 3; samples
-        per round, 12; the share of the time sampling may take, 1 %). stop_on_leak: set
+        before the first look, 12; the share of the time sampling may take, 1 %: the cheap
+        reads every epoch, a full collection as often as it allows). stop_on_leak: set
         model.stop_training once a leak is decided. verbose: 1 prints a leak when decided and
         the report at the end of each fit; 0 leaves both to the log. `result`: the
         WatchResult as of the last end of training (or the leak), None before.

@@ -11,14 +11,19 @@
 The Keras callback (leakbench.keras.LeakWatch) is a thin adapter over the same Watch; what a
 sample reads and how the samples are judged is leakbench.online's. The first `warmup` boundaries
 (settings.Settings.warmup, 3; a boundary is `every` units of work) are timed, not sampled; then
-rounds of the engine's protocol follow one
-another: a round that ends in no-leak starts the next, a leak is final and sampling stops.
+rounds of the sequential rule (leakbench.online.Judge: it stops as soon as the evidence decides,
+either way) follow one another: a round that ends in no-leak starts the next, a leak is final
+and sampling stops.
 
-Cost: a sample starts with a full garbage collection, which walks every object the collector
+Cost: the bytes series and the thread and file counts are read at every boundary (about
+0.1 ms); a full sample adds a full garbage collection, which walks every object the collector
 tracks (126 ms with TensorFlow 2.21 and a small Keras model imported, on a 2-core VM: see
-docs/watch.md). Each sample is timed; where the first costs more than `budget` (1 %) of the
-work between two boundaries (timed over the warm-up), the watch samples every k-th boundary, k
-fixed from then on, so that one sample stays one unit of work (result().sample says what it is).
+docs/watch.md), pymalloc's bytes and the object count. The first sample is timed both ways;
+half the `budget` (1 % of the work between two boundaries, timed over the warm-up) goes to the
+cheap reads, which widen the stride to every k-th boundary only where they cost more than
+that (k fixed from then on, so that one sample stays one unit of work: result().sample says
+what it is), and half to full samples, one every m samples (result-wise: the Python-object
+and allocated-bytes series have a value every m-th sample).
 """
 
 from __future__ import annotations
@@ -52,8 +57,11 @@ class WatchResult:
     the last), its value per sample in its unit. why: the longer look's sentence. sample: what one
     sample is ("100 steps"). samples: taken (a first one the stride widened after is not judged);
     warmup: warm-up boundaries gone by, timed, not sampled; rounds:
-    decided; left: samples the next decision needs. cost_seconds: sampling's own wall time in
-    all; cost_per_sample_seconds: its mean; watched_seconds: wall time since the watch started,
+    decided; left: samples before the judge's next look (1 once it looks at every sample: it
+    stops as soon as the evidence decides, leakbench.online); pending: what the last look lacked,
+    in words (each interval and the bar it spans), None before the first. cost_seconds:
+    sampling's (and judging's) own wall time in all; cost_per_sample_seconds: its mean;
+    watched_seconds: wall time since the watch started,
     sampling included. series: every sample's values by series name (SAMPLED), warm-ups included.
     causes: the known causes nearest a leak (leakbench.check.causes.name_causes, where that
     module is there), None where not looked for; causes_error: why the lookup failed.
@@ -74,6 +82,7 @@ class WatchResult:
     series: dict = field(repr=False)
     causes: list | None = None
     causes_error: str | None = None
+    pending: str | None = None
 
     @property
     def cost_share(self) -> float | None:
@@ -88,7 +97,9 @@ class WatchResult:
         head = (
             decision.words(self.decision)
             if self.decision and self.verdict
-            else f"undecided · {self.left} more samples needed"
+            else f"undecided · {self.pending}; sampling on"
+            if self.pending
+            else f"undecided · {self.left} more samples before the first look"
         )
         lines = [f"leakbench watch: {head} (a rep is one sample: {self.sample})"]
         if self.signals:
@@ -129,11 +140,14 @@ class Watch:
     """The online watcher: call `step()` once per unit of work; it samples every `every` units.
 
     every: units per sample (steps, epochs: `unit` names them), at least 1. warmup, reps: as
-    settings.Settings (the engine's defaults: 3 and 12), checked by it. budget: the share of the
-    watched time sampling may cost (BUDGET, 1 %); at the end of the warm-up the watch samples
-    every k-th time where a sample costs more (None: never). objects: count Python objects
-    (len(gc.get_objects())). on_leak: called with the WatchResult once a leak is decided. causes:
-    look the known causes up on a leak (name_causes).
+    settings.Settings (the engine's defaults: 3 and 12; reps: the samples before the judge's
+    first look), checked by it. budget: the share of the watched time sampling may cost (BUDGET,
+    1 %), half to the cheap reads (the stride) and half to full samples (`_widen`; None: every
+    sample full, at every boundary). objects: count Python objects (len(gc.get_objects())) in
+    full samples. on_leak: called with the WatchResult once a leak is decided. causes:
+    look the known causes up on a leak (name_causes). span: the fewest samples a leak is read
+    from (online.Judge: 24 where None; a sawtooth whose teeth last up to 3/4 of it never reads
+    leak), ValueError under 2 × reps.
     """
 
     def __init__(
@@ -147,6 +161,7 @@ class Watch:
         objects: bool = True,
         on_leak: Callable[[WatchResult], Any] | None = None,
         causes: bool = True,
+        span: int | None = None,
     ):
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             raise ValueError(f"every: {every!r} is not a whole number of {unit}s, at least 1")
@@ -161,8 +176,9 @@ class Watch:
         self.warmup, self.reps = settings.warmup, settings.reps
         self.on_leak, self.causes = on_leak, causes
         self.stride = 1  # samples taken every stride-th time (the budget's, after the warm-up)
+        self.full_every = 1  # one sample in this many is full (collected, objects counted)
         self._process = psutil.Process()
-        self._judge = Judge(self.reps, probes.malloc_heap_unavailable())
+        self._judge = Judge(self.reps, probes.malloc_heap_unavailable(), span=span)
         self._series: dict[str, list] = {name: [] for name in SAMPLED}
         self._costs: list[float] = []
         self._works: list[float] = []  # wall time between samples, less their cost (seconds)
@@ -204,40 +220,51 @@ class Watch:
         is not the later samples')."""
         self.start()
         began = time.perf_counter()
-        found = sample(self._process, self.objects)
+        first = not self._costs
+        cheap = sample(self._process, self.objects, full=False) if first else None
+        middle = time.perf_counter()
+        full = first or len(self._costs) % self.full_every == 0
+        found = sample(self._process, self.objects, full=full)
         ended = time.perf_counter()
-        self._costs.append(ended - began)
-        work, self._last = began - self._last, ended
+        work = began - self._last
         for name in SAMPLED:
             self._series[name].append(found[name])
-        if len(self._costs) == 1 and self._widen(self._costs[0], work):
+        if first and cheap is not None and self._widen(middle - began, ended - middle, work):
+            self._costs.append(ended - began)
+            self._last = ended
             return None
         done = self._judge.add(found)
+        self._last = time.perf_counter()
+        self._costs.append(self._last - began)  # the judging included: it is the watch's cost
         if done is not None:
             self._rounds.append(done)
             if done.verdict == "leak":
                 self._decided_leak()
         return done
 
-    def _widen(self, cost: float, work: float) -> bool:
-        """Fix the stride from the first sample's cost and the work of one boundary (the warm-up's
-        median, else the work before that sample), so that sampling costs at most `budget` of the
-        time, that first sample included over the first round:
-        k = ceil(cost × (reps + 1) / (reps × budget × work)). True where k > 1."""
+    def _widen(self, cheap: float, full: float, work: float) -> bool:
+        """Fix the stride and full_every from the first sample's costs (seconds: the cheap reads,
+        a full sample) and the work of one boundary (the warm-up's median, else the work before
+        that sample): half of `budget` each, stride k = ceil(cheap / (budget / 2 × work)) and
+        m = ceil(full / (budget / 2 × k × work)). True where k > 1 (the first is not judged)."""
         work = statistics.median(self._works) if self._works else work
         if self.budget is None or work <= 0:
             return False
-        stride = math.ceil(cost * (self.reps + 1) / (self.reps * self.budget * work))
+        share = self.budget / 2 * work
+        stride = max(1, math.ceil(cheap / share))
+        self.full_every = max(1, math.ceil(full / (share * stride)))
+        LOG.info(
+            "leakbench watch: a sample costs %.4f s, a full one %.3f s, of %s; sampling every %s,"
+            " one in %d full",
+            cheap,
+            full,
+            self._unit_words(self.every),
+            self._unit_words(self.every * stride),
+            self.full_every,
+        )
         if stride <= 1:
             return False
         self.stride = stride
-        LOG.info(
-            "leakbench watch: a sample costs %.3f s, %.1f %% of %s; sampling every %s",
-            cost,
-            100 * cost / work,
-            self._unit_words(self.every),
-            self._unit_words(self.every * stride),
-        )
         return True
 
     def _decided_leak(self) -> None:
@@ -279,6 +306,7 @@ class Watch:
             warmup=self._warmed,
             rounds=len(self._rounds),
             left=self._judge.left(),
+            pending=self._judge.pending,
             cost_seconds=cost,
             cost_per_sample_seconds=cost / taken if taken else None,
             watched_seconds=watched,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -324,15 +325,28 @@ def here(checkout, tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-# What a refusal must look like, and what it must leave as it was (test_bad_input, test_refusals).
-def invoke(*args, env: dict | None = None):
-    """leakbench's command line in this process (click's CliRunner), arguments as strings, with
-    `env` added to the environment."""
+# The one way a test runs the command line in process (issue 41; test_one_test_helper checks that
+# no other test module uses click's CliRunner). Then what a refusal must look like, and what it
+# must leave as it was (test_bad_input, test_refusals).
+def invoke(*args, env: dict | None = None, cwd: Path | None = None, catch_exceptions: bool = True):
+    """`leakbench ARGS` in this process: leakbench.cli.main through click's CliRunner (the command
+    starts no process of its own; the children it measures start as from the installed one).
+
+    args and env's values are turned into strings. env: added to the environment for this call
+    only (a value of None unsets the variable). cwd: the working folder for this call only.
+    catch_exceptions=False: an exception out of the command, where a real process would print a
+    traceback, is raised here and fails the test (SystemExit, any exit, is never raised).
+    Returns click's Result: exit_code, stdout and stderr apart, output (both, as a terminal
+    shows them), exception (the SystemExit of an exit, or what the command raised)."""
     from click.testing import CliRunner
 
     from leakbench import cli
 
-    return CliRunner().invoke(cli.main, [str(a) for a in args], env=env)
+    env = {k: None if v is None else str(v) for k, v in (env or {}).items()}
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        return CliRunner().invoke(
+            cli.main, [str(a) for a in args], env=env, catch_exceptions=catch_exceptions
+        )
 
 
 def refused(done, *fragments: str) -> str:

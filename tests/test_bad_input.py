@@ -1,7 +1,7 @@
 """Bad input destroys nothing: one line on stderr, exit 2, and every file already
 there byte for byte as it was (mtime included), before anything is measured.
 
-- the site is built beside --out and swapped in whole: a build that fails at any point leaves
+- the site is built beside --out-dir and swapped in whole: a build that fails at any point leaves
   the earlier site as it was and nothing of its own; a flame graph that is not UTF-8, or a
   repeatability file of the right format whose parts are of other types, is a note;
 - no output is one of the command's inputs (scenario files, the check target, records read),
@@ -102,7 +102,7 @@ def test_a_failed_build_leaves_the_old_site_as_it_was(here, old_site, monkeypatc
     mrfl.mkdir(parents=True)
     (mrfl / "stateful_map-leaky.html").write_text("<html>not memray's, but UTF-8</html>\n")
     before, listing, mtime = state(old_site), siblings(old_site), old_site.stat().st_mtime_ns
-    render, copy, rename = site._render, site.copy_flamegraph, os.rename
+    render, copy, rename = site.render, site.copy_flamegraph, os.rename
 
     def full(*args):
         render(*args)  # index.html and the lessons written in the new folder, then the disk is full
@@ -118,7 +118,7 @@ def test_a_failed_build_leaves_the_old_site_as_it_was(here, old_site, monkeypatc
         return rename(src, dst)
 
     if where == "render":
-        monkeypatch.setattr(site, "_render", full)
+        monkeypatch.setattr(site, "render", full)
     elif where in ("flamegraph", "interrupt"):
         monkeypatch.setattr(
             site, "copy_flamegraph", interrupted if where == "interrupt" else lambda *a: 1 / 0
@@ -136,7 +136,7 @@ def test_a_failed_build_leaves_the_old_site_as_it_was(here, old_site, monkeypatc
     monkeypatch.undo()
     if where == "render":  # the file is named where it would have been, not in the folder built in
         assert str(failed.value) == (
-            f"--out {old_site}: cannot write the site there ({old_site}/lessons/x.html): "
+            f"--out-dir {old_site}: cannot write the site there ({old_site}/lessons/x.html): "
             "No space left on device"
         )
     assert (
@@ -153,10 +153,10 @@ def test_cli_a_failed_build_is_one_line_and_keeps_the_old_site(here, old_site, m
         (out / "index.html").write_text("half")
         raise OSError(errno.ENOSPC, "No space left on device", str(out / "index.html"))
 
-    monkeypatch.setattr(site, "_render", full)
+    monkeypatch.setattr(site, "render", full)
     refused(
-        invoke("site", "--results", "results", "--out", "site", "--no-asv"),
-        "--out site: cannot write the site there (site/index.html): No space left on device",
+        invoke("site", "--results", "results", "--out-dir", "site", "--no-asv"),
+        "--out-dir site: cannot write the site there (site/index.html): No space left on device",
     )
     assert state(old_site) == before and siblings(old_site) == listing
 
@@ -202,7 +202,7 @@ def test_bad_flame_graph_and_repeatability_file_are_notes_not_tracebacks(here, o
     }
     (folder / "vm-tf-2.16.2.json").write_text(json.dumps(bad))
     (folder / "vm-tf-2.15.1.json").write_text(json.dumps({**bad, "summary": 5}))
-    done = invoke("site", "--results", "results", "--out", "site", "--no-asv")
+    done = invoke("site", "--results", "results", "--out-dir", "site", "--no-asv")
     assert done.exit_code == 0 and "Traceback" not in done.stdout + done.stderr, (
         done.output,
         done.exception,
@@ -223,8 +223,8 @@ def test_site_refuses_a_special_out(here, kind):
     out = special(here / "site", kind)
     before = state(here)
     refused(
-        invoke("site", "--results", "results", "--out", out, "--no-asv"),
-        f"--out {out} is {SPECIAL[kind]}",
+        invoke("site", "--results", "results", "--out-dir", out, "--no-asv"),
+        f"--out-dir {out} is {SPECIAL[kind]}",
     )
     assert state(here) == before
 
@@ -232,7 +232,7 @@ def test_site_refuses_a_special_out(here, kind):
 def test_site_refuses_special_records_and_notes_a_special_repeatability_file(here, old_site):
     (here / "results" / "repeatability").mkdir()
     os.mkfifo(here / "results" / "repeatability" / "vm-tf-2.16.2.json")
-    done = leakbench("site", "--results", "results", "--out", "site", "--no-asv")
+    done = leakbench("site", "--results", "results", "--out-dir", "site", "--no-asv")
     assert (
         done.returncode == 0
         and "vm-tf-2.16.2.json skipped: is a named pipe (FIFO), not a regular file" in done.stdout
@@ -240,7 +240,7 @@ def test_site_refuses_special_records_and_notes_a_special_repeatability_file(her
     before = state(old_site)
     os.mkfifo(here / "results" / "records" / "vm" / "tf-2.17.1.jsonl")
     refused(
-        leakbench("site", "--results", "results", "--out", "site", "--no-asv"),
+        leakbench("site", "--results", "results", "--out-dir", "site", "--no-asv"),
         "tf-2.17.1.jsonl is a named pipe (FIFO), not a regular file",
     )
     assert state(old_site) == before
@@ -250,10 +250,10 @@ def test_site_refuses_an_out_that_holds_its_inputs(here):
     (here / "results" / "index.html").write_text("an earlier site, it seems")
     before = state(here)
     refused(
-        invoke("site", "--results", "results", "--out", "results", "--no-asv"),
-        "--out results is or holds results, which the site is built from",
+        invoke("site", "--results", "results", "--out-dir", "results", "--no-asv"),
+        "--out-dir results is or holds results, which the site is built from",
     )
-    refused(invoke("site", "--results", "results", "--out", ".", "--no-asv"), "--out . ")
+    refused(invoke("site", "--results", "results", "--out-dir", ".", "--no-asv"), "--out-dir . ")
     assert state(here) == before
 
 
@@ -284,14 +284,15 @@ def test_check_html_is_not_the_target(here, name):
     assert state(here) == before
 
 
-@pytest.mark.parametrize("option", ["--json", "--markdown"])
-def test_run_output_is_not_a_scenario(here, option):
+@pytest.mark.parametrize("form", ["json", "markdown"])
+def test_run_output_is_not_a_scenario(here, form):
+    option = "--out"
     scenario = here / "root" / "scenarios" / "pyleak.py"
     shutil.copy(scenario, here / "mine.py")
     named = links(here, scenario)
     before = state(here)
     refused(
-        invoke("run", "mine.py", *FAST, option, "mine.py"),
+        invoke("run", "mine.py", *FAST, "--format", form, option, "mine.py"),
         f"{option}: mine.py is a scenario file it measures",
     )
     refused(
@@ -301,6 +302,8 @@ def test_run_output_is_not_a_scenario(here, option):
             "--variant",
             "fixed",
             *FAST,
+            "--format",
+            form,
             option,
             here / "root" / "fixes" / "pyleak.py",
         ),
@@ -308,25 +311,20 @@ def test_run_output_is_not_a_scenario(here, option):
     )
     for name in named.values():
         refused(
-            invoke("run", "pyleak", *FAST, option, name),
+            invoke("run", "pyleak", *FAST, "--format", form, option, name),
             f"{option}: {name} is a scenario file it measures",
         )
     assert state(here) == before
 
 
-def test_run_json_and_markdown_are_two_files(here):
+@pytest.mark.parametrize("option", ["--json", "--markdown"])
+def test_run_json_and_markdown_are_unknown_options(here, option):
+    """The old spellings are gone (--format json|markdown --out FILE): a usage error, nothing
+    written."""
     records = here / "F.jsonl"
     records.write_text('{"kept": true}\n')
-    (here / "G.md").symlink_to(records.name)
     before = state(here)
-    refused(
-        invoke("run", "pyleak", *FAST, "--json", records, "--markdown", records),
-        f"--markdown: {records} is --json's file too; an output must be a file of its own",
-    )
-    refused(
-        invoke("run", "pyleak", *FAST, "--json", records, "--markdown", "G.md"),
-        f"--markdown: G.md is --json's file too ({records})",
-    )
+    refused(invoke("run", "pyleak", *FAST, option, records), f"No such option '{option}'")
     assert state(here) == before
 
 
@@ -377,7 +375,7 @@ def test_report_back_out_is_not_a_records_file(tmp_path, monkeypatch):
     (out / "py_function_map.md").symlink_to(results / "records" / "vm" / "tf-2.21.0.jsonl")
     before = state(tmp_path)
     refused(
-        invoke("report-back", "py_function_map", "--results", results, "--out", out),
+        invoke("report-back", "py_function_map", "--results", results, "--out-dir", out),
         "py_function_map.md is a records file it reads",
     )
     assert state(tmp_path) == before
@@ -385,7 +383,7 @@ def test_report_back_out_is_not_a_records_file(tmp_path, monkeypatch):
     os.mkfifo(out / "py_function_map.md")
     before = state(tmp_path)
     refused(
-        leakbench("report-back", "py_function_map", "--results", results, "--out", out),
+        leakbench("report-back", "py_function_map", "--results", results, "--out-dir", out),
         "py_function_map.md is a named pipe (FIFO), not a regular file",
     )
     assert state(tmp_path) == before
@@ -450,8 +448,8 @@ def test_bisect_out_is_not_the_pair_nor_special_nor_in_the_venv(bisect_offline, 
 # --- special files -------------------------------------------------------------------------------
 
 WRITERS = {  # command and option; OUT stands for the path under test
-    "run --json": ["run", "pyleak", *FAST, "--json", "OUT"],
-    "run --markdown": ["run", "pyleak", *FAST, "--markdown", "OUT"],
+    "run --out (json)": ["run", "pyleak", *FAST, "--format", "json", "--out", "OUT"],
+    "run --out (markdown)": ["run", "pyleak", *FAST, "--format", "markdown", "--out", "OUT"],
     "check --html": ["check", "ok.py:bounded", *FAST, "--html", "OUT"],
     "repeat --out": ["repeat", "pyleak", "--runs", "1", *FAST[:4], "--out", "OUT"],
     "calibrate --out": [
@@ -704,7 +702,8 @@ def repetition(state):
 def test_an_error_in_the_repetitions_is_told_whole_on_one_line(here):
     (here / "two_lines.py").write_text(TWO_LINES)
     done = leakbench("run", "two_lines.py", "--timeout", "30", "--reps", "5", "--cap", "1GiB")
-    assert done.returncode == 1 and "Traceback" not in done.stderr
+    # a measurement that could not run: exit 3 (leakbench.cli.exits.FAILED)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
     told = [
         line
         for line in done.stderr.splitlines()

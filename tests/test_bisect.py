@@ -475,3 +475,45 @@ def test_command_refused_for_its_budget_makes_no_folder(offline, tmp_path):
         "past the budget",
     )
     assert not (tmp_path / "a").exists() and not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize(
+    ("step", "fault"),
+    [
+        ("ensure", bisect.InstallFailed("pip install exited 1: no space")),
+        ("install", installer.BudgetError("past it")),
+    ],
+    ids=["virtualenv not set up", "budget mid-way"],
+)
+def test_a_failure_mid_way_exits_3_in_one_line(offline, tmp_path, monkeypatch, step, fault):
+    """A virtualenv whose install failed, or the disk budget reached once installing began, is a
+    failure while it ran (leakbench.cli.exits.FAILED), not bad input: exit 3, one line, no
+    result. (A build that does not install is a reading: `error` in install.)"""
+
+    def broken(self, *args):
+        raise fault
+
+    monkeypatch.setattr(installer.Venv, step, broken)
+    out = tmp_path / "b.json"
+    args = ["py_function_map", "--good", "2.15.1", "--bad", "2.16.2", "--out", out, "--cap", "1GiB"]
+    done = invoke("bisect", *args)
+    assert done.exit_code == 3, done.output
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("leakbench: error: ") and str(fault) in last, done.stderr
+    assert not out.exists()
+
+
+def test_a_measurement_reads_the_last_record_of_run_format_json_out(tmp_path):
+    """installer.Venv.measure runs `leakbench run ... --format json --out FILE` and reads FILE's
+    last line: a records file, one record per line (run writes it so; test_cli_grammar)."""
+    venv = installer.Venv(tmp_path / "venv", 6 * GIB, tmp_path / "log")
+    venv.python.parent.mkdir(parents=True)
+    # a stand-in interpreter: checks the options it is given and writes two records to --out
+    venv.python.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *"run p --variant leaky --format json --out "*) ;; *) exit 9 ;; esac\n'
+        'while [ "$1" != "--out" ]; do shift; done\n'
+        'printf \'{"verdict": "leak"}\\n{"verdict": "no-leak"}\\n\' > "$2"\n'
+    )
+    venv.python.chmod(0o755)
+    assert venv.measure(tmp_path, "p", "leaky", GIB, 60.0) == {"verdict": "no-leak"}

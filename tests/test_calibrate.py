@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import invoke
 
 from leakbench import contract, expectation, metrics
 from leakbench.analysis import verdict
 from leakbench.analysis.schema import SCHEMA
+from leakbench.calibrate import calibration as calibrate
 from leakbench.calibrate import committed, cost, stats, targets
-from leakbench.calibrate import run as calibrate
 from leakbench.reporters.calibration import markdown
 from leakbench.settings import Settings
 
@@ -389,8 +390,6 @@ def test_a_run_gets_the_files_params_then_the_designs_then_the_size(tmp_path, mo
 
 
 def test_holders_takes_a_group_word(tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
     from leakbench import cli
 
     got = []
@@ -403,7 +402,7 @@ def test_holders_takes_a_group_word(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "c.json"
     args = ["calibrate", "--holders", "python-shapes", "--sizes", "0", "--runs", "1"]
-    result = CliRunner().invoke(cli.main, [*args, "--machine", "m", "--out", str(out)])
+    result = invoke(*args, "--machine", "m", "--out", str(out))
     assert result.exit_code == 0, result.stderr
     found = json.loads(out.read_text())
     assert [o["holder"] for o in found["observations"]] == calibrate.GROUPS["python-shapes"]
@@ -535,12 +534,8 @@ def test_the_docs_describe_every_design():
     ],
 )
 def test_bad_input_is_one_line_and_runs_nothing(args, fragment, tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from leakbench import cli
-
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli.main, ["calibrate", *args, "--out", str(tmp_path / "c.json")])
+    result = invoke("calibrate", *args, "--out", str(tmp_path / "c.json"))
     assert result.exit_code == 2 and fragment in result.stderr, result.stderr
     assert not (tmp_path / "c.json").exists()
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import invoke
 
-from leakbench.check import causes, leave_one_out
-from leakbench.check import run as checking
+from leakbench.check import cause_features, causes, leave_one_out
+from leakbench.check import pipeline as checking
 from leakbench.cli.base import as_text
-from leakbench.history import store
+from leakbench.history import machines, store
 from leakbench.reporters import causes as causes_view
 from leakbench.reporters.check import check_summary, check_view
 
@@ -33,7 +33,7 @@ TABLE = "causes-leave-one-out.md"
 # here: the dataset is regenerated under the reference machine's name.
 @pytest.fixture(scope="module")
 def machine(committed_results) -> str:
-    return (store.reference(committed_results) or {}).get("machine") or store.pick_machine(
+    return (machines.reference(committed_results) or {}).get("machine") or store.pick_machine(
         committed_results
     )
 
@@ -99,7 +99,8 @@ def test_a_held_out_record_is_named_by_the_same_pair_on_other_releases(known, he
     rec = held_out("kept_iterators", "leaky")
     skip = f"kept_iterators@{machine} 2.21.0"
     ranked = sorted(
-        causes.scores(causes.features(rec), known, skip=[skip]).items(), key=lambda kv: -kv[1][0]
+        causes.scores(cause_features.features(rec), known, skip=[skip]).items(),
+        key=lambda kv: -kv[1][0],
     )
     assert ranked[0][0] == "kept_iterators" and ranked[0][1][0] >= causes.MATCH_MIN
 
@@ -192,7 +193,7 @@ def test_a_pure_python_leak_sharing_only_the_held_signal_names_no_cause(known):
         "reference_chain": {"chain": ["module leaky_dict", "dict CACHE"]},
         "heap": {"stack_growth": [{"bytes_per_rep": 64 * 1024, "frames": ["grow (leaky.py:7)"]}]},
     }
-    found = causes.features(evidence)
+    found = cause_features.features(evidence)
     assert {g: sorted(v) for g, v in found.items() if v} == {"signal": ["held"]}
     assert causes.name_causes(evidence, known) == []
     said = causes.none_matches(evidence, known)

@@ -14,15 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import refused
+from conftest import invoke, refused
 from tf_session import TF_SETTINGS
 
 from leakbench import catalog
 from leakbench.catalog import Target
-from leakbench.check import run as check
+from leakbench.check import pipeline as check
 from leakbench.cli import check_exit_code
-from leakbench.cli import main as cli_main
 from leakbench.contract import read_metadata
 from leakbench.measure import measure
 from leakbench.pytest_plugin import LeakError, assert_no_leak, target_spec
@@ -59,7 +57,7 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     ],
 )
 def test_bad_target_is_one_line_and_exit_2_before_running(spec, message, monkeypatch):
-    """In process (CliRunner), with subprocess.Popen refusing to start anything: the target is
+    """In process (conftest.invoke), with subprocess.Popen refusing to start anything: the target is
     refused before any child runs. (A refusal from a real process, its stderr and exit code, is
     test_fuzz's and test_refusals' subprocess cases.)"""
 
@@ -67,7 +65,7 @@ def test_bad_target_is_one_line_and_exit_2_before_running(spec, message, monkeyp
         raise AssertionError(f"would start {args[0] if args else kwargs.get('args')!r}")
 
     monkeypatch.setattr(subprocess, "Popen", start)
-    done = CliRunner().invoke(cli_main, ["check", spec, "--cap", "1GiB", "--timeout", "30"])
+    done = invoke("check", spec, "--cap", "1GiB", "--timeout", "30")
     refused(done, message)  # exit 2, one line 'leakbench: error: ...', no traceback, no exception
 
 
@@ -110,13 +108,14 @@ def test_target_that_fails_in_the_child_is_an_error_in_one_line(name, phase, mes
     assert (rec["verdict"], rec["phase"]) == ("error", phase)
     assert rec["repetition"] == f"one repetition of {name}"  # the child never learned what it is
     assert message in rec["error"] and "\n" not in rec["error"].strip()
-    assert check_exit_code(rec) == 2
+    assert check_exit_code(rec) == 3  # the target could not be measured: a failure
 
 
 def test_hanging_target_is_a_hang_with_its_phase_on_the_cli():
-    done = cli("check", f"{PY}:hangs", "--cap", "1GiB", "--timeout", "8", "--json")
+    done = cli("check", f"{PY}:hangs", "--cap", "1GiB", "--timeout", "8", "--format", "json")
     rec = json.loads(done.stdout)
-    assert (rec["verdict"], rec["phase"], done.returncode) == ("hang", "setup", 2)
+    # a hang is a verdict: 1 (leakbench.cli.exits)
+    assert (rec["verdict"], rec["phase"], done.returncode) == ("hang", "setup", 1)
     assert re.match(
         r"leakbench: hang in setup: no progress for \d+(\.\d)? "
         r"s in setup \(timeout_seconds 8 s per step\)",
@@ -138,7 +137,8 @@ def test_cli_json_and_exit_1_on_leak():
         "5",
         "--warmup",
         "1",
-        "--json",
+        "--format",
+        "json",
     )
     assert done.returncode == 1, done.stderr
     rec = json.loads(done.stdout)

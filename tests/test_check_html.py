@@ -11,11 +11,10 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 from test_site import _chromium, _console, _Quiet
 
-from leakbench import cli
-from leakbench.check import run as check
+from leakbench.check import pipeline as check
 from leakbench.settings import Settings
 from leakbench.site import report
 
@@ -48,13 +47,9 @@ def test_cli_html_writes_the_page_and_refuses_a_missing_folder(tmp_path):
         f"{DATA / 'check_python.py'}:bounded",
         ["--cap", "1GiB", "--timeout", "60", "--reps", "6"],
     )
-    bad = CliRunner().invoke(
-        cli.main, ["check", target, *safe, "--html", str(tmp_path / "no" / "r.html")]
-    )
+    bad = invoke("check", target, *safe, "--html", str(tmp_path / "no" / "r.html"))
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1 and "--html" in bad.stderr, bad.output
-    good = CliRunner().invoke(
-        cli.main, ["check", target, *safe, "--html", str(tmp_path / "r.html")]
-    )
+    good = invoke("check", target, *safe, "--html", str(tmp_path / "r.html"))
     assert good.exit_code == 0, good.output
     assert "no-leak" in (tmp_path / "r.html").read_text() and "report written" in good.stderr
 

@@ -56,10 +56,11 @@ def check(tmp_path: Path, name: str, call: int = 1) -> subprocess.CompletedProce
 
 
 def error_in_one_line(done: subprocess.CompletedProcess) -> str:
-    """Exit 2 (an error), no traceback anywhere, and exactly one line on stderr: check's
-    'leakbench: error in PHASE: ...' (its view of the failed run is on stdout; a refusal, which
-    prints nothing there, is conftest.refused). Returns that line."""
-    assert done.returncode == 2, (done.returncode, done.stderr)
+    """Exit 3 (an error: the target could not be measured, leakbench.cli.exits.FAILED), no
+    traceback anywhere, and exactly one line on stderr: check's 'leakbench: error in PHASE: ...'
+    (its view of the failed run is on stdout; a refusal, which prints nothing there, is
+    conftest.refused). Returns that line."""
+    assert done.returncode == 3, (done.returncode, done.stderr)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("leakbench: error in "), done.stderr

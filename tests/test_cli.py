@@ -16,10 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from conftest import invoke, pair_checkout, refused
-
-from leakbench import cli
 
 DATA = Path(__file__).parent / "data"
 LEAKBENCH = Path(sys.executable).with_name("leakbench")
@@ -113,9 +110,13 @@ def test_bad_scales(root, scales):
     refused(invoke("run", "pyleak", *SAFE, "--scales", scales), "--scales")
 
 
-def test_json_into_missing_directory(root, tmp_path):
+def test_out_into_missing_directory(root, tmp_path):
     target = tmp_path / "no" / "such" / "dir" / "out.jsonl"
-    refused(invoke("run", "pyleak", *SAFE, "--json", str(target)), "--json", "does not exist")
+    refused(
+        invoke("run", "pyleak", *SAFE, "--format", "json", "--out", str(target)),
+        "--out",
+        "does not exist",
+    )
     assert not target.parent.exists()
 
 
@@ -174,7 +175,7 @@ def test_tensorflow_check_ignores_pure_python_scenarios(root, monkeypatch):
 
 
 def test_list(root):
-    result = CliRunner(env={"COLUMNS": "250"}).invoke(cli.main, ["list"])  # a wide terminal
+    result = invoke("list", env={"COLUMNS": "250"})  # a wide terminal
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     # fits 120 columns however wide the terminal
@@ -192,7 +193,7 @@ def test_list(root):
     assert result.stderr == ""
 
 
-# --- real runs: through the installed entry point, and in process ----------------------
+# --- real runs: through the installed entry point, and in process (conftest.invoke) ------
 
 
 def entry_point(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -202,27 +203,16 @@ def entry_point(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedP
     )
 
 
-def in_process(args: list[str], root: Path, cwd: Path, monkeypatch) -> subprocess.CompletedProcess:
-    """`leakbench ARGS` as `leakbench` above runs it, but in this process (CliRunner; the measured
-    children are started all the same): the entry point itself is run by
-    test_run_pair_prints_table_writes_and_appends_json. An exception out of the command, the
-    traceback a real process would print, fails here."""
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    monkeypatch.chdir(cwd)
-    done = CliRunner().invoke(cli.main, args)
-    assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)
-    return subprocess.CompletedProcess(args, done.exit_code, done.stdout, done.stderr)
-
-
 def test_entry_point_is_installed():
     assert LEAKBENCH.is_file() and os.access(LEAKBENCH, os.X_OK)
 
 
 @pytest.mark.timeout(120)
-def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
+def test_run_pair_prints_table_and_writes_json_records(tmp_path):
     root = pair_checkout(tmp_path)
     out = tmp_path / "out.jsonl"
-    first = entry_point(["run", *FAST, "--json", "out.jsonl"], root, tmp_path)
+    json_out = ["--format", "json", "--out", "out.jsonl"]
+    first = entry_point(["run", *FAST, *json_out], root, tmp_path)
     assert first.returncode == 0, first.stderr
     assert "Traceback" not in first.stderr
     assert "leakbench: memory per scenario variant" in first.stdout
@@ -242,21 +232,29 @@ def test_run_pair_prints_table_writes_and_appends_json(tmp_path):
     assert records[0]["path"] == str(root / "scenarios" / "pyleak.py")
     assert records[1]["path"] == str(root / "fixes" / "pyleak.py")
 
-    second = entry_point(["run", *FAST, "--json", "out.jsonl"], root, tmp_path)
+    second = entry_point(["run", *FAST, *json_out], root, tmp_path)
     assert second.returncode == 0, second.stderr
     again = out.read_text().splitlines()
-    assert len(again) == 4
-    assert again[:2] == lines  # appended, the first records untouched
-    assert [json.loads(line)["verdict"] for line in again[2:]] == ["leak", "no-leak"]
+    assert len(again) == 2  # replaced whole: --out never appends
+    assert [json.loads(line)["verdict"] for line in again] == ["leak", "no-leak"]
 
 
 @pytest.mark.timeout(120)
-def test_fixed_variant_that_leaks_exits_one(tmp_path, monkeypatch):
+def test_fixed_variant_that_leaks_exits_one(tmp_path):
     root = pair_checkout(tmp_path, leaky="python_leak", fixed="python_leak")
-    result = in_process(
-        ["run", "pyleak", *FAST, "--json", "out.jsonl"], root, tmp_path, monkeypatch
+    result = invoke(
+        "run",
+        "pyleak",
+        *FAST,
+        "--format",
+        "json",
+        "--out",
+        "out.jsonl",
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
+        catch_exceptions=False,
     )
-    assert result.returncode == 1, result.stderr
+    assert result.exit_code == 1, result.stderr
     verdicts = [
         json.loads(line)["verdict"] for line in (tmp_path / "out.jsonl").read_text().splitlines()
     ]
@@ -265,47 +263,63 @@ def test_fixed_variant_that_leaks_exits_one(tmp_path, monkeypatch):
 
 
 @pytest.mark.timeout(120)
-def test_swapped_pair_exits_one(tmp_path, monkeypatch):
+def test_swapped_pair_exits_one(tmp_path):
     root = pair_checkout(tmp_path, leaky="python_bounded", fixed="python_leak")
-    result = in_process(["run", *FAST, "--variant", "both"], root, tmp_path, monkeypatch)
-    assert result.returncode == 1, result.stderr
+    result = invoke(
+        "run",
+        *FAST,
+        "--variant",
+        "both",
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.stderr
     assert "Traceback" not in result.stderr
 
 
 @pytest.mark.timeout(120)
-def test_over_cap_leaky_variant_is_as_expected(tmp_path, monkeypatch):
+def test_over_cap_leaky_variant_is_as_expected(tmp_path):
     """A leak cut short by the cap is still the leak: exit 0 for the leaky variant alone."""
     root = pair_checkout(tmp_path, leaky="python_over_cap", fixed="python_bounded")
-    result = in_process(
-        [
-            "run",
-            "pyleak",
-            "--variant",
-            "leaky",
-            "--cap",
-            "300MiB",
-            "--timeout",
-            "60",
-            "--warmup",
-            "1",
-            "--reps",
-            "50",
-            "--heap-reps",
-            "0",
-        ],
-        root,
-        tmp_path,
-        monkeypatch,
+    result = invoke(
+        "run",
+        "pyleak",
+        "--variant",
+        "leaky",
+        "--cap",
+        "300MiB",
+        "--timeout",
+        "60",
+        "--warmup",
+        "1",
+        "--reps",
+        "50",
+        "--heap-reps",
+        "0",
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
+        catch_exceptions=False,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     assert "over-cap" in result.stdout
 
 
 @pytest.mark.timeout(120)
-def test_error_in_scenario_exits_one_with_its_message(tmp_path, monkeypatch):
+def test_error_in_scenario_exits_three_with_its_message(tmp_path):
+    """A measurement that could not run is a failure (leakbench.cli.exits.FAILED), not a verdict."""
     root = pair_checkout(tmp_path, leaky="python_raises", fixed="python_bounded")
-    result = in_process(["run", "pyleak", "--variant", "leaky", *FAST], root, tmp_path, monkeypatch)
-    assert result.returncode == 1
+    result = invoke(
+        "run",
+        "pyleak",
+        "--variant",
+        "leaky",
+        *FAST,
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 3
     assert (
         "pyleak (leaky): error in warm-up: RuntimeError: scenario exploded with code 42"
         in result.stderr
@@ -328,9 +342,9 @@ def test_check_of_a_file_that_is_not_python_is_one_line(target):
 @pytest.mark.parametrize(
     "args, option",
     [
-        (["run", "pyleak", *SAFE, "--markdown", "/proc/leakbench-x.md"], "--markdown"),
-        (["run", "pyleak", *SAFE, "--json", "/proc/leakbench-x.jsonl"], "--json"),
-        (["run", "pyleak", *SAFE, "--json", "/nonexistent-leakbench/x.jsonl"], "--json"),
+        (["run", "pyleak", *SAFE, "--out", "/proc/leakbench-x.md"], "--out"),
+        (["run", "pyleak", *SAFE, "--format", "json", "--out", "/proc/leakbench-x.jsonl"], "--out"),
+        (["run", "pyleak", *SAFE, "--out", "/nonexistent-leakbench/x.jsonl"], "--out"),
         (["repeat", "pyleak", *SAFE, "--out", "/proc/leakbench-x.json"], "--out"),
         (["repeat", "pyleak", *SAFE, "--out", "/nonexistent-leakbench/x.json"], "--out"),
         (
@@ -360,7 +374,7 @@ def test_check_of_a_file_that_is_not_python_is_one_line(target):
     ],
 )
 def test_an_output_that_cannot_be_written_is_refused_before_measuring(root, args, option):
-    """These used to measure first and end in a traceback (run --json/--markdown, repeat and
+    """These used to measure first and end in a traceback (run --out, repeat and
     calibrate --out), or to create a mistyped folder and measure into it (repeat --out)."""
     refused(invoke(*args), option)
     assert not Path("/nonexistent-leakbench").exists()

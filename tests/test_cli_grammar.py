@@ -1,7 +1,9 @@
 """One grammar for the command line (docs/cli.md): `leakbench --version`; every command's help says
 how it exits; every option has help; the top-level help cuts no command's line; a result goes to
-stdout or `--out FILE` in the form `--format` names; the old spellings (run --json/--markdown,
-check --json, gate --json/--markdown) still work, hidden from the help.
+stdout or `--out FILE` in the form `--format` names, a folder of files to `--out-dir DIR`; no option
+is hidden (the old spellings run --json/--markdown, check --json, gate --json/--markdown are
+unknown options); every command's help names its exit codes, all from leakbench.cli.exits' one
+table, which docs/cli.md shows.
 
 matrix, compare and gate read the hand-made records of tests/data/results/ (tests/test_versions.py
 says what they hold); run and check measure the pure-Python pair and target of
@@ -10,7 +12,6 @@ conftest.pure_python_checkout (no TensorFlow), a few seconds each.
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import json
 import re
@@ -20,8 +21,7 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
-from conftest import refused
+from conftest import invoke, refused
 
 from leakbench import cli
 
@@ -30,8 +30,6 @@ RECORDS = RESULTS / "records" / "fixture"
 LEAKBENCH = Path(sys.executable).with_name("leakbench")
 # one short, capped, timed measurement of pure Python (the heap pass skipped)
 QUICK = ["--cap", "1GiB", "--timeout", "60", "--warmup", "1", "--reps", "5", "--heap-reps", "0"]
-
-leakbench = functools.partial(CliRunner().invoke, cli.main)
 
 
 def commands(command: click.Command = cli.main, path: tuple[str, ...] = ()):
@@ -54,7 +52,7 @@ def test_version_prints_the_version_engine_and_tensorflow_on_one_line():
     from leakbench import version
     from leakbench.history import pin
 
-    done = leakbench(["--version"])
+    done = invoke("--version")
     assert done.exit_code == 0, done.output
     tf = pin.installed_tf_version() or "none: no TensorFlow installed here"
     assert done.stdout == (
@@ -68,7 +66,7 @@ def test_version_prints_the_version_engine_and_tensorflow_on_one_line():
 
 @pytest.mark.parametrize(("path", "command"), EVERY)
 def test_every_help_states_the_exit_codes(path, command):
-    done = leakbench([*path, "--help"])
+    done = invoke(*path, "--help")
     assert done.exit_code == 0, done.output
     said = " ".join(done.stdout.split())
     assert re.search(r"Exit 0\b[^.]*\b2\b", said), said  # 0, and 2 for bad input, at least
@@ -85,7 +83,7 @@ def test_no_option_lacks_help(path, command):
 @pytest.mark.parametrize("columns", ["50", "80", "200"])
 def test_the_command_list_cuts_no_line(columns):
     """Each command's line in `leakbench --help` is its first sentence, whole, at any width."""
-    done = leakbench(["--help"], env={"COLUMNS": columns})
+    done = invoke("--help", env={"COLUMNS": columns})
     listed = done.stdout.split("Commands:\n", 1)[1]
     assert "..." not in listed
     said = " ".join(listed.split())
@@ -96,27 +94,104 @@ def test_the_command_list_cuts_no_line(columns):
         assert len(first) <= 60, f"{name}: a first sentence of {len(first)} characters wraps"
 
 
-def test_old_spellings_are_hidden_from_the_help():
-    for path, options in ((["run"], ["--json", "--markdown"]), (["check"], ["--json"])):
-        shown = leakbench([*path, "--help"]).stdout
-        assert not [o for o in options if f"{o} " in shown], shown
-    shown = leakbench(["gate", "--help"]).stdout
-    assert "--json " not in shown and "--markdown " not in shown and "--junit FILE" in shown
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "pyleak", "--json", "x.jsonl"],
+        ["run", "pyleak", "--markdown", "x.md"],
+        ["check", "ok.py:leaky", "--json"],
+        ["gate", "--baseline", "2.13.1", "--candidate", "2.99.0", "--json", "x.json"],
+        ["gate", "--baseline", "2.13.1", "--candidate", "2.99.0", "--markdown", "x.md"],
+    ],
+    ids=lambda a: f"{a[0]} {a[-2] if a[-1] != '--json' else a[-1]}",
+)
+def test_the_old_spellings_are_unknown_options(tmp_path, monkeypatch, args):
+    """run --json/--markdown, check --json, gate --json/--markdown are gone (--format and --out):
+    click's usage error, exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    old = next(a for a in args if a in ("--json", "--markdown"))
+    refused(invoke(*args), f"No such option '{old}'")
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_out_is_a_file_where_it_is_not_a_folder():
-    """--out names a FILE in every command but report-back's and site's, which say DIR."""
-    metavars = {}
+@pytest.mark.parametrize(("path", "command"), EVERY)
+def test_no_option_is_hidden(path, command):
+    """One grammar, every option in the help: no hidden option (an old spelling kept) anywhere."""
+    assert [p.opts for p in command.params if getattr(p, "hidden", False)] == []
+
+
+# Commands that print no result in a --format of their choosing, with why: they write files (and
+# print what they wrote), or their one form is fixed.
+NO_FORMAT = {
+    "leakbench": "the group: each command takes its own",
+    "calibrate": "always files JSON in --out and its markdown table beside it; prints the table",
+    "repeat": "always files JSON in --out and its markdown table beside it; prints the table",
+    "bisect": "always files JSON in --out and its markdown beside it; prints its summary",
+    "report-back": "markdown blocks to paste into an issue are its one form (--out-dir DIR)",
+    "site": "writes a folder of HTML (--out-dir DIR); prints the pages written",
+    "publish": "writes the published dataset under results/; prints progress only",
+}
+
+
+@pytest.mark.parametrize(("path", "command"), EVERY)
+def test_every_command_that_prints_a_result_has_format(path, command):
+    name = " ".join(path) or "leakbench"
+    has = any("--format" in getattr(p, "opts", []) for p in command.params)
+    assert has != (name in NO_FORMAT), (name, NO_FORMAT.get(name, "prints a result: --format"))
+
+
+@pytest.mark.parametrize(("path", "command"), EVERY)
+def test_every_help_names_its_exit_codes_from_the_one_table(path, command):
+    """The help's "Exit ..." sentence names 0 and 2 at least, and every code it names is in
+    leakbench.cli.exits.TABLE."""
+    from leakbench.cli import exits
+
+    said = " ".join(invoke(*path, "--help").stdout.split())
+    sentence = re.search(r"Exit (\d+\b.*?)\(docs/cli\.md\)\.", said)
+    assert sentence, said
+    codes = {int(c) for c in re.findall(r"(?:^|; )(\d+) ", sentence.group(1))}
+    assert {exits.DONE, exits.BAD_INPUT} <= codes <= set(exits.TABLE), (codes, sentence.group(0))
+
+
+def test_docs_cli_shows_the_one_exit_code_table():
+    from leakbench.cli import exits
+
+    docs = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    assert exits.markdown_table() in docs
+
+
+@pytest.mark.parametrize(
+    ("record", "verdict", "code"),
+    [
+        ({"verdict": "no-leak"}, "no-leak", 0),
+        ({"verdict": "hang", "phase": "setup", "signals": []}, "hang", 1),
+        ({"verdict": "over-cap", "phase": "setup", "signals": []}, "over-cap", 1),
+        ({"verdict": "error", "phase": "setup", "signals": []}, "error", 3),
+    ],
+    ids=["no-leak", "hang", "over-cap", "error"],
+)
+def test_check_exits_by_the_one_table(record, verdict, code):
+    """A hang is a verdict (1), as in run; an error is a measurement that could not run (3)."""
+    from leakbench.cli import check_exit_code
+
+    assert check_exit_code({"variant": "check", **record}) == code
+
+
+def test_out_is_a_file_and_out_dir_a_folder():
+    """--out always names a FILE (a folder refused); --out-dir, where a command writes a folder of
+    files (report-back, site), a DIR. No other option writes a command's result."""
+    found = {}
     for path, command in commands():
+        ctx = click.Context(command, info_name=path[-1] if path else "leakbench")
         for param in command.params:
-            if "--out" in getattr(param, "opts", []):
-                ctx = click.Context(command, info_name=path[-1])
-                metavars[path[-1]] = param.make_metavar(ctx)
-    assert metavars == {
-        name: "DIR" if name in ("report-back", "site") else "FILE"
-        for name in ("run", "check", "causes", "matrix", "compare", "gate", "calibrate", "repeat")
-        + ("bisect", "list")
-        + ("report-back", "site")
+            for name in set(getattr(param, "opts", [])) & {"--out", "--out-dir"}:
+                found[(path[-1], name)] = param.make_metavar(ctx)
+                if name == "--out":
+                    assert param.type.dir_okay is False, (path, name)  # type: ignore[attr-defined]
+    files = ("run", "check", "causes", "matrix", "compare", "gate", "calibrate", "repeat")
+    assert found == {
+        **{(name, "--out"): "FILE" for name in (*files, "bisect", "list")},
+        **{(name, "--out-dir"): "DIR" for name in ("report-back", "site")},
     }
 
 
@@ -137,17 +212,17 @@ def test_format_json_out_file(tmp_path, args, code):
     """--format json --out F: F holds what --format json prints; stdout shows the markdown, as
     without either; the exit code stays the command's; one line on stderr names F."""
     args = [str(a) for a in args]
-    printed = leakbench([*args, "--format", "json"])
-    shown = leakbench(args)
+    printed = invoke(*args, "--format", "json")
+    shown = invoke(*args)
     out = tmp_path / "result.json"
-    done = leakbench([*args, "--format", "json", "--out", str(out)])
+    done = invoke(*args, "--format", "json", "--out", str(out))
     assert (printed.exit_code, shown.exit_code, done.exit_code) == (code, code, code)
     assert out.read_text() == printed.stdout
     json.loads(out.read_text())
     assert done.stdout == shown.stdout and shown.stdout.startswith("## leakbench ")
     assert done.stderr == f"leakbench: result written to {out}\n"
     md = tmp_path / "result.md"
-    assert leakbench([*args, "--out", str(md)]).exit_code == code
+    assert invoke(*args, "--out", str(md)).exit_code == code
     assert md.read_text() == shown.stdout
 
 
@@ -157,42 +232,30 @@ def test_out_is_never_a_file_it_reads_nor_a_folder(tmp_path, command):
     read = RECORDS / "tf-2.13.1.jsonl"
     before = read.read_bytes()
     refused(
-        leakbench([*args, "--results", str(RESULTS), "--out", str(read)]),
+        invoke(*args, "--results", str(RESULTS), "--out", str(read)),
         f"--out: {read} is a records file it reads",
     )
     assert read.read_bytes() == before
-    refused(leakbench([*args, "--results", str(RESULTS), "--out", str(tmp_path)]), "--out")
+    refused(invoke(*args, "--results", str(RESULTS), "--out", str(tmp_path)), "--out")
 
 
-def test_gate_old_spellings_are_its_format_and_out(tmp_path):
+def test_gate_writes_json_markdown_and_junit(tmp_path):
     base = ["gate", "--baseline", "2.13.1", "--candidate", "2.99.0", "--results", str(RESULTS)]
-    old = [
-        "--json",
-        str(tmp_path / "old.json"),
-        "--markdown",
-        str(tmp_path / "old.md"),
-        "--junit",
-        str(tmp_path / "junit.xml"),
-    ]
-    done = leakbench([*base, *old])
-    assert done.exit_code == 1, done.output  # the fix that leaks in 2.99.0: a regression
-    assert (tmp_path / "junit.xml").read_text().startswith("<?xml")
-    plain = leakbench(base)
+    plain = invoke(*base)
+    assert plain.exit_code == 1, plain.output  # the fix that leaks in 2.99.0: a regression
+    junit = tmp_path / "junit.xml"
     for form, suffix in (("json", "json"), ("markdown", "md")):
         new = tmp_path / f"new.{suffix}"
-        again = leakbench([*base, "--format", form, "--out", str(new)])
-        assert again.exit_code == 1 and again.stdout == plain.stdout == done.stdout
-        if form == "json":  # the same comparison; only the seconds it took differ
-            seconds = {"seconds": 0}
-            assert {**json.loads(new.read_text()), **seconds} == {
-                **json.loads((tmp_path / "old.json").read_text()),
-                **seconds,
-            }
+        again = invoke(*base, "--format", form, "--out", str(new), "--junit", str(junit))
+        assert again.exit_code == 1 and again.stdout == plain.stdout
+        if form == "json":
+            assert json.loads(new.read_text())["exit_code"] == 1
         else:
-            assert new.read_text() == (tmp_path / "old.md").read_text()
+            assert "| pair | variant | metric |" in new.read_text()  # a file: every metric
+        assert junit.read_text().startswith("<?xml")
     refused(
-        leakbench([*base, "--out", str(tmp_path / "x"), "--json", str(tmp_path / "x")]),
-        "--json:",
+        invoke(*base, "--out", str(tmp_path / "x"), "--junit", str(tmp_path / "x")),
+        "--junit:",
         "--out's file too",
     )
 
@@ -201,56 +264,52 @@ def test_gate_old_spellings_are_its_format_and_out(tmp_path):
 
 
 @pytest.mark.timeout(180)
-def test_run_old_and_new_spellings_write_the_same(checkout, tmp_path):
-    done = leakbench(
-        [
-            "run",
-            "pyleak",
-            "--variant",
-            "leaky",
-            *QUICK,
-            "--json",
-            "appended.jsonl",
-            "--markdown",
-            "old.md",
-            "--format",
-            "json",
-            "--out",
-            "records.jsonl",
-        ]
+def test_run_format_json_out_writes_a_records_file(checkout, tmp_path):
+    """One record per line, as a records file holds them, as bisect's installer reads it (its
+    last line); stdout shows the table, as by default."""
+    from leakbench.analysis import schema
+
+    done = invoke(
+        "run", "pyleak", "--variant", "leaky", *QUICK, "--format", "json", "--out", "records.jsonl"
     )
     assert done.exit_code == 0, (done.stdout, done.stderr)
-    assert "leakbench: memory per scenario variant" in done.stdout  # the table, as by default
-    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert "leakbench: memory per scenario variant" in done.stdout
+    lines = (tmp_path / "records.jsonl").read_text().splitlines()
+    records = [schema.loads(line) for line in lines]
     assert [(r["pair"], r["variant"], r["verdict"]) for r in records] == [
         ("pyleak", "leaky", "leak")
     ]
-    assert (tmp_path / "appended.jsonl").read_text() == (tmp_path / "records.jsonl").read_text()
-    assert (tmp_path / "old.md").read_text().startswith("## leakbench run: ")
+    assert json.loads(lines[-1])["verdict"] == "leak"
 
 
 def test_run_refuses_an_out_before_measuring(checkout, tmp_path):
     scenario = checkout / "scenarios" / "pyleak.py"
     refused(
-        leakbench(["run", "pyleak", *QUICK, "--out", str(scenario)]),
+        invoke("run", "pyleak", *QUICK, "--out", str(scenario)),
         f"--out: {scenario} is a scenario file it measures",
     )
-    refused(leakbench(["run", "pyleak", *QUICK, "--out", str(tmp_path)]), "--out")
-    refused(
-        leakbench(["run", "pyleak", *QUICK, "--out", "a.md", "--markdown", "a.md"]),
-        "--markdown: a.md is --out's file too",
-    )
+    refused(invoke("run", "pyleak", *QUICK, "--out", str(tmp_path)), "--out")
 
 
 @pytest.mark.timeout(120)
-def test_check_json_is_format_json(checkout, tmp_path):
-    old = leakbench(["check", "ok.py:leaky", *QUICK, "--json"])
-    new = leakbench(["check", "ok.py:leaky", *QUICK, "--format", "json", "--out", "rec.json"])
-    assert (old.exit_code, new.exit_code) == (1, 1), (old.stderr, new.stderr)  # a leak
-    printed, written = json.loads(old.stdout), json.loads((tmp_path / "rec.json").read_text())
-    assert (printed["verdict"], written["verdict"]) == ("leak", "leak")
+def test_check_format_json(checkout, tmp_path):
+    printed = invoke("check", "ok.py:leaky", *QUICK, "--format", "json")
+    new = invoke("check", "ok.py:leaky", *QUICK, "--format", "json", "--out", "rec.json")
+    assert (printed.exit_code, new.exit_code) == (1, 1), (printed.stderr, new.stderr)  # a leak
+    written = json.loads((tmp_path / "rec.json").read_text())
+    assert (json.loads(printed.stdout)["verdict"], written["verdict"]) == ("leak", "leak")
     assert "ok.py:leaky: leak" in new.stdout  # the tables, as by default
-    refused(
-        leakbench(["check", "ok.py:leaky", *QUICK, "--json", "--format", "table"]),
-        "--json is --format json",
-    )
+
+
+def test_causes_format_json_and_its_out(tmp_path):
+    """causes prints in --format as every command does: json, the causes named."""
+    record = tmp_path / "rec.json"
+    record.write_text(next(iter((RECORDS / "tf-2.13.1.jsonl").read_text().splitlines())))
+    table = invoke("causes", str(record))
+    found = invoke("causes", str(record), "--format", "json")
+    assert (table.exit_code, found.exit_code) == (0, 0), (table.stderr, found.stderr)
+    assert set(json.loads(found.stdout)) <= {"named", "none", "na"}
+    out = tmp_path / "causes.json"
+    again = invoke("causes", str(record), "--format", "json", "--out", str(out))
+    assert again.exit_code == 0 and out.read_text() == found.stdout
+    assert again.stdout == table.stdout

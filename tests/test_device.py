@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
 from leakbench import catalog, cli, contract, expectation
 from leakbench.analysis import verdict
@@ -147,18 +147,17 @@ def test_requires_gpu_without_one_is_skipped_before_setup():
 @pytest.mark.timeout(60)
 def test_run_reports_a_skip_and_exits_0(tmp_path):
     out = tmp_path / "records.jsonl"
-    result = CliRunner().invoke(
-        cli.main,
-        [
-            "run",
-            str(DATA / "python_requires_gpu.py"),
-            "--cap",
-            "1GiB",
-            "--timeout",
-            "60",
-            "--json",
-            str(out),
-        ],
+    result = invoke(
+        "run",
+        DATA / "python_requires_gpu.py",
+        "--cap",
+        "1GiB",
+        "--timeout",
+        "60",
+        "--format",
+        "json",
+        "--out",
+        out,
     )
     assert result.exit_code == 0, result.output
     assert f"python_requires_gpu (file): skipped: {NO_TF}" in result.stderr
@@ -202,7 +201,7 @@ def test_gpu_pair_is_skipped_without_a_gpu():
 
 
 def test_check_hints_at_kept_device_tensors():
-    from leakbench.check import run as check
+    from leakbench.check import pipeline as check
 
     rec = {
         "verdict": "leak",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from leakbench import catalog
-from leakbench.check import run as check
+from leakbench.check import pipeline as check
 from leakbench.engine import buffers, pytypes
 from leakbench.engine.chain import (
     REFERENCE_SECONDS,

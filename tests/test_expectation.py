@@ -79,8 +79,8 @@ def test_a_teardown_stall_passes_only_after_the_signals_moved():
         ("leak", None, ["held"], 1),
         ("over-cap", "repetitions", [], 1),
         ("hang", "teardown", ["threads"], 1),
-        ("hang", "repetitions", [], 2),
-        ("error", "setup", [], 2),
+        ("hang", "repetitions", [], 1),  # a hang is a verdict
+        ("error", "setup", [], 3),  # the target could not be measured: a failure
     ],
 )
 def test_check_exit_code_asks_the_check_expectation(word, phase, signals, code):

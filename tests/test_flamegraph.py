@@ -10,32 +10,29 @@ from __future__ import annotations
 import json
 import re
 
-from click.testing import CliRunner
-from conftest import pair_checkout
+from conftest import invoke, pair_checkout
 
-from leakbench import cli
 from leakbench.engine import heap
 from tests.test_cli import FAST
 
 
-def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
+def test_run_writes_the_leaky_flame_graph(tmp_path):
     root = pair_checkout(tmp_path)
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    monkeypatch.chdir(tmp_path)
     folder = tmp_path / "graphs" / "tf-none"  # created by the option
-    result = CliRunner().invoke(
-        cli.main,
-        [
-            "run",
-            "pyleak",
-            "--variant",
-            "leaky",
-            *FAST,
-            "--flamegraph-dir",
-            str(folder),
-            "--json",
-            "out.jsonl",
-        ],
+    result = invoke(
+        "run",
+        "pyleak",
+        "--variant",
+        "leaky",
+        *FAST,
+        "--flamegraph-dir",
+        folder,
+        "--format",
+        "json",
+        "--out",
+        "out.jsonl",
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
     )
     assert result.exit_code == 0, result.output
     page = folder / "pyleak-leaky.html"
@@ -53,9 +50,8 @@ def test_run_writes_the_leaky_flame_graph(tmp_path, monkeypatch):
 def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
     root = pair_checkout(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    result = CliRunner().invoke(
-        cli.main,
-        ["run", "pyleak", *FAST[:-2], "--heap-reps", "0", "--flamegraph-dir", str(tmp_path / "g")],
+    result = invoke(
+        "run", "pyleak", *FAST[:-2], "--heap-reps", "0", "--flamegraph-dir", str(tmp_path / "g")
     )
     assert result.exit_code == 2 and "--heap-reps 0 skips it" in result.stderr
 
@@ -63,9 +59,7 @@ def test_without_heap_pass_is_bad_input(tmp_path, monkeypatch):
 def test_a_folder_that_takes_no_file_is_bad_input_before_measuring(tmp_path, monkeypatch):
     root = pair_checkout(tmp_path)
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    result = CliRunner().invoke(
-        cli.main, ["run", "pyleak", *FAST[:-2], "--flamegraph-dir", "/proc/self"]
-    )
+    result = invoke("run", "pyleak", *FAST[:-2], "--flamegraph-dir", "/proc/self")
     assert result.exit_code == 2 and result.stdout == "", result.output
     assert result.stderr.startswith(
         "leakbench: error: --flamegraph-dir: cannot write in /proc/self"

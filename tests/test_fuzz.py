@@ -303,7 +303,7 @@ BASES = {
     "matrix": ["matrix", "--results", "results", "--machine", "vm"],
     "compare": ["compare", "2.15.1", "2.16.2", "--results", "results", "--machine", "vm"],
     "report-back": ["report-back", "--results", "results", "--machine", "vm"],
-    "site": ["site", "--results", "results", "--out", "inputs/site", "--no-asv"],
+    "site": ["site", "--results", "results", "--out-dir", "inputs/site", "--no-asv"],
     "bisect": [
         "bisect",
         "pyleak",
@@ -383,10 +383,10 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
         args = args[:i] + args[i + 2 :] + [args[i]]  # the option last, without its value
     elif move == "junk value" and options:
         i = rng.choice(options)
-        if args[i] in ("--out", "--venv", "--json", "--markdown"):
-            # site's --out and bisect's --venv are folders
+        if args[i] in ("--out", "--out-dir", "--venv"):
+            # --out-dir (site's, report-back's) and bisect's --venv are folders
             # made where missing: a file in the way is bad
-            made = command == "site" or args[i] == "--venv"
+            made = args[i] in ("--out-dir", "--venv")
             args[i + 1] = rng.choice(["fifo", "ok.py", "/dev/null"] if made else SPECIAL_PATHS)
         else:
             value = junk(rng)
@@ -420,7 +420,7 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
             )
     elif move == "special path":
         target = {
-            "run": "--json",
+            "run": "--out",
             "check": "--html",
             "repeat": "--out",
             "calibrate": "--out",
@@ -428,7 +428,7 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
             "site": "--results",
             "matrix": "--results",
             "compare": "--results",
-            "report-back": "--out",
+            "report-back": "--out-dir",
         }.get(command)
         if target is None:
             args.append("--bogus")
@@ -436,9 +436,7 @@ def bad_arguments(rng: random.Random) -> tuple[str, list[str]]:
             # a folder made if missing: a file in its way
             choices = {
                 "--results": ["fifo", "nowhere", "ok.py"],
-                "--out": ["fifo", "ok.py", "/dev/null", "dangling"]
-                if command == "report-back"
-                else None,
+                "--out-dir": ["fifo", "ok.py", "/dev/null", "dangling"],
             }
             args += [target, rng.choice(choices.get(target) or SPECIAL_PATHS)]
     elif move == "param":
@@ -1085,7 +1083,7 @@ def test_records_and_resume_files_are_read_or_refused_in_one_line(world, tmp_pat
         elif result.exit_code == 2:
             outcome, cause = "refused", one_line_refusal(result)
             cause = cause and f"{kind}: {cause}"
-        elif result.exit_code in (0, 1):
+        elif result.exit_code in (0, 1, 3):  # done, a verdict, a measurement that failed
             outcome, cause = "accepted", None
         else:
             outcome, cause = "failed", f"{kind}: exit {result.exit_code}"
@@ -1401,7 +1399,7 @@ def test_a_closed_or_reused_channel_is_one_line_and_keeps_the_traceback(
         elif how == "dup2 onto itself":
             if result.exit_code not in (0, 1) or lines:
                 cause = f"the same pipe: exit {result.exit_code}, {lines[:1]}"
-        elif result.exit_code != 2 or len(lines) != 1:
+        elif result.exit_code != 3 or len(lines) != 1:  # an error record: exits.FAILED
             cause = f"exit {result.exit_code}, {len(lines)} lines on stderr"
         elif "ChannelLost: leakbench's message pipe" not in lines[0]:
             cause = f"the line does not say the pipe was lost: {lines[0][:100]}"

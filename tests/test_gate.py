@@ -16,7 +16,7 @@ import pytest
 from conftest import invoke, refused
 
 from leakbench.analysis import decision
-from leakbench.history import compare, registry, store
+from leakbench.history import compare, machines, registry, store
 from leakbench.history import gate as gating
 from leakbench.reporters import gate as summary
 from leakbench.reporters import junit
@@ -173,7 +173,7 @@ def test_compare_classifies_as_the_gate(tmp_path):
         invoke("compare", "2.13.1", "2.99.0", "--results", RESULTS, "--format", "json").output
     )
     out = tmp_path / "gate.json"
-    result = gate("--baseline", "2.13.1", "--candidate", "2.99.0", "--json", out)
+    result = gate("--baseline", "2.13.1", "--candidate", "2.99.0", "--format", "json", "--out", out)
     with_gate = json.loads(out.read_text())
     assert result.exit_code == with_gate["exit_code"] == via_compare["exit_code"] == 1
     assert with_gate["entries"] == via_compare["entries"]
@@ -187,7 +187,7 @@ def test_compare_classifies_as_the_gate(tmp_path):
 
 def test_json_holds_the_classification_and_the_exit_code(tmp_path):
     out = tmp_path / "gate.json"
-    result = gate("--baseline", "2.13.1", "--candidate", "2.99.0", "--json", out)
+    result = gate("--baseline", "2.13.1", "--candidate", "2.99.0", "--format", "json", "--out", out)
     found = json.loads(out.read_text())
     assert found["exit_code"] == 1 == result.exit_code
     assert (found["command"], found["baseline"], found["candidate"]) == ("gate", "2.13.1", "2.99.0")
@@ -233,7 +233,7 @@ def test_junit_says_fixed_upstream_in_a_passing_case():
 
 def test_markdown_file_has_the_summary_then_every_metric(tmp_path):
     out = tmp_path / "gate.md"
-    gate("--baseline", "2.13.1", "--candidate", "2.99.0", "--markdown", out)
+    gate("--baseline", "2.13.1", "--candidate", "2.99.0", "--out", out)
     text = out.read_text()
     assert text.startswith("## leakbench gate: TensorFlow 2.13.1 → 2.99.0")
     assert text.index("### Regressions: 2") < text.index("| pair | variant | metric |")
@@ -313,7 +313,9 @@ def measuring(tmp_path, monkeypatch):
 def test_measure_measures_only_what_a_side_lacks_and_files_it(measuring):
     results, envs = measuring
     args = ["--baseline", "2.21.0", "--candidate", "2.99.0", "--machine", "m", "--measure", PAIR]
-    result = invoke("gate", *args, "--results", results, "--json", results / "g.json")
+    result = invoke(
+        "gate", *args, "--results", results, "--format", "json", "--out", results / "g.json"
+    )
     assert result.exit_code == 0, result.output
     assert list(envs) == ["2.99.0"] and envs["2.99.0"].runs == [(PAIR, "leaky"), (PAIR, "fixed")]
     filed = store.read_records(results / "records" / "m.local" / "tf-2.99.0.jsonl")
@@ -345,7 +347,7 @@ def test_without_machine_it_reads_this_machines_records_not_another_cpus(tmp_pat
     published) beside another CPU's under asv's name (store.default_machine), the gate reads
     this machine's, as --measure would file them."""
     monkeypatch.setenv("ASV_MACHINE", "vm")
-    mine = store.this_machine()
+    mine = machines.this_machine()
     results = tmp_path / "results"
 
     def on(machine: tuple) -> list:
@@ -358,10 +360,10 @@ def test_without_machine_it_reads_this_machines_records_not_another_cpus(tmp_pat
     other = ("Another CPU", 64)
     for version in ("2.21.0", "2.99.0"):
         store.write_records(results, "vm", version, on(other))
-        store.write_records(results, f"vm-{store.machine_slug(mine)}.local", version, on(mine))
+        store.write_records(results, f"vm-{machines.machine_slug(mine)}.local", version, on(mine))
     result = invoke("gate", "--baseline", "2.21.0", "--candidate", "2.99.0", "--results", results)
     assert result.exit_code == 0, result.output
-    assert f"Records of asv machine `vm-{store.machine_slug(mine)}.local" in result.stdout
+    assert f"Records of asv machine `vm-{machines.machine_slug(mine)}.local" in result.stdout
 
 
 def test_a_measurement_without_a_record_is_a_new_error_not_filed(measuring):

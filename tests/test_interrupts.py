@@ -77,7 +77,8 @@ def interrupt_mid_suite(suite: Path, tmp_path: Path, sig: int):
     """Start `leakbench run` on both pairs, wait for
     a_leak's record and b_hang's child, send `sig`."""
     out = tmp_path / "records.jsonl"
-    cli = start(["run", "--variant", "leaky", "--json", str(out), *FAST], suite, tmp_path)
+    json_out = ["--format", "json", "--out", str(out)]
+    cli = start(["run", "--variant", "leaky", *json_out, *FAST], suite, tmp_path)
     try:
         wait_for(lambda: out.is_file() and out.read_text().count("\n") >= 1, 60, "first record")
         child = wait_for(lambda: measured_child(cli, "b_hang"), 30, "child measuring b_hang")
@@ -94,18 +95,20 @@ def interrupt_mid_suite(suite: Path, tmp_path: Path, sig: int):
 
 
 @pytest.mark.timeout(120)
-def test_kill_9_mid_suite_keeps_records_and_a_rerun_appends(suite, tmp_path):
+def test_kill_9_mid_suite_keeps_records_and_a_rerun_replaces_them(suite, tmp_path):
     code, _stderr, out = interrupt_mid_suite(suite, tmp_path, signal.SIGKILL)
     assert code == -signal.SIGKILL
     before = lines_of(out)
     assert [(r["pair"], r["verdict"]) for r in before] == [("a_leak", "leak")]
-    # the next run: the same file, appended to, every line still a record
+    # the next run: the same file, replaced whole (--out), every line still a record
     rerun = start(
-        ["run", "a_leak", "--variant", "leaky", "--json", str(out), *FAST], suite, tmp_path
+        ["run", "a_leak", "--variant", "leaky", "--format", "json", "--out", str(out), *FAST],
+        suite,
+        tmp_path,
     )
     rerun.communicate(timeout=60)
     assert rerun.returncode == 0
-    assert [r["pair"] for r in lines_of(out)] == ["a_leak", "a_leak"]
+    assert [r["pair"] for r in lines_of(out)] == ["a_leak"]
 
 
 @pytest.mark.timeout(120)

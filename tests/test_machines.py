@@ -21,7 +21,7 @@ from conftest import invoke, refused, state
 
 from leakbench.analysis import record, schema
 from leakbench.history import compare as comparing
-from leakbench.history import store
+from leakbench.history import machines, store
 
 FILES = Path(__file__).parent / "data" / "results" / "records" / "fixture"
 # the published dataset's fixture: machine vm, an AMD EPYC of 2 cores (py_function_map's records)
@@ -222,11 +222,11 @@ def test_committed_records_hold_one_machine_per_name(committed_results, monkeypa
         recs = [
             r for recs in store.by_version(committed_results, name).values() for r in recs.values()
         ]
-        (seen[name],) = {store.machine_of(r) for r in recs}  # one machine, none unnamed
+        (seen[name],) = {machines.machine_of(r) for r in recs}  # one machine, none unnamed
         assert seen[name] is not None
     chosen = store.published_machine(committed_results)
     assert chosen in names and store.pick_machine(committed_results) == chosen
-    if (ref := store.reference(committed_results)) is not None:
+    if (ref := machines.reference(committed_results)) is not None:
         assert chosen == ref["machine"] and seen[chosen] == (ref["cpu"], ref["cores"])
 
 
@@ -288,7 +288,7 @@ def test_write_records_refuses_to_mix_within_one_file(tmp_path):
     assert path.read_bytes() == before
     # replacing every record of the only file: nothing of the other machine stays
     store.write_records(results, "box", "2.21.0", on(INTEL, fixture("2.21.0")))
-    assert {store.machine_of(r) for r in store.read_records(path)} == {INTEL}
+    assert {machines.machine_of(r) for r in store.read_records(path)} == {INTEL}
 
 
 def test_write_records_of_the_same_machine_replace_as_before(tmp_path):
@@ -315,7 +315,7 @@ def test_check_writable_says_before_measuring(tmp_path, monkeypatch):
 
 def test_this_machine_is_what_records_carry():
     env = record.environment(None)
-    assert store.this_machine() == (env["cpu"], env["cores"])
+    assert machines.this_machine() == (env["cpu"], env["cores"])
 
 
 @pytest.mark.parametrize(
@@ -328,7 +328,7 @@ def test_this_machine_is_what_records_carry():
     ],
 )
 def test_machine_slug(machine, slug):
-    assert store.machine_slug(machine) == slug
+    assert machines.machine_slug(machine) == slug
 
 
 def test_default_machine_is_asvs_unless_its_folder_holds_another(tmp_path, monkeypatch):

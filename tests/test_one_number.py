@@ -11,7 +11,7 @@ import pytest
 from leakbench import metrics
 from leakbench.analysis import decision
 from leakbench.history import compare as comparing
-from leakbench.history import matrix, store
+from leakbench.history import machines, matrix, store
 from leakbench.reporters import gate as gate_md
 from leakbench.reporters import history as history_md
 from leakbench.reporters import table
@@ -99,7 +99,7 @@ def _committed(results: Path) -> list[dict]:
 
 def _published_build(results: Path, build: str = "2.21.0") -> dict:
     """{(pair, variant): record} of the published machine's records of `build`."""
-    machine = (store.reference(results) or {}).get("machine") or store.pick_machine(results)
+    machine = (machines.reference(results) or {}).get("machine") or store.pick_machine(results)
     return {
         (r["pair"], r["variant"]): r
         for r in store.read_records(store.records_path(results, machine, build))

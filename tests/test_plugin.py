@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import pytest_plugin
+from leakbench import pytest_plugin, pytest_settings
 from leakbench.settings import Settings, SettingsError
 
 pytest_plugins = ["pytester"]
@@ -160,7 +160,8 @@ def test_defaults_come_from_the_test_then_the_command_line_then_the_ini_file(pyt
     assert pytest_plugin.settings_of(config, cap="3GiB").cap_bytes == 3 << 30
     # without an ini file or options: the plugin's own defaults, a fixed cap (not half of RAM)
     assert pytest_plugin.settings_of() == Settings(
-        cap_bytes=pytest_plugin.DEFAULT_CAP, timeout_seconds=pytest_plugin.DEFAULT_TIMEOUT_SECONDS
+        cap_bytes=pytest_settings.DEFAULT_CAP,
+        timeout_seconds=pytest_settings.DEFAULT_TIMEOUT_SECONDS,
     )
     with pytest.raises(SettingsError, match=r"^--leakbench-reps: 3 is too few for a trend"):
         pytest_plugin.settings_of(pytester.parseconfig("--leakbench-reps=3"))

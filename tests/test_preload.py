@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import invoke
 
-from leakbench import catalog, cli, contract, expectation
+from leakbench import catalog, contract, expectation
 from leakbench.catalog import Target
 from leakbench.engine import preload
 from leakbench.measure import measure
@@ -170,8 +170,8 @@ def test_a_present_preload_is_measured(tmp_path):
 
 def test_run_of_a_file_whose_library_is_missing_exits_0(tmp_path):
     out = tmp_path / "records.jsonl"
-    result = CliRunner().invoke(
-        cli.main, ["run", str(DATA / "python_preload_absent.py"), *CLI_LIMITS, "--json", str(out)]
+    result = invoke(
+        "run", DATA / "python_preload_absent.py", *CLI_LIMITS, "--format", "json", "--out", out
     )
     assert result.exit_code == 0, result.output
     assert f"python_preload_absent (file): skipped: LD_PRELOAD names {ABSENT}" in result.stderr
@@ -184,7 +184,7 @@ def test_run_of_a_pair_whose_fix_lacks_its_library_exits_0(tmp_path, monkeypatch
         (root / sub).mkdir(parents=True)
         shutil.copy(DATA / f"{source}.py", root / sub / "absent.py")
     monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    result = CliRunner().invoke(cli.main, ["run", "absent", "--variant", "fixed", *CLI_LIMITS])
+    result = invoke("run", "absent", "--variant", "fixed", *CLI_LIMITS)
     assert result.exit_code == 0, result.output
     assert f"absent (fixed): skipped: LD_PRELOAD names {ABSENT}" in result.stderr
     assert "no-leak or skipped" in result.stdout  # what the fix should read, in the table

@@ -2,7 +2,7 @@
 
 Which engine made a record (leakbench.version: identity, describe, the source hash over
 ENGINE_SOURCES); the schema-4 migration (a schema-3 record names no engine); a user's runs under
-results/records/<machine>.local/ (store.local, is_local, label, machines, pick_machine and the
+results/records/<machine>.local/ (machines.local, is_local, label, machines, pick_machine and the
 published manifest results/reference.json, replace_records); `leakbench run` at the default
 settings leaving every published file as it was; `leakbench publish` refusing a .local machine and
 an installed package; the calibration line quoting another machine's tables where this one has
@@ -22,7 +22,7 @@ from leakbench import version
 from leakbench.analysis import schema
 from leakbench.calibrate import committed
 from leakbench.cli import run as run_command
-from leakbench.history import pin, store
+from leakbench.history import machines, pin, store
 
 FIXTURE = DATA / "results" / "records" / "fixture" / "tf-2.21.0.jsonl"
 # the one table of machine vm for TensorFlow 2.21.0 (trimmed from the committed calibration)
@@ -127,12 +127,12 @@ def test_a_schema_3_record_reads_as_schema_4_naming_no_engine():
 
 
 def test_local_names_the_folder_of_a_users_runs():
-    assert store.local("vm") == "vm.local"
-    assert store.local("vm.local") == "vm.local"  # kept as it is, never vm.local.local
-    assert store.is_local("vm.local") and not store.is_local("vm")
-    assert not store.is_local("vm-local")
-    assert store.label("vm") == "vm"
-    assert store.label("vm.local") == "vm.local (this machine's own runs, not published)"
+    assert machines.local("vm") == "vm.local"
+    assert machines.local("vm.local") == "vm.local"  # kept as it is, never vm.local.local
+    assert machines.is_local("vm.local") and not machines.is_local("vm")
+    assert not machines.is_local("vm-local")
+    assert machines.label("vm") == "vm"
+    assert machines.label("vm.local") == "vm.local (this machine's own runs, not published)"
 
 
 def test_machines_can_leave_a_users_runs_out(tmp_path):
@@ -149,14 +149,14 @@ def test_pick_machine_prefers_the_published_datasets_machine(tmp_path, monkeypat
     for name in ("asvs", "published", "published.local"):
         store.write_records(results, name, "2.21.0", stamped(AMD))
     monkeypatch.setenv("ASV_MACHINE", "asvs")
-    assert store.reference(results) is None
+    assert machines.reference(results) is None
     assert store.pick_machine(results) == "asvs"  # without a manifest: asv's machine
-    (results / store.REFERENCE_FILE).write_text(json.dumps({"machine": "published"}))
-    assert store.reference(results) == {"machine": "published"}
+    (results / machines.REFERENCE_FILE).write_text(json.dumps({"machine": "published"}))
+    assert machines.reference(results) == {"machine": "published"}
     assert store.pick_machine(results) == "published"
     assert store.pick_machine(results, "asvs") == "asvs"  # a named machine is taken as named
     # a manifest naming a machine with no records here does not decide
-    (results / store.REFERENCE_FILE).write_text(json.dumps({"machine": "gone"}))
+    (results / machines.REFERENCE_FILE).write_text(json.dumps({"machine": "gone"}))
     assert store.pick_machine(results) == "asvs"
 
 
@@ -164,8 +164,8 @@ def test_pick_machine_prefers_the_published_datasets_machine(tmp_path, monkeypat
     "text", ["not json", json.dumps(["vm"]), json.dumps({"machine": 3}), json.dumps({})]
 )
 def test_a_manifest_that_names_no_machine_is_none(tmp_path, text):
-    (tmp_path / store.REFERENCE_FILE).write_text(text)
-    assert store.reference(tmp_path) is None
+    (tmp_path / machines.REFERENCE_FILE).write_text(text)
+    assert machines.reference(tmp_path) is None
 
 
 def test_replace_records_drops_what_the_file_held(tmp_path):
@@ -207,11 +207,11 @@ def published_checkout(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ASV_MACHINE", "box")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(pin, "installed_tf_version", lambda: "2.21.0")
-    here = store.this_machine()
+    here = machines.this_machine()
     results = tmp_path / "results"
     for build in ("2.13.1", "2.21.0"):
         store.write_records(results, "box", build, stamped(here))
-    (results / store.REFERENCE_FILE).write_text(json.dumps({"machine": "box"}) + "\n")
+    (results / machines.REFERENCE_FILE).write_text(json.dumps({"machine": "box"}) + "\n")
     (results / "matrix-box.md").write_text("# the published matrix\n")
     template = store.read_records(FIXTURE)[0]
 

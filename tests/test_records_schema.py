@@ -20,10 +20,10 @@ import pytest
 from conftest import invoke, refused, state
 
 from leakbench.analysis import schema, validate
+from leakbench.calibrate import calibration as calibrate
 from leakbench.calibrate import committed
-from leakbench.calibrate import run as calibrate
 from leakbench.history import store
-from leakbench.repeat import run as repeat
+from leakbench.repeat import repeatability as repeat
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -202,7 +202,8 @@ def test_every_command_reading_records_refuses_a_bad_one_and_changes_nothing(
     )
     refused(invoke("report-back", "py_function_map", "--results", "results"), named)
     refused(
-        invoke("site", "--results", "results", "--out", records_here / "site", "--no-asv"), named
+        invoke("site", "--results", "results", "--out-dir", records_here / "site", "--no-asv"),
+        named,
     )
     assert state(records_here) == before and not (records_here / "site").exists()
 

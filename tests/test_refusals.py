@@ -4,8 +4,8 @@ mtime) and no process left.
 
 Most of these cases have a test of their own, beside the code they exercise:
 
-- outputs that are inputs (check --html the target, run --json/--markdown a scenario, run --json F
-  --markdown F), FIFOs and links to /dev/full, loops and dangling links as records or outputs,
+- outputs that are inputs (check --html the target, run --out a scenario), FIFOs and links to
+  /dev/full, loops and dangling links as records or outputs,
   a bad --machine or ASV_MACHINE for repeat and calibrate, names too long for repeat --out,
   calibrate --out and check, bad JSON read by matrix and resumed by repeat, a site build that
   fails (the old site kept), a flame graph not UTF-8 or a bad repeatability file (a note):
@@ -175,9 +175,13 @@ def test_a_bad_number_or_machine_name_is_refused(sealed, case):
 # DEEP: a path past 4,096), refused before any folder is made for it
 TOO_LONG = {
     "run FILE": (["run", f"{LONG}.py", *SAFE], None, "too long"),
-    "run --json": (["run", "pyleak", *SAFE, "--json", f"{LONG}.jsonl"], None, "too long"),
-    "run --json, deep": (["run", "pyleak", *SAFE, "--json", f"{DEEP}/r.jsonl"], None, "too long"),
-    "run --markdown": (["run", "pyleak", *SAFE, "--markdown", f"{LONG}.md"], None, "too long"),
+    "run --out": (["run", "pyleak", *SAFE, "--out", f"{LONG}.jsonl"], None, "too long"),
+    "run --out, deep": (["run", "pyleak", *SAFE, "--out", f"{DEEP}/r.jsonl"], None, "too long"),
+    "run --out, markdown": (
+        ["run", "pyleak", *SAFE, "--format", "markdown", "--out", f"{LONG}.md"],
+        None,
+        "too long",
+    ),
     "run --flamegraph-dir": (["run", "pyleak", *SAFE, "--flamegraph-dir", LONG], None, "too long"),
     "check FILE, deep": (["check", f"{DEEP}/x.py:work", *SAFE], None, "too long"),
     "check --html": (["check", "ok.py:bounded", *SAFE, "--html", f"{LONG}.html"], None, "too long"),
@@ -196,10 +200,18 @@ TOO_LONG = {
         None,
         "no records file at",
     ),
-    "report-back --out": (["report-back", "--results", "results", "--out", LONG], None, "too long"),
-    "site --out": (["site", "--results", "results", "--out", LONG, "--no-asv"], None, "too long"),
+    "report-back --out-dir": (
+        ["report-back", "--results", "results", "--out-dir", LONG],
+        None,
+        "too long",
+    ),
+    "site --out-dir": (
+        ["site", "--results", "results", "--out-dir", LONG, "--no-asv"],
+        None,
+        "too long",
+    ),
     "site --results, deep": (
-        ["site", "--results", DEEP, "--out", "site", "--no-asv"],
+        ["site", "--results", DEEP, "--out-dir", "site", "--no-asv"],
         None,
         "too long",
     ),
@@ -219,13 +231,13 @@ def test_a_path_too_long_is_refused(sealed, case):
 DEV_FULL = {  # the device itself (tests/test_bad_input.py: a link to it)
     "repeat --out": ([*REPEAT, "--out", "/dev/full"], "--out: /dev/full"),
     "calibrate --out": ([*CALIBRATE, "--out", "/dev/full"], "--out: /dev/full"),
-    "run --json": (
-        ["run", "pyleak", *FAST, "--json", "/dev/full"],
-        "--json: /dev/full is a character device",
+    "run --out (json)": (
+        ["run", "pyleak", *FAST, "--format", "json", "--out", "/dev/full"],
+        "--out: /dev/full is a character device",
     ),
-    "run --markdown": (
-        ["run", "pyleak", *FAST, "--markdown", "/dev/full"],
-        "--markdown: /dev/full is a character device",
+    "run --out (markdown)": (
+        ["run", "pyleak", *FAST, "--format", "markdown", "--out", "/dev/full"],
+        "--out: /dev/full is a character device",
     ),
     "check --html": (
         ["check", "ok.py:bounded", *FAST, "--html", "/dev/full"],
@@ -247,7 +259,7 @@ def reported(tmp_path, monkeypatch) -> Path:
     """cwd: results/ with a copy of tests/data/published's records (py_function_map's, copied
     from committed ones: never the working copy of results/, which is regenerated); the
     repository as LEAKBENCH_ROOT (its pairs from public reports, which report-back writes a
-    block for); blocks/, report-back's --out."""
+    block for); blocks/, report-back's --out-dir."""
     shutil.copytree(DATA / "published" / "records", tmp_path / "results" / "records")
     (tmp_path / "blocks").mkdir()
     monkeypatch.setenv("LEAKBENCH_ROOT", str(REPO))
@@ -270,8 +282,8 @@ def test_report_back_refuses_a_special_block_file(reported, kind):
     block.symlink_to(target)
     before = state(reported)
     refused(
-        invoke("report-back", "py_function_map", "--results", "results", "--out", "blocks"),
-        f"--out: blocks/py_function_map.md is {named}",
+        invoke("report-back", "py_function_map", "--results", "results", "--out-dir", "blocks"),
+        f"--out-dir: blocks/py_function_map.md is {named}",
     )
     assert state(reported) == before
 
@@ -384,7 +396,7 @@ READERS = {
         "results/records/vm/tf-2.17.1.jsonl",
     ],
     "report-back": ["report-back", "--results", "results"],
-    "site": ["site", "--results", "results", "--out", "site", "--no-asv"],
+    "site": ["site", "--results", "results", "--out-dir", "site", "--no-asv"],
 }
 
 

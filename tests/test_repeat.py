@@ -4,7 +4,7 @@ TensorFlow (tests/data's python_leak.py and python_bounded.py, each run capped a
 a file made with other settings, and the markdown of a synthetic summary.
 
 Metric names are never written here: which growth signals decide is the engine's
-table (leakbench.analysis.verdict), read by leakbench.repeat.run when it runs."""
+table (leakbench.analysis.verdict), read by leakbench.repeat.repeatability when it runs."""
 
 from __future__ import annotations
 
@@ -21,15 +21,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from click.testing import CliRunner
-from conftest import held_decision, pair_checkout
+from conftest import held_decision, invoke, pair_checkout
 
-from leakbench import cli, expectation
+from leakbench import expectation
 from leakbench.analysis import verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
 from leakbench.engine import runner
-from leakbench.repeat import run as repeat
+from leakbench.repeat import repeatability as repeat
 from leakbench.reporters import repeatability as repeat_report
 from leakbench.settings import Settings
 from leakbench.units import KIB, MIB
@@ -131,9 +130,7 @@ def test_command_writes_json_and_table_by_default_and_refuses_bad_input(tmp_path
     monkeypatch.setenv("LEAKBENCH_ROOT", str(pair_checkout(tmp_path)))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results").mkdir()
-    found = CliRunner().invoke(
-        cli.main, ["repeat", "--runs", "1", "--jobs", "2", "--machine", "m", *FAST]
-    )
+    found = invoke("repeat", "--runs", "1", "--jobs", "2", "--machine", "m", *FAST)
     assert found.exit_code == 0, (found.output, found.exception)
     (out,) = (tmp_path / "results" / "repeatability").glob("m-tf-*-jobs2.json")
     table = out.with_suffix(".md").read_text()
@@ -149,9 +146,7 @@ def test_command_writes_json_and_table_by_default_and_refuses_bad_input(tmp_path
         (["--out", str(tmp_path / "r.md")], "--out"),
         (["--scales", "1,0"], "--scales"),
     ]:
-        found = CliRunner().invoke(
-            cli.main, ["repeat", "--runs", "2", "--jobs", "2", "--machine", "m", *FAST, *args]
-        )
+        found = invoke("repeat", "--runs", "2", "--jobs", "2", "--machine", "m", *FAST, *args)
         assert found.exit_code == 2 and found.stdout == "", found.output
         assert len(found.stderr.splitlines()) == 1 and fragment in found.stderr, found.stderr
     assert out.read_bytes() == before

@@ -220,7 +220,7 @@ def test_fixture_records_and_a_report_pair_of_ones_own(monkeypatch, tmp_path):
     assert "Machine (asv machine `fixture`): Python 3.11.2, tensorflow-cpu 2.13.1–2.99.0" in block
 
 
-# --- bad input and --out ----------------------------------------------------------
+# --- bad input and --out-dir ----------------------------------------------------------
 
 
 def test_a_seed_pair_is_bad_input(real_checkout):
@@ -249,13 +249,13 @@ def test_results_without_the_pair_or_without_records_are_bad_input(real_checkout
     )
 
 
-def test_out_writes_one_file_per_pair_and_keeps_the_rest(
+def test_out_dir_writes_one_file_per_pair_and_keeps_the_rest(
     real_checkout, committed_results, tmp_path
 ):
     out = tmp_path / "new" / "report-back"
     out.mkdir(parents=True)
     (out / "README.txt").write_text("mine")
-    result = invoke("report-back", "--results", str(committed_results), "--out", str(out))
+    result = invoke("report-back", "--results", str(committed_results), "--out-dir", str(out))
     assert result.exit_code == 0, (result.output, result.exception)
     assert result.stdout.splitlines() == [str(out / f"{p}.md") for p in REPORT_PAIRS]
     assert sorted(p.name for p in out.iterdir()) == sorted(
@@ -270,7 +270,7 @@ def test_out_writes_one_file_per_pair_and_keeps_the_rest(
         "predict_in_loop",
         "--results",
         str(committed_results),
-        "--out",
+        "--out-dir",
         str(tmp_path / "one"),
     )
     assert one.exit_code == 0 and [p.name for p in (tmp_path / "one").iterdir()] == [
@@ -278,7 +278,7 @@ def test_out_writes_one_file_per_pair_and_keeps_the_rest(
     ]
 
 
-def test_out_that_is_a_file_is_bad_input(real_checkout, tmp_path):
+def test_out_dir_that_is_a_file_is_bad_input(real_checkout, tmp_path):
     (tmp_path / "taken").write_text("x")
     refused(
         invoke(
@@ -286,10 +286,10 @@ def test_out_that_is_a_file_is_bad_input(real_checkout, tmp_path):
             "py_function_map",
             "--results",
             str(PUBLISHED),
-            "--out",
+            "--out-dir",
             str(tmp_path / "taken"),
         ),
-        "--out",
+        "--out-dir",
     )
     assert (tmp_path / "taken").read_text() == "x"
 

@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from conftest import invoke
 
-from leakbench import catalog, cli, contract, expectation
+from leakbench import catalog, contract, expectation
 from leakbench.history import matrix, store
 from leakbench.reporters import history as history_md
 
@@ -136,23 +136,23 @@ def test_matrix_accepts_either_verdict_of_a_version_dependent_scenario(tmp_path)
 # --- leakbench run: the exit code, and the claim in the record ---------------------
 
 
-def run_pair(root: Path, cwd: Path, monkeypatch, *args: str) -> Result:
-    """`leakbench run pair FAST ARGS` from cwd with root as LEAKBENCH_ROOT, in process (CliRunner;
-    the measured children are started as from the command; test_cli runs the installed entry
-    point). An exception out of the command, a traceback from a real one, fails here."""
-    monkeypatch.setenv("LEAKBENCH_ROOT", str(root))
-    monkeypatch.chdir(cwd)
-    done = CliRunner().invoke(cli.main, ["run", "pair", *FAST, *args])
-    assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)
-    return done
-
-
 @pytest.mark.timeout(120)
-def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path, monkeypatch):
+def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path):
     root = tmp_path / "root"
     reported_copy(root / "scenarios", "python_bounded", "pair")
     reported_copy(root / "fixes", "python_bounded", "pair")
-    result = run_pair(root, tmp_path, monkeypatch, "--json", "out.jsonl")
+    result = invoke(
+        "run",
+        "pair",
+        *FAST,
+        "--format",
+        "json",
+        "--out",
+        "out.jsonl",
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
+        catch_exceptions=False,
+    )
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [(r["variant"], r["verdict"], r["reported"]) for r in records] == [
@@ -162,10 +162,19 @@ def test_run_exits_zero_when_a_version_dependent_scenario_does_not_leak(tmp_path
 
 
 @pytest.mark.timeout(120)
-def test_run_still_fails_a_leaking_fix_of_a_version_dependent_pair(tmp_path, monkeypatch):
+def test_run_still_fails_a_leaking_fix_of_a_version_dependent_pair(tmp_path):
     root = tmp_path / "root"
     reported_copy(root / "scenarios", "python_bounded", "pair")
     (root / "fixes").mkdir(parents=True)
     shutil.copy(DATA / "python_leak.py", root / "fixes" / "pair.py")
-    result = run_pair(root, tmp_path, monkeypatch, "--variant", "fixed")
+    result = invoke(
+        "run",
+        "pair",
+        *FAST,
+        "--variant",
+        "fixed",
+        env={"LEAKBENCH_ROOT": root},
+        cwd=tmp_path,
+        catch_exceptions=False,
+    )
     assert result.exit_code == 1, result.stderr

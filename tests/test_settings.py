@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from click.testing import CliRunner
-from conftest import refused
+from conftest import invoke, refused
 
-from leakbench import cli, pytest_plugin
-from leakbench.check import run as check
+from leakbench import pytest_plugin, pytest_settings
+from leakbench.check import pipeline as check
 from leakbench.cli.options import OPTION_NAMES
 from leakbench.settings import Settings, SettingsError
 
@@ -62,10 +61,10 @@ def test_every_face_refuses_alike(case, checkout, monkeypatch):
     assert "\n" not in str(error) and str(error) == f"{error.setting}: {error.problem}"
     expected = {  # the one message, in each face's names
         "cli": f"leakbench: error: {error.line(OPTION_NAMES)}",
-        "plugin": error.line(pytest_plugin.KEYWORD_NAMES),
+        "plugin": error.line(pytest_settings.KEYWORD_NAMES),
     }
     for command in (["run", "pyleak", *SAFE], ["check", "ok.py:bounded", *SAFE]):
-        line = refused(CliRunner().invoke(cli.main, [*command, *options]))
+        line = refused(invoke(*command, *options))
         assert line == expected["cli"], (command, line)
 
     def measured(*args, **kwargs):
@@ -91,7 +90,7 @@ def test_every_face_refuses_alike(case, checkout, monkeypatch):
 )
 def test_calibrate_and_bisect_refuse_a_timeout_as_settings_do(command, checkout):
     error = refusal({"timeout_seconds": 0.5})
-    line = refused(CliRunner().invoke(cli.main, [*command, "--timeout", "0.5"]))
+    line = refused(invoke(*command, "--timeout", "0.5"))
     assert line == f"leakbench: error: {error.line(OPTION_NAMES)}"
     assert line == "leakbench: error: --timeout: 0.5 s is less than 1 s"
 
@@ -102,10 +101,7 @@ def test_a_problem_naming_another_setting_names_it_in_each_face(checkout, tmp_pa
         "flamegraph_dir: the flame graph is drawn from the heap pass; heap_reps 0 skips it"
     )
     line = refused(
-        CliRunner().invoke(
-            cli.main,
-            ["run", "pyleak", *SAFE, "--heap-reps", "0", "--flamegraph-dir", str(tmp_path / "g")],
-        )
+        invoke("run", "pyleak", *SAFE, "--heap-reps", "0", "--flamegraph-dir", str(tmp_path / "g"))
     )
     assert line == (
         "leakbench: error: --flamegraph-dir: the flame graph is drawn from the heap pass; "
@@ -149,10 +145,10 @@ def test_settings_say_what_is_wrong_in_one_line(fields, problem):
 def test_the_plugin_takes_a_cap_as_a_size_as_the_cli_does(checkout):
     """0 is no test's cap (the machine's default, half of RAM, is the CLI's when --cap is left
     out): the plugin reads a cap as `--cap` does, and says so in the same words."""
-    line = refused(CliRunner().invoke(cli.main, ["check", "ok.py:bounded", "--cap", "0"]))
+    line = refused(invoke("check", "ok.py:bounded", "--cap", "0"))
     with pytest.raises(SettingsError) as caught:
         pytest_plugin.settings_of(cap=0)
     assert str(caught.value) == "cap: '0' is not a whole number of bytes (at least 1)"
     assert line == "leakbench: error: --cap: '0' is not a whole number of bytes (at least 1)"
     assert pytest_plugin.settings_of(cap="2GiB").cap_bytes == 2 << 30
-    assert pytest_plugin.settings_of().cap_bytes == pytest_plugin.DEFAULT_CAP == 4 << 30
+    assert pytest_plugin.settings_of().cap_bytes == pytest_settings.DEFAULT_CAP == 4 << 30

@@ -13,7 +13,7 @@ without values), `frag_pair` on
 holds a <b> tag), and a real memray flame graph of a small capture as
 stateful_map's. The pair files are written into a temporary checkout;
 xss_pair's docstring holds a <script> tag too. The repeatability tests add
-synthetic results/repeatability/ files (leakbench.repeat.run.summarize of made-up
+synthetic results/repeatability/ files (leakbench.repeat.repeatability.summarize of made-up
 observations, metric keys made up as in test_repeat).
 
 The browser test loads every page in headless Debian chromium from a localhost
@@ -42,15 +42,14 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from click.testing import CliRunner
-from conftest import CHROMIUM, held_decision, need_chromium
+from conftest import CHROMIUM, held_decision, invoke, need_chromium
 from markupsafe import escape
 
-from leakbench import cli, contract, metrics
+from leakbench import contract, metrics
 from leakbench.analysis import decision, verdict
 from leakbench.engine import heap
 from leakbench.history import store
-from leakbench.repeat import run as repeat
+from leakbench.repeat import repeatability as repeat
 from leakbench.site import (
     build as site,
 )
@@ -221,7 +220,7 @@ def built(results, site_checkout, tmp_path_factory) -> site.Built:
 def no_pairs(tmp_path_factory) -> Path:
     """A checkout whose scenarios/ and fixes/ are empty: a build of the fixture results there reads
     them and writes an index and no lesson (every pair is skipped), all the writing an unwritable
-    --out is about, without the charts of three lessons (most of a build's CPU)."""
+    --out-dir is about, without the charts of three lessons (most of a build's CPU)."""
     root = tmp_path_factory.mktemp("no-pairs")
     for folder in ("scenarios", "fixes"):
         (root / folder).mkdir()
@@ -408,27 +407,21 @@ def test_default_version_and_source_links():
 def test_cli(results, site_checkout, tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(site_checkout))
     out = tmp_path / "site"
-    result = CliRunner().invoke(
-        cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"]
-    )
+    result = invoke("site", "--results", str(results), "--out-dir", str(out), "--no-asv")
     assert result.exit_code == 0, result.output
     assert (out / "index.html").is_file() and (out / "lessons" / "stateful_map.html").is_file()
     assert "6 files in" in result.output and "stateful_map-leaky.html" in result.output
-    bad = CliRunner().invoke(
-        cli.main, ["site", "--results", str(tmp_path / "none"), "--out", str(out)]
-    )
+    bad = invoke("site", "--results", str(tmp_path / "none"), "--out-dir", str(out))
     assert bad.exit_code == 2 and "no results directory" in bad.stderr
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("not a site")
-    bad = CliRunner().invoke(
-        cli.main, ["site", "--results", str(results), "--out", str(tmp_path / "mine")]
-    )
+    bad = invoke("site", "--results", str(results), "--out-dir", str(tmp_path / "mine"))
     assert bad.exit_code == 2 and "holds other files and no index.html" in bad.stderr
     assert (tmp_path / "mine" / "notes.txt").is_file()
 
 
 def unwritable_outs(tmp_path) -> list[Path]:
-    """--out folders that cannot be created or written: under /proc, under a regular file,
+    """--out-dir folders that cannot be created or written: under /proc, under a regular file,
     and (not as root, who may write anywhere) in a folder without write permission."""
     (tmp_path / "a-file").write_text("not a folder")
     found = [Path("/proc/leakbench-site"), tmp_path / "a-file" / "site"]
@@ -445,7 +438,8 @@ def test_an_unwritable_out_is_a_site_error(results, no_pairs, tmp_path):
             site.build(results, out, root=no_pairs, asv=False)
         message = str(raised.value)
         assert (
-            message.startswith(f"--out {out}: cannot write the site there") and "\n" not in message
+            message.startswith(f"--out-dir {out}: cannot write the site there")
+            and "\n" not in message
         ), message
     # an existing site in a folder where no new one can be built beside it: the same, not a
     # traceback, and the old site stays (not as root, who may write anywhere)
@@ -467,15 +461,13 @@ def test_an_unwritable_out_is_a_site_error(results, no_pairs, tmp_path):
 def test_cli_unwritable_out(results, no_pairs, tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKBENCH_ROOT", str(no_pairs))
     for out in unwritable_outs(tmp_path):
-        done = CliRunner().invoke(
-            cli.main, ["site", "--results", str(results), "--out", str(out), "--no-asv"]
-        )
+        done = invoke("site", "--results", str(results), "--out-dir", str(out), "--no-asv")
         assert done.exit_code == 2, done.output
         assert "Traceback" not in done.output and isinstance(done.exception, SystemExit), (
             done.exception
         )
         assert done.stderr.strip().startswith(
-            f"leakbench: error: --out {out}: cannot write the site there"
+            f"leakbench: error: --out-dir {out}: cannot write the site there"
         )
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
@@ -1265,7 +1257,7 @@ def test_a_flame_graph_of_another_memray_release_gets_stand_ins(tmp_path):
 def repeat_observation(
     pair, variant, run, word, held, expected="leak", exponent=None, version="2.16.2", decided=True
 ):
-    """One run as leakbench.repeat.run.observe keeps it; held in bytes/repetition, and the
+    """One run as leakbench.repeat.repeatability.observe keeps it; held in bytes/repetition, and the
     number its verdict rests on (decided=False: a run kept before repeat kept it)."""
     return {
         "decision": held_decision(word, held) if decided else None,

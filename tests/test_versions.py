@@ -409,7 +409,7 @@ def test_several_machines_need_machine_one_line(tmp_path):
     for args in (
         ("matrix",),
         ("compare", "2.13.1", "2.21.0"),
-        ("site", "--no-asv", "--out", tmp_path / "site"),
+        ("site", "--no-asv", "--out-dir", tmp_path / "site"),
     ):
         line = refused(invoke(*args, "--results", results))
         assert line == (
@@ -461,15 +461,15 @@ def test_write_records_refuses_a_machine_name_that_is_no_folder(tmp_path):
 def test_asv_machine_follows_asv(tmp_path, monkeypatch):
     monkeypatch.delenv("ASV_MACHINE", raising=False)
     monkeypatch.setattr(machines.platform, "uname", lambda: type("U", (), {"node": "host-1"})())
-    assert store.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
+    assert machines.asv_machine(tmp_path) == "host-1"  # asv's default: the host name
     # asv run rewrites machine.json as it starts
     for name, when in (("vm", 1_000), ("ci-runner", 2_000)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "machine.json").write_text("{}")
         os.utime(tmp_path / name / "machine.json", (when, when))
-    assert store.asv_machine(tmp_path) == "ci-runner"
+    assert machines.asv_machine(tmp_path) == "ci-runner"
     monkeypatch.setenv("ASV_MACHINE", "github-ubuntu-latest")
-    assert store.asv_machine(tmp_path) == "github-ubuntu-latest"
+    assert machines.asv_machine(tmp_path) == "github-ubuntu-latest"
 
 
 def test_committed_records_are_per_machine(committed_results):
@@ -477,7 +477,7 @@ def test_committed_records_are_per_machine(committed_results):
     name: test_machines), the reference machine's among them with asv's machine.json beside;
     a user's own runs (.local) are never committed."""
     found = store.machines(committed_results)
-    assert found and not any(store.is_local(m) for m in found)
+    assert found and not any(machines.is_local(m) for m in found)
     reference = store.published_machine(committed_results)
     assert reference in found
     assert (committed_results / reference / "machine.json").is_file()

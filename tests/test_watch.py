@@ -8,14 +8,16 @@ pairs' leaky and fixed sides under the loop watcher, each in a capped, timed chi
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from watched import assert_reads_as_run
 
 from leakbench import metrics as registry
-from leakbench.analysis import looks
+from leakbench import online
 from leakbench.online import SAMPLED, Judge
 from leakbench.settings import Settings, SettingsError
-from leakbench.units import KIB
+from leakbench.units import KIB, MIB
 from leakbench.watch import Watch, watch
 
 REPS = Settings().reps
@@ -41,22 +43,77 @@ def feed(judge: Judge, samples: int, **growth) -> list:
 def test_a_count_signal_decides_at_the_first_look():
     done = feed(Judge(REPS), REPS, objects=100)
     assert [(r.verdict, r.samples) for r in done] == [("leak", REPS)]
-    assert "python objects" in done[0].signals and done[0].decision["source"] == "first run"
+    assert "python objects" in done[0].signals and done[0].decision["source"] == online.SOURCE
 
 
-def test_bytes_alone_are_confirmed_over_the_engines_longer_look():
-    judge = Judge(REPS)
-    assert feed(judge, REPS, held=64 * KIB) == []  # moved: measured again, as the engine does
-    assert judge.left() == looks.confirmation_reps(REPS)
-    done = feed(judge, looks.confirmation_reps(REPS), held=64 * KIB)
+def test_a_steady_leak_of_four_bars_is_decided_within_24_samples():
+    # the sequential rule (issue 42): a leak on bytes alone is no longer measured over the
+    # engine's fixed 36 + 72 more samples, it is decided once its interval clears the bar
+    bar = registry.HELD.threshold
+    done = feed(Judge(REPS), 24, held=4 * bar)
     assert [r.verdict for r in done] == ["leak"] and done[0].signals == ["held"]
-    assert done[0].decision["source"] == "confirmation" and "steadily" in done[0].why
+    assert done[0].samples <= 24 and "over the bar" in done[0].why
+
+
+def wandering_samples(n: int, seed: int, shape) -> list[dict]:
+    """n samples of a flat job with a few KiB of random wander, plus shape(i) bytes."""
+    rng = random.Random(seed)
+    return [
+        flat(0)
+        | {
+            "held_bytes": 10**8 + rng.uniform(0, 8 * KIB) + shape(i),
+            "malloc_used_bytes": 10**7 + rng.uniform(0, 8 * KIB) + shape(i),
+        }
+        for i in range(n)
+    ]
+
+
+def test_one_step_is_no_leak_over_500_samples():
+    judge = Judge(REPS)
+    shape = lambda i: 4 * MIB * (i >= 40)  # noqa: E731
+    done = [r for r in map(judge.add, wandering_samples(500, 7, shape)) if r is not None]
+    assert done and all(r.verdict == "no-leak" for r in done)
+
+
+# a tooth is a leak until its drop: no rule can tell a tooth longer than the samples it reads a
+# leak from, so a watch that must not read teeth of up to 200 samples waits for 270 (3/4 of it)
+LONG_TEETH = 270
+
+
+@pytest.mark.parametrize("period", [10, 30, 60, 120])
+def test_a_sawtooth_is_never_a_leak_over_500_samples(period):
+    judge = Judge(REPS, span=LONG_TEETH)
+    shape = lambda i: 64 * KIB * (i % period)  # noqa: E731  a buffer grown, then cleared
+    done = [r for r in map(judge.add, wandering_samples(500, 7, shape)) if r is not None]
+    assert all(r.verdict == "no-leak" for r in done)
+
+
+def test_a_leak_that_starts_late_is_read_within_the_window():
+    judge = Judge(REPS)
+    bar = registry.HELD.threshold
+    shape = lambda i: 4 * bar * max(0, i - 300)  # noqa: E731  300 flat samples, then 4 bars
+    samples = wandering_samples(300 + online.WINDOW, 7, shape)
+    done = [(r.verdict, i) for i, r in enumerate(map(judge.add, samples)) if r is not None]
+    first = next(i for word, i in done if word == "leak")  # a leak is final: the watch stops
+    assert first - 300 < online.WINDOW  # its bound: WINDOW samples after the leak began
+    assert all(word == "no-leak" for word, i in done if i < first)
+
+
+def test_a_span_under_two_rounds_is_refused():
+    with pytest.raises(ValueError):
+        Judge(REPS, span=REPS)
+
+
+def test_the_alpha_spent_over_every_look_is_at_most_alpha():
+    assert sum(online.look_alpha(k) for k in range(1, 10**6)) <= online.ALPHA
+    with pytest.raises(ValueError):
+        online.look_alpha(0)
 
 
 def test_flat_series_read_no_leak_and_a_new_round_starts():
     judge = Judge(REPS)
     done = feed(judge, 2 * REPS)
-    assert [r.verdict for r in done] == ["no-leak", "no-leak"]
+    assert [r.verdict for r in done] == ["no-leak", "no-leak"]  # each at its first look
     assert done[0].decision["bar"] == registry.HELD.threshold  # the registry's bar, per sample
 
 
@@ -91,9 +148,9 @@ def test_the_decorator_steps_per_call_and_the_budget_widens_the_stride():
 def test_a_kept_buffer_reads_leak_in_this_process():
     kept = []
     w = Watch(budget=None, causes=False)
-    # the whole protocol: a confirmation that does not decide asks for the extension (a CI run
-    # in a busy pytest process stopped after the confirmation, undecided, with 72 samples left)
-    protocol = REPS + looks.confirmation_reps(REPS) + looks.extension_reps(REPS)
+    # the sequential rule stops once the evidence suffices; 120 samples give a busy pytest
+    # process's wander room (the engine's fixed protocol took 12 + 36 + 72)
+    protocol = 120
     for _ in range(Settings().warmup + protocol):
         kept.append(bytearray(256 * KIB))  # 256 KiB a sample
         w.step()

@@ -84,7 +84,7 @@ def test_wheel_carries_the_package_and_the_suite(clone, wheel):
 
 def test_wheel_carries_asvs_machine_files(clone, wheel):
     """asv's machine.json of every machine with asv results committed (results/<machine>/), by
-    which the installed package picks the site's machine among several (store.asv_machine, in
+    which the installed package picks the site's machine among several (machines.asv_machine, in
     store.pick_machine); read from the clone, whatever the machines are named."""
     found = {p.relative_to(clone).as_posix() for p in (clone / "results").glob("*/machine.json")}
     if not found:
@@ -148,7 +148,7 @@ def test_installed_wheel_lists_runs_and_builds_the_site(clone, installed, tmp_pa
 
     site = tmp_path / "site-folder"
     site.mkdir()
-    built = run([leakbench, "site", "--out", "site"], timeout=300, cwd=site, env=env).stdout
+    built = run([leakbench, "site", "--out-dir", "site"], timeout=300, cwd=site, env=env).stdout
     lessons = sorted(p.stem for p in (site / "site" / "lessons").glob("*.html"))
     assert lessons == pairs(clone), built
     assert (site / "site" / "index.html").is_file()

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from leakbench import catalog
-from leakbench.check import run as check
+from leakbench.check import pipeline as check
 from leakbench.engine import supervise
 from leakbench.history import pin, store
 from leakbench.settings import Settings

@@ -25,7 +25,8 @@ from leakbench.units import format_bytes
 
 
 def suite_cost(records_path: Path) -> dict | None:
-    """The suite's wall time against its floor, from a records file of `leakbench run --json`.
+    """The suite's wall time against its floor, from a records file (`leakbench run --format json
+    --out`).
 
     Returns {records (the path), runs, wall_seconds, floor_seconds, wall_over_floor,
     heap_over_plain (None without a memray pass)}; None if the file is missing or holds no timed

@@ -1,10 +1,10 @@
-"""Calibration's statistics: from the observations leakbench.calibrate.run keeps
+"""Calibration's statistics: from the observations leakbench.calibrate.calibration keeps
 to the summary, per case and per peer. Pure functions: nothing is measured or
 read here (the cost is leakbench.calibrate.cost's, the targets
 leakbench.calibrate.targets', what committed records add
 leakbench.calibrate.committed's).
 
-An observation (run.observe) is one engine run of one case: holder (the
+An observation (calibration.observe) is one engine run of one case: holder (the
 design's name), shape (one of SHAPES), leaks (a designed leak, or a control
 shape: a control at every size), bytes_per_rep (true bytes kept per
 repetition; 0 is the control), run, verdict,
@@ -34,8 +34,8 @@ SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION) if m.s
 # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
 CONTROL = expectation.NO_LEAK
 ASV_FACTOR = 1.1  # asv continuous / compare: a change past 10 % is reported
-# The shape library's shapes (leakbench.calibrate.run.DESIGNS), in the order the tables group
-# them: steady, in lumps, a block that moves, rare steps (designed leaks); bounded cache,
+# The shape library's shapes (leakbench.calibrate.calibration.DESIGNS), in the order the tables
+# group them: steady, in lumps, a block that moves, rare steps (designed leaks); bounded cache,
 # sawtooth, one-off jump (controls: they stop growing or fall back).
 SHAPES = ("steady", "lumpy", "moves", "rare steps", "bounded cache", "sawtooth", "one-off jump")
 STEADY = SHAPES[0]

@@ -105,7 +105,7 @@ def _depth(node_id: int, parents: dict) -> int:
 def hints(rec: Record, found: dict) -> list[str]:
     """Likely seed sources, each with the evidence that points to it (hints, not certainties).
 
-    found: check.run.diagnosis's evidence (types, attribution, top_stacks, stack_growth,
+    found: check.pipeline.diagnosis's evidence (types, attribution, top_stacks, stack_growth,
     reference_chain). An allocation hint names the user's own frame (stack_growth's user_frame,
     leakbench.engine.frames.user_frame) and TensorFlow's innermost frame only as context.
     """
@@ -119,6 +119,30 @@ def hints(rec: Record, found: dict) -> list[str]:
             "malloc); jemalloc or tcmalloc (LD_PRELOAD) avoid it."
         )
         return out
+    out += _signal_hints(metrics, signals)
+    out += _object_hints(found["types"], leaking, signals)
+    out += _holder_hints(found["attribution"].get("holder"), metrics, signals, leaking)
+    memory = {m.signal for m in MEMORY_METRICS}  # held memory, or RSS in its place
+    if leaking and not out and memory & set(signals) and registry.HEAP.signal not in signals:
+        out.append(
+            "held memory grows while memray's heap and Python objects stay flat: memory held where "
+            "memray does not look (TensorFlow allocations it misses, thread stacks)."
+        )
+    out += _allocation_hints(found, signals)
+    chain = found.get("reference_chain") or {}
+    if leaking and registry.OBJECTS.signal in signals and chain.get("chain"):
+        out.append(f"a {chain['type']} that grew is kept alive by: {' → '.join(chain['chain'])}.")
+    if leaking and not out:
+        out.append(
+            "memory grew but no single piece of evidence "
+            "points to a source: see the allocation stacks."
+        )
+    return out
+
+
+def _signal_hints(metrics: dict, signals: list) -> list[str]:
+    """The hints of threads, the GPU allocator's bytes and open files that grew."""
+    out = []
     if registry.THREADS.signal in signals:
         per = metrics[registry.THREADS.key]["slope"]
         out.append(
@@ -140,7 +164,13 @@ def hints(rec: Record, found: dict) -> list[str]:
             "open file descriptors grew: likely files or iterators opened every repetition and "
             "never closed (dangling references)."
         )
-    types = found["types"]
+    return out
+
+
+def _object_hints(types: list, leaking: bool, signals: list) -> list[str]:
+    """The hint of the Python types that grew (found["types"], fastest first): datasets, traced
+    functions, or other objects kept."""
+    out = []
     if types and leaking and registry.OBJECTS.signal in signals:
         names = ", ".join(f"{t['type']} (+{t['per_repetition']:.0f}/rep)" for t in types[:3])
         if any("Dataset" in t["type"] for t in types[:5]):
@@ -160,7 +190,13 @@ def hints(rec: Record, found: dict) -> list[str]:
                 f"Python objects grew: {names}: likely references kept across repetitions, or "
                 "state kept by a map function (numpy_function/py_function appending to a list)."
             )
-    holder = found["attribution"].get("holder")
+    return out
+
+
+def _holder_hints(holder: dict | None, metrics: dict, signals: list, leaking: bool) -> list[str]:
+    """The hint of the tf.data stage holding the most (a cache, a buffer), or of a peak that scales
+    with no stage reporting buffered bytes."""
+    out = []
     scaling = metrics.get("peak_scaling") or {}
     if holder and leaking:  # where a bounded pipeline keeps its buffers is in the table, not a hint
         stage, held = holder["stage"], format_bytes(holder["subtree_bytes"])
@@ -189,12 +225,13 @@ def hints(rec: Record, found: dict) -> list[str]:
             f"the peak scales with the size parameter (k = {scaling.get('exponent', 0):.2f}) but "
             "no transformation reports buffered bytes: look for buffers outside tf.data."
         )
-    memory = {m.signal for m in MEMORY_METRICS}  # held memory, or RSS in its place
-    if leaking and not out and memory & set(signals) and registry.HEAP.signal not in signals:
-        out.append(
-            "held memory grows while memray's heap and Python objects stay flat: memory held where "
-            "memray does not look (TensorFlow allocations it misses, thread stacks)."
-        )
+    return out
+
+
+def _allocation_hints(found: dict, signals: list) -> list[str]:
+    """The hint of the allocation site of the user's code growing most in memray's heap pass, else
+    of the largest live allocation."""
+    out = []
     stacks, growing_stacks = found["top_stacks"], found.get("stack_growth") or []
     site = next((g for g in growing_stacks if g.get("user_frame")), None)
     # the user's line first; TensorFlow's frames only as context
@@ -212,13 +249,5 @@ def hints(rec: Record, found: dict) -> list[str]:
         out.append(
             f"the largest live allocation ({format_bytes(top['bytes'], unit=MIB)} in "
             f"{top['allocations']:,} allocations) comes from {where}: likely what keeps the memory."
-        )
-    chain = found.get("reference_chain") or {}
-    if leaking and registry.OBJECTS.signal in signals and chain.get("chain"):
-        out.append(f"a {chain['type']} that grew is kept alive by: {' → '.join(chain['chain'])}.")
-    if leaking and not out:
-        out.append(
-            "memory grew but no single piece of evidence "
-            "points to a source: see the allocation stacks."
         )
     return out

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from leakbench import catalog
+from leakbench.check import cause_features
 from leakbench.check import causes as naming
 from leakbench.contract import read_metadata
 from leakbench.history import builds, store
@@ -88,7 +89,7 @@ class Evaluation:
 
 
 def _named(rec: Mapping[str, Any], pair: str, where: str, known: naming.Known, skip: str) -> Named:
-    found = naming.features(rec)
+    found = cause_features.features(rec)
     ranked = sorted(
         naming.scores(found, known, skip=[skip]).items(), key=lambda kv: (-kv[1][0], kv[0])
     )
@@ -127,7 +128,7 @@ def evaluate(results: Path, machine: str | None = None) -> Evaluation:
         leaking = [
             (w, r)
             for w, r in recs
-            if r["pair"] == pair and r["variant"] == "leaky" and naming.moved(r)
+            if r["pair"] == pair and r["variant"] == "leaky" and cause_features.moved(r)
         ]
         if not leaking:
             continue

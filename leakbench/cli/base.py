@@ -2,9 +2,8 @@
 progress lines. The measurement options are leakbench.cli.options'; the output files' checks and
 the results options leakbench.cli.files'.
 
-Exit codes of every command: 0 as expected, 1 a verdict the variant should
-not read (each command says which), 2 bad input (one line on stderr, nothing
-run, nothing already recorded touched). Each command's help says its own (docs/cli.md).
+Exit codes: leakbench.cli.exits, one table every command follows; each command's help says
+which it can return (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from rich.console import Console
 
 from leakbench import catalog, contract
 from leakbench.analysis.schema import Record
+from leakbench.cli import exits
 from leakbench.contract import ContractError
 
 # Off a terminal (CI logs, pipes) rich would wrap the table at 80 columns.
@@ -48,9 +48,16 @@ def one_line(text: str) -> str:
 
 
 def fail(message: str) -> NoReturn:
-    """Bad input: one line on stderr (line breaks in it escaped), exit 2."""
+    """Bad input: one line on stderr (line breaks in it escaped), exit 2 (exits.BAD_INPUT)."""
     say(f"leakbench: error: {message.translate(_LINE_BREAKS)}")
-    sys.exit(2)
+    sys.exit(exits.BAD_INPUT)
+
+
+def failed(message: str) -> NoReturn:
+    """A failure while the command ran (an install, a measurement that could not run): one line on
+    stderr (line breaks escaped), exit 3 (exits.FAILED)."""
+    say(f"leakbench: error: {message.translate(_LINE_BREAKS)}")
+    sys.exit(exits.FAILED)
 
 
 class _WholeFirstSentence(click.Command):
@@ -71,11 +78,11 @@ class _OneLineErrors(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as e:  # bare `leakbench`: the help, as usual
             click.echo(e.format_message())
-            sys.exit(2)
+            sys.exit(exits.BAD_INPUT)
         except click.ClickException as e:
             fail(e.format_message().replace("\n", " "))
         except click.Abort:
-            sys.exit(130)
+            sys.exit(exits.INTERRUPTED)
         except OSError as e:
             if e.errno not in _BAD_NAMES:
                 raise
@@ -105,7 +112,10 @@ def _version(ctx: click.Context, _param, value: bool) -> None:
     ctx.exit()
 
 
-@click.group(cls=_OneLineErrors)
+@click.group(
+    cls=_OneLineErrors,
+    epilog=exits.epilog(**{exits.name(code): what for code, what in exits.TABLE.items()}),
+)
 @click.option(
     "--version",
     is_flag=True,
@@ -118,8 +128,8 @@ def main() -> None:
     """Reproducible, measured memory leaks in tf.data pipelines.
 
     A command writes its result on stdout, or with --out FILE into FILE, in the form --format
-    names; progress and notes go to stderr. Exit 0 as expected, 1 a result the command fails on
-    (each says which), 2 bad input (one line on stderr): docs/cli.md.
+    names (a folder of files: --out-dir DIR); progress and notes go to stderr. Every command
+    exits by one table (docs/cli.md); its help says which codes it can return.
     """
 
 

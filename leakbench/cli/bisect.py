@@ -3,9 +3,10 @@ the first TensorFlow build whose verdict differs from A's.
 
 The search is leakbench.history.bisect's, the candidates leakbench.history.registry's, the
 virtualenv leakbench.history.installer's, the views leakbench.reporters.bisect's (docs/bisect.md).
-Exit 0: a boundary found and confirmed; 1: none (the ends read alike, an end or the builds
-around the boundary unusable, a boundary not stable); 2: bad input or a refusal (one line,
-before anything is installed, except a disk budget reached mid-way, which stops there).
+Exit (leakbench.cli.exits) 0: a boundary found and confirmed; 1: none (the ends read alike, an
+end or the builds around the boundary unusable, a boundary not stable); 2: bad input or a
+refusal (one line, before anything is installed); 3: a virtualenv that could not be set up (an
+install that failed) or the disk budget reached mid-way (one line; it stops there).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import click
 from packaging.tags import sys_tags
 
 from leakbench import catalog, jsonfile
-from leakbench.cli.base import fail, main, say
+from leakbench.cli import exits
+from leakbench.cli.base import fail, failed, main, say
 from leakbench.cli.files import RESULTS_OPTION, apart, results_dir, writable
 from leakbench.cli.options import settings_or_fail
 from leakbench.contract import ContractError
@@ -93,7 +95,16 @@ def _lock(path: Path):
     return handle
 
 
-@main.command()
+@main.command(
+    epilog=exits.epilog(
+        DONE="a boundary found and confirmed",
+        VERDICT="none (the ends read alike, an end or the builds around the boundary unusable, "
+        "a boundary not stable)",
+        BAD_INPUT="bad input or a refusal (before anything is installed)",
+        FAILED="a virtualenv that could not be set up (an install that failed) or the disk "
+        "budget reached mid-way",
+    )
+)
 @click.argument("pair")
 @click.option(
     "--variant",
@@ -161,7 +172,7 @@ def _lock(path: Path):
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     metavar="FILE",
     help="The result as JSON in FILE (.json), the markdown beside it (.md). "
@@ -192,10 +203,6 @@ def bisect(
     virtualenv and measured by `leakbench run`, as few as a bisection needs, and the two builds
     at the boundary are measured again. The result is always filed: JSON in --out, the markdown
     beside it (.md).
-
-    Exit 0 a boundary found and confirmed, 1 none (the ends read alike, an end or the builds
-    around the boundary unusable, a boundary not stable), 2 bad input or a refusal (before
-    anything is installed), an install that failed, or the disk budget reached mid-way.
     """
     started, clock = datetime.now(UTC), time.monotonic()
     if pair.endswith(".py") or os.sep in pair:
@@ -275,9 +282,9 @@ def bisect(
             on_reading=shown,
         )
     except installer.BudgetError as e:
-        fail(f"{e}; stopped after {len(readings)} measurements")
+        failed(f"{e}; stopped after {len(readings)} measurements")
     except bisecting.InstallFailed as e:
-        fail(f"cannot set up {venv_path}: {e}")
+        failed(f"cannot set up {venv_path}: {e}")
     finally:
         if not keep_venv:
             env.remove()

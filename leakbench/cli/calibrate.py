@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main, say
 from leakbench.cli.files import apart, machine_of, results_dir, writable
 from leakbench.cli.options import CPU_HOG_OPTION, settings_or_fail
@@ -27,7 +28,12 @@ def _sizes(text: str) -> list[int]:
     return found
 
 
-@main.command("calibrate")
+@main.command(
+    "calibrate",
+    epilog=exits.epilog(
+        DONE="the table written", BAD_INPUT="bad input (nothing measured, nothing overwritten)"
+    ),
+)
 @click.option(
     "--runs",
     type=click.IntRange(1, 1000),
@@ -137,11 +143,9 @@ def calibrate_command(
     Each design and size (0: the control) --runs times, at the engine's default settings, one
     fresh process at a time: detection rate, bias and CV per size and signal. The result is
     always filed: JSON in --out, the markdown table beside it (.md), the table on stdout too.
-
-    Exit 0 the table written, 2 bad input (nothing measured, nothing overwritten).
     """
 
-    from leakbench.calibrate import run as calibrate
+    from leakbench.calibrate import calibration as calibrate
     from leakbench.repeat import hog
 
     try:

@@ -5,17 +5,27 @@ leakbench.reporters.causes)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main
-from leakbench.cli.files import OUT_OPTION, RESULTS_OPTION, apart, emit, records_in, results_dir
+from leakbench.cli.files import (
+    OUT_OPTION,
+    RESULTS_OPTION,
+    apart,
+    emit,
+    format_option,
+    records_in,
+    results_dir,
+)
 from leakbench.cli.files import writable as check_writable
 from leakbench.history import store
 
 
-@main.command()
+@main.command(epilog=exits.epilog(DONE='an answer, "none matches" included', BAD_INPUT="bad input"))
 @click.argument("record", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--leave-one-out",
@@ -30,11 +40,16 @@ from leakbench.history import store
     metavar="NAME",
     help="The machine whose newest release's record is held out (--leave-one-out). Default: "
     "the published dataset's (results/reference.json), else the only published machine with "
-    "records in --results, else asv's machine.",
+    "records in --results, else the one compare, matrix and gate read by default (asv's "
+    "machine among several). Never a hard-coded name.",
 )
 @RESULTS_OPTION
+@format_option(
+    table="the causes named as a terminal shows them; --leave-one-out: its markdown table",
+    json="the causes named (check's diagnosis.causes); --leave-one-out: its figures",
+)
 @OUT_OPTION
-def causes(record, loo, machine, results, out) -> None:
+def causes(record, loo, machine, results, fmt, out) -> None:
     """Name the known cause nearest to a record's evidence.
 
     Or, with --leave-one-out, measure how well the causes are named.
@@ -43,8 +58,6 @@ def causes(record, loo, machine, results, out) -> None:
     record of a .jsonl file; the causes named, best first, each with its lesson and the fix's
     diff, or why none is. --leave-one-out writes the leave-one-out table instead
     (results/causes-leave-one-out.md) from the records in --results.
-
-    Exit 0 on an answer, also "none matches"; 2 bad input.
     """
     from leakbench.analysis import schema
     from leakbench.check import causes as naming
@@ -64,7 +77,9 @@ def causes(record, loo, machine, results, out) -> None:
             machine = machine or store.published_machine(where)
         except store.VersionError as e:
             fail(f"--machine: {e}")
-        text = view.leave_one_out_markdown(leave_one_out.evaluate(where, machine))
+        found = leave_one_out.evaluate(where, machine)
+        text = view.leave_one_out_markdown(found)
+        data = {**asdict(found), "right": found.right, "fixes_named": len(found.fixes_named)}
     else:
         try:
             first = record.read_text().lstrip().splitlines()[0]
@@ -75,5 +90,10 @@ def causes(record, loo, machine, results, out) -> None:
             )
         except (OSError, IndexError, ValueError) as e:
             fail(f"RECORD: {record} is not a record: {e}")
-        text = "\n".join(view.check_lines(naming.for_diagnosis(rec))) + "\n"
-    emit("markdown", out, lambda form: text, lambda: click.echo(text, nl=False), "markdown")
+        data = naming.for_diagnosis(rec)
+        text = "\n".join(view.check_lines(data)) + "\n"
+
+    def text_of(form: str) -> str:
+        return json.dumps(data, indent=2) + "\n" if form == "json" else text
+
+    emit(fmt, out, text_of, lambda: click.echo(text, nl=False), "table")

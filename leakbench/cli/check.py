@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import click
-from click.core import ParameterSource
 
 from leakbench import expectation
 from leakbench.analysis.schema import Record
+from leakbench.cli import exits
 from leakbench.cli.base import (
     as_text,
     err,
@@ -30,15 +30,13 @@ from leakbench.reporters import check as view
 
 
 def check_exit_code(rec: Record) -> int:
-    """0 when the record reads what a check target should (expectation.CHECK: no-leak,
-    fragmentation, or skipped for a scenario file that needs a GPU or a library the machine
-    lacks); 2 error or hang (nothing measured to judge); 1 otherwise (leak, over-cap, or a hang in
-    teardown after the signals moved: freeing what leaked stalled)."""
+    """The exit code of a check (leakbench.cli.exits): DONE (0) when the record reads what a check
+    target should (expectation.CHECK: no-leak, fragmentation, or skipped for a scenario file that
+    needs a GPU or a library the machine lacks); FAILED (3) error (the target could not be
+    measured); VERDICT (1) otherwise (leak, over-cap, hang)."""
     if expectation.CHECK.accepts(rec):
-        return 0
-    if rec["verdict"] in ("error", "hang") and not expectation.stalled_after_leak(rec):
-        return 2
-    return 1
+        return exits.DONE
+    return exits.FAILED if rec["verdict"] == "error" else exits.VERDICT
 
 
 def _target_file(spec: str) -> Path | None:
@@ -55,7 +53,15 @@ def _target_file(spec: str) -> Path | None:
     return Path(found.origin) if found is not None and found.has_location and found.origin else None
 
 
-@main.command("check")
+@main.command(
+    "check",
+    epilog=exits.epilog(
+        DONE="no-leak or fragmentation (or skipped)",
+        VERDICT="leak, over-cap or hang",
+        BAD_INPUT="bad input or a bad target",
+        FAILED="error: the target could not be measured",
+    ),
+)
 @click.argument("target")
 @measurement_options()
 @format_option(table="the tables a terminal shows", json="the record, one line of JSON")
@@ -68,14 +74,7 @@ def _target_file(spec: str) -> Path | None:
     metavar="FILE",
     help="Also write a self-contained report page (charts, stages, stacks, chain) to FILE.",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    hidden=True,
-    help="Deprecated: --format json (the record as JSON on stdout).",
-)
-def check_command(target, settings, fmt, out, html_path, as_json) -> None:
+def check_command(target, settings, fmt, out, html_path) -> None:
     """Check a pipeline of your own for leaks.
 
     Measures TARGET as `run` measures a pair and says where the memory is: the line whose
@@ -83,17 +82,9 @@ def check_command(target, settings, fmt, out, html_path, as_json) -> None:
     TARGET is FILE.py:NAME or module:NAME, where NAME is a function returning a
     tf.data.Dataset (iterated to its end once per repetition) or a zero-argument
     function doing one repetition of work; or a scenario FILE.py.
-
-    Exit 0 no-leak or fragmentation (or skipped), 1 leak or over-cap, 2 bad input, a bad
-    target, error or hang.
     """
-    from leakbench.check import run as checking
+    from leakbench.check import pipeline as checking
 
-    if as_json:  # the old spelling of --format json
-        if click.get_current_context().get_parameter_source("fmt") != ParameterSource.DEFAULT:
-            if fmt != "json":
-                fail(f"--json is --format json; it contradicts --format {fmt}")
-        fmt = "json"
     outputs = [("--out", out), ("--html", html_path)]
     for option, path in outputs:
         if path is not None:

@@ -4,12 +4,13 @@ The comparison and its classification are leakbench.history.compare's, as `leakb
 are; the sides, and measuring what they lack (--measure), leakbench.history.gate's; the views
 leakbench.reporters.gate's (the summary), .history's (markdown) and .junit's (JUnit XML).
 
-Exit 0: no regression (a leak fixed upstream included); 1: a regression; 2: bad input, or
-measuring that could not be set up (one line; bad input before anything is measured or written).
+Exit (leakbench.cli.exits) 0: no regression (a leak fixed upstream included); 1: a regression;
+2: bad input (one line, before anything is measured or written); 3: measuring that could not be
+set up or filed (--measure: an install that failed, the disk budget reached).
 
 The result (--format markdown: the summary, every compared metric in a file; json: the comparison,
 classified) goes to stdout or --out FILE (leakbench.cli.files.emit); --junit FILE writes a CI's
-test report beside it. The old --json FILE and --markdown FILE stay, hidden, as --out does.
+test report beside it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import click
 
 from leakbench import catalog, jsonfile
 from leakbench.analysis import decision
-from leakbench.cli.base import fail, main, say
+from leakbench.cli import exits
+from leakbench.cli.base import fail, failed, main, say
 from leakbench.cli.files import (
     MACHINE_OPTION,
     OUT_OPTION,
@@ -47,7 +49,14 @@ from leakbench.reporters import junit
 _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-@main.command()
+@main.command(
+    epilog=exits.epilog(
+        DONE="no regression (a leak fixed upstream included)",
+        VERDICT="a regression",
+        BAD_INPUT="bad input",
+        FAILED="with --measure, measuring that could not be set up or filed",
+    )
+)
 @click.argument("pairs", nargs=-1, metavar="[PAIR]...")
 @click.option(
     "--baseline",
@@ -99,20 +108,6 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @RESULTS_OPTION
 @MACHINE_OPTION
-@click.option(
-    "--json",
-    "json_path",
-    type=_FILE,
-    hidden=True,
-    help="Deprecated: --format json --out FILE (the comparison, classified, as JSON).",
-)
-@click.option(
-    "--markdown",
-    "markdown_path",
-    type=_FILE,
-    hidden=True,
-    help="Deprecated: --format markdown --out FILE (the summary and every compared metric).",
-)
 def gate(
     pairs,
     baseline,
@@ -126,8 +121,6 @@ def gate(
     junit_path,
     results,
     machine,
-    json_path,
-    markdown_path,
 ) -> None:
     """Gate a TensorFlow build on leaks against a baseline.
 
@@ -135,17 +128,9 @@ def gate(
     summary first: regressions (a fix or a declared no-leak that leaks, a new hang, error or
     over-cap, a peak pair's fix whose peak grew past the factor), then leaks fixed upstream,
     then changes that do not count. PAIRs: the pairs to gate (default: all).
-
-    Exit 0 no regression (a leak fixed upstream included), 1 a regression, 2 bad input or
-    measuring that could not be set up.
     """
     clock = time.monotonic()
-    outputs = [
-        ("--out", out),
-        ("--json", json_path),
-        ("--junit", junit_path),
-        ("--markdown", markdown_path),
-    ]
+    outputs = [("--out", out), ("--junit", junit_path)]
     for option, path in outputs:
         if path is not None:
             writable(option, path)
@@ -199,15 +184,9 @@ def gate(
         return markdown(details or out is not None)
 
     emit(fmt, out, text_of, lambda: click.echo(markdown(details), nl=False), "markdown")
-    written = [  # the old spellings
-        (json_path, lambda: text_of("json")),
-        (junit_path, lambda: junit.document(found)),
-        (markdown_path, lambda: markdown(True)),
-    ]
-    for path, text in written:
-        if path is not None:
-            jsonfile.write_text_atomic(path, text())
-            say(f"leakbench gate: wrote {path}")
+    if junit_path is not None:
+        jsonfile.write_text_atomic(junit_path, junit.document(found))
+        say(f"leakbench gate: wrote {junit_path}")
     raise SystemExit(found.exit_code)
 
 
@@ -256,7 +235,8 @@ def _to_measure(where: Path, machine, baseline: str, candidate: str, names: list
 
 
 def _measure(where: Path, machine: str, sides: list, jobs: int) -> None:
-    """Measure what the sides lack (gating.measure), one progress line per variant."""
+    """Measure what the sides lack (gating.measure), one progress line per variant; what could not
+    be set up or filed ends here, one line, exit 3 (exits.FAILED)."""
     todo = {s.version: s for s in sides if s.missing}
     if not todo:
         return
@@ -273,6 +253,6 @@ def _measure(where: Path, machine: str, sides: list, jobs: int) -> None:
     try:
         gating.measure(catalog.find_root(), where, machine, sides, jobs, workdir, on_record=shown)
     except (installer.BudgetError, bisecting.InstallFailed) as e:
-        fail(f"cannot set up the measurements: {e} (log in {workdir})")
+        failed(f"cannot set up the measurements: {e} (log in {workdir})")
     except store.VersionError as e:
-        fail(str(e))
+        failed(str(e))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main
 from leakbench.cli.files import (
     MACHINE_OPTION,
@@ -28,7 +29,14 @@ from leakbench.history import store
 from leakbench.reporters import history as views
 
 
-@main.command()
+@main.command(
+    epilog=exits.epilog(
+        DONE="no regression",
+        VERDICT="a regression (a fix or a declared no-leak that leaks, a new hang, error or "
+        "over-cap, a peak pair's fix whose peak grew past the factor)",
+        BAD_INPUT="bad input (two machines' records without --across-machines included)",
+    )
+)
 @click.argument("old")
 @click.argument("new")
 @click.option(
@@ -55,10 +63,6 @@ def compare(old, new, factor, across_machines, results, machine, fmt, out) -> No
     the results (2.13.1, `nightly`) or records files (.jsonl). A summary first (regressions, fixed
     upstream, changes that do not count: docs/gate.md), then per pair, variant and metric. Both
     sides must be measured on one machine (CPU model and cores) unless --across-machines.
-
-    Exit 0 no regression, 1 a regression (a fix or a declared no-leak that leaks, a new hang,
-    error or over-cap, a peak pair's fix whose peak grew past the factor), 2 bad input (two
-    machines' records without --across-machines included).
     """
     if out is not None:
         writable("--out", out)
@@ -105,7 +109,11 @@ def _side(where: Path, what: str, machine: str | None) -> tuple[str, list, str |
     return side.label, side.records, side.version
 
 
-@main.command()
+@main.command(
+    epilog=exits.epilog(
+        DONE="the table written", BAD_INPUT="bad input (no records, a machine not found)"
+    )
+)
 @RESULTS_OPTION
 @MACHINE_OPTION
 @format_option(markdown="the table and the changes", json="the table's data and the changes")
@@ -114,8 +122,6 @@ def matrix(results, machine, fmt, out) -> None:
     """The pair × TensorFlow build table of verdicts.
 
     Every pair's verdict (and growth) per build in the results, and every verdict that changed.
-
-    Exit 0 the table written, 2 bad input (no records, a machine not found).
     """
     if out is not None:
         writable("--out", out)

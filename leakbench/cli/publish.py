@@ -4,8 +4,8 @@ First the records (leakbench.publish.dataset: every pair on the releases and the
 by this engine, under the reference machine's name), then every view of them
 (leakbench.publish.views: asv's results, the matrix, compare, gate, causes, report-back, the
 calibration summary, the run table). The committed dataset is this command's output; nothing else
-writes a published records folder. Exit 0 done, 2 bad input, 3 a build that could not be
-installed or measured (what was filed stays filed: run it again to resume).
+writes a published records folder. Exit (leakbench.cli.exits) 0 done, 2 bad input, 3 a build
+that could not be installed or measured (what was filed stays filed: run it again to resume).
 """
 
 from __future__ import annotations
@@ -18,15 +18,20 @@ from pathlib import Path
 import click
 
 from leakbench import catalog
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main, say
 from leakbench.cli.files import results_dir
 from leakbench.history import registry, store
 from leakbench.publish import dataset
 
-FAILED = 3  # a runtime failure: an install or a measurement (docs/cli.md, exit codes)
 
-
-@main.command()
+@main.command(
+    epilog=exits.epilog(
+        DONE="done",
+        BAD_INPUT="bad input",
+        FAILED="an install or a measurement failed (the rest stays filed)",
+    )
+)
 @click.option(
     "--machine",
     default=None,
@@ -88,8 +93,6 @@ def publish(machine, nightly, only, only_builds, dist, jobs, venv, results) -> N
 
     A build whose records are whole and by this engine is kept; run it again after an
     interruption. Runs in the background as `nohup leakbench publish > publish.log 2>&1 &`.
-
-    Exit 0 done, 2 bad input, 3 an install or a measurement failed (the rest stays filed).
     """
     root = catalog.find_root()
     if catalog.is_shipped(root):
@@ -126,7 +129,7 @@ def publish(machine, nightly, only, only_builds, dist, jobs, venv, results) -> N
             )
         except (dataset.PublishError, store.VersionError) as e:
             say(f"leakbench publish: {e}")
-            sys.exit(FAILED)
+            sys.exit(exits.FAILED)
         seconds.update({v: s for v, s in took.items() if s})
     reference = not old or old.get("machine") == machine
     if not reference:

@@ -8,12 +8,18 @@ from pathlib import Path
 import click
 
 from leakbench import jsonfile
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main, say, targets_of
 from leakbench.cli.files import apart, machine_of, results_dir, writable
 from leakbench.cli.options import CPU_HOG_OPTION, VARIANT_OPTION, measurement_options, sizes_fit
 
 
-@main.command("repeat")
+@main.command(
+    "repeat",
+    epilog=exits.epilog(
+        DONE="the table written", BAD_INPUT="bad input (nothing measured, nothing overwritten)"
+    ),
+)
 @click.argument("names", nargs=-1)
 @click.option(
     "--runs",
@@ -33,7 +39,7 @@ from leakbench.cli.options import CPU_HOG_OPTION, VARIANT_OPTION, measurement_op
 @measurement_options(scales=True)
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     metavar="FILE",
     help="The result as JSON in FILE (.json), which --resume reads; the table goes beside it "
@@ -69,10 +75,8 @@ def repeat_command(
     Every variant (all pairs by default) in --runs independent runs; the table holds the verdicts'
     agreement and the spread of each decisive slope. The result is always filed: JSON in --out,
     the markdown table beside it (.md), the table on stdout too.
-
-    Exit 0 the table written, 2 bad input (nothing measured, nothing overwritten).
     """
-    from leakbench.repeat import run as repeat
+    from leakbench.repeat import repeatability as repeat
     from leakbench.reporters import repeatability as repeat_report
 
     targets = targets_of(names, variant)

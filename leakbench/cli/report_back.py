@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, jsonfile
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main
 from leakbench.cli.files import MACHINE_OPTION, RESULTS_OPTION, apart, results_dir, writable
 from leakbench.contract import ContractError, read_metadata
@@ -39,17 +40,20 @@ def report_pairs(root: Path, names: tuple) -> dict:
     return {n: scenarios[n] for n in (dict.fromkeys(names) if names else reports)}
 
 
-@main.command("report-back")
+@main.command(
+    "report-back",
+    epilog=exits.epilog(DONE="the blocks printed or written", BAD_INPUT="bad input"),
+)
 @click.argument("pairs", nargs=-1)
 @RESULTS_OPTION
 @MACHINE_OPTION
 @click.option(
-    "--out",
+    "--out-dir",
+    "out",
     type=click.Path(path_type=Path),
     default=None,
     metavar="DIR",
-    help="A folder, not a file: write DIR/<pair>.md, one per pair, and print the paths, instead "
-    "of printing the blocks.",
+    help="Write DIR/<pair>.md, one per pair, and print the paths, instead of printing the blocks.",
 )
 def report_back(pairs, results, machine, out) -> None:
     """Write a block to paste into a pair's upstream issue.
@@ -57,8 +61,6 @@ def report_back(pairs, results, machine, out) -> None:
     For pairs from public reports (SOURCE names an issue), a markdown block: the thread's claim,
     the verdict per TensorFlow release, the machine, how to reproduce it. PAIRS: default every
     report pair. Markdown is its one form: no --format.
-
-    Exit 0 the blocks printed or written, 2 bad input.
     """
     try:
         root = catalog.find_root()
@@ -99,9 +101,9 @@ def report_back(pairs, results, machine, out) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        fail(f"--out: cannot create {out}: {e.strerror or e}")
+        fail(f"--out-dir: cannot create {out}: {e.strerror or e}")
     for pair in blocks:  # every file checked before the first is written
-        writable("--out", out / f"{pair}.md")
+        writable("--out-dir", out / f"{pair}.md")
     read = [
         ("a records file it reads", p) for p in store.available(where, found["machine"]).values()
     ]
@@ -110,11 +112,11 @@ def report_back(pairs, results, machine, out) -> None:
         for p in scenarios
         for folder in catalog.VARIANT_DIRS.values()
     ]
-    apart([("--out", out / f"{pair}.md") for pair in blocks], read)
+    apart([("--out-dir", out / f"{pair}.md") for pair in blocks], read)
     for pair, text in blocks.items():
         path = out / f"{pair}.md"
         try:
             jsonfile.write_text_atomic(path, text)
         except OSError as e:
-            fail(f"--out: cannot write {path}: {e.strerror or e}")
+            fail(f"--out-dir: cannot write {path}: {e.strerror or e}")
         click.echo(str(path))

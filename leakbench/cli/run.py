@@ -11,21 +11,22 @@ leakbench.history.store.write_records, which replaces those pairs and keeps
 the rest); at other settings it says so in one line and writes none, since
 records are compared across versions at the defaults.
 
-run's exit code: 0 when every variant reads what its contract says it should
-(leakbench.expectation), 1 when some does not, 2 on bad input (a records file
-or machine folder that cannot take the records included, before anything is
-measured) or when the records cannot be filed under the installed TensorFlow.
+run's exit code (leakbench.cli.exits): 0 when every variant reads what its contract says it
+should (leakbench.expectation), 1 when some does not, 2 on bad input (a records file or machine
+folder that cannot take the records included, before anything is measured), 3 when a
+measurement could not run (a record reading "error") or the records cannot be filed under the
+installed TensorFlow.
 
 The result is the table (--format table, markdown: the wide table) or the records (json: one per
-line, as a records file holds them), on stdout or in --out FILE (leakbench.cli.files.emit). The
-old spellings stay, hidden: --json FILE appends the records as they come in (bisect's installer
-reads a run that way), --markdown FILE writes the wide table.
+line, as a records file holds them), on stdout or in --out FILE (leakbench.cli.files.emit). With
+--format json --out FILE, FILE is replaced after each record comes in by the records so far in
+the catalog's order, so a run killed mid-way leaves every record it finished (bisect's installer
+and publish read a run that way).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -36,10 +37,12 @@ from leakbench import catalog, expectation, jsonfile
 from leakbench.analysis.schema import Record
 from leakbench.calibrate import committed
 from leakbench.catalog import VARIANT_DIRS
+from leakbench.cli import exits
 from leakbench.cli.base import (
     as_text,
     err,
     fail,
+    failed,
     flamegraph_note,
     main,
     one_line,
@@ -62,16 +65,20 @@ from leakbench.reporters import table
 from leakbench.settings import Settings
 
 
-@main.command("list")
+@main.command(
+    "list",
+    epilog=exits.epilog(
+        DONE="the pairs listed",
+        BAD_INPUT="bad input, or a checkout whose catalog cannot be read (no checkout, a "
+        "scenario that breaks the contract)",
+    ),
+)
 @format_option(table="one row per pair", json="one object per pair, a list")
 @OUT_OPTION
 def list_pairs(fmt, out) -> None:
     """List the scenario pairs.
 
     One line per pair: name, kind, seed source, size parameter and its default, title.
-
-    Exit 0, 2 where the checkout's catalog cannot be read (no checkout, a scenario that breaks
-    the contract).
     """
     if out:
         writable("--out", out)
@@ -103,7 +110,15 @@ def _overrides(params) -> dict:
     return found
 
 
-@main.command()
+@main.command(
+    epilog=exits.epilog(
+        DONE="every variant reads what it should",
+        VERDICT="some variant does not (a leak, a hang, an over-cap where it should not)",
+        BAD_INPUT="bad input",
+        FAILED="a measurement that could not run (a record reading error), or records that "
+        "cannot be filed under the installed TensorFlow",
+    )
+)
 @click.argument("names", nargs=-1)
 @VARIANT_OPTION
 @measurement_options(scales=True)
@@ -145,45 +160,13 @@ def _overrides(params) -> dict:
     help="Machine name of the records (their folder is NAME.local). Default: asv's machine "
     "name, or <name>-<cpu>-<cores>c where that folder holds another machine's records.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    hidden=True,
-    help="Deprecated (--format json --out FILE replaces the file): append one JSON record per "
-    "line to FILE as each comes in, in the catalog's order.",
-)
-@click.option(
-    "--markdown",
-    "markdown_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    hidden=True,
-    help="Deprecated: --format markdown --out FILE (the wide table in markdown).",
-)
-def run(
-    names,
-    variant,
-    settings,
-    params,
-    fmt,
-    out,
-    wide,
-    jobs,
-    filing,
-    machine,
-    json_path,
-    markdown_path,
-) -> None:
+def run(names, variant, settings, params, fmt, out, wide, jobs, filing, machine) -> None:
     """Measure scenario pairs and file their records.
 
     Each variant runs in a capped, timed subprocess, --jobs at once; all pairs by default. NAMES
     are pair names from `leakbench list` or paths to scenario files. The table keeps the
-    catalog's order.
-
-    Exit 0 every variant reads what it should, 1 some variant does not, 2 bad input, or records
-    that cannot be filed under the installed TensorFlow.
+    catalog's order. With --format json --out FILE, FILE holds the records finished so far as
+    each comes in.
     """
     overrides = _overrides(params)
     targets = targets_of(names, variant)
@@ -203,18 +186,17 @@ def run(
     if unused:
         fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
     sizes_fit(plans, settings.scales)
-    outputs = [("--out", out), ("--json", json_path), ("--markdown", markdown_path)]
-    for option, path in outputs:
-        if path:
-            writable(option, path)
-    apart(outputs, [("a scenario file it measures", t.scenario.path) for t in targets])
+    if out:
+        writable("--out", out)
+    apart([("--out", out)], [("a scenario file it measures", t.scenario.path) for t in targets])
 
     results = results_dir(None, writes=True)
     filed = _records_file(results, machine, targets, settings, overrides) if filing else None
     jobs = jobs or store.this_machine()[1] or 1
     shared = rounds.shared_cap(settings, jobs)  # the default cap, divided between the children
     found: list[Record | None] = [None] * len(plans)
-    appended = 0  # --json gets the records in the catalog's order, each as soon as it can
+    # --format json --out: the records so far, in the catalog's order, each as soon as it can
+    so_far = 0
     with err.status("starting") as status:
 
         def one(i: int) -> Record:
@@ -227,11 +209,14 @@ def run(
             )
 
         def done(_, i: int, rec: Record) -> None:
-            nonlocal appended
+            nonlocal so_far
             found[i] = rec
-            while json_path and appended < len(found) and (ready := found[appended]) is not None:
-                _append(json_path, ready)
-                appended += 1
+            ready = so_far
+            while ready < len(found) and found[ready] is not None:
+                ready += 1
+            if fmt == "json" and out and ready > so_far:
+                so_far = ready
+                _replace(out, found[:ready])
             note = flamegraph_note(rec, settings.flamegraph_dir)
             say(
                 f"{_label(i, plans)}: {rec['verdict']} in {rec['seconds']:.1f} s"
@@ -255,8 +240,6 @@ def run(
     here = store.default_machine(results)[0]
     quoted = (store.reference(results) or {}).get("machine")
     say(committed.sensitivity(results / "calibration", here, tf, quoted))
-    if markdown_path:
-        jsonfile.write_text_atomic(markdown_path, text_of("markdown"))
     if filed is not None:
         _file(results, *filed, [r for r in records if r["variant"] in VARIANT_DIRS])
     for rec in records:
@@ -267,7 +250,15 @@ def run(
             )
         elif rec.get("skip_reason"):  # a GPU or a preloaded library the machine lacks: no failure
             say(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}")
-    sys.exit(0 if all(expectation.accepts(r) for r in records) else 1)
+    sys.exit(_exit_code(records))
+
+
+def _exit_code(records: list[Record]) -> int:
+    """exits.FAILED where a measurement could not run (a record reading "error"), else
+    exits.VERDICT where some variant reads what it should not, else exits.DONE."""
+    if any(r["verdict"] == "error" for r in records):
+        return exits.FAILED
+    return exits.DONE if all(expectation.accepts(r) for r in records) else exits.VERDICT
 
 
 def _label(i: int, plans: list) -> str:
@@ -316,18 +307,20 @@ def _records_file(
 
 def _file(results: Path, machine: str, version: str, records: list[Record]) -> None:
     """The pairs' records into their file (store.write_records); a pin that did not hold
-    (pin.check_tf_version) ends here, one line, exit 2, the file untouched."""
+    (pin.check_tf_version) ends here, one line, exit 3 (exits.FAILED), the file untouched."""
     try:
         pin.check_tf_version(records, version)
         path = store.write_records(results, machine, version, records)
     except store.VersionError as e:
-        fail(f"records not written: {e}")
+        failed(f"records not written: {e}")
     say(f"leakbench: {len(records)} records written to {path}")
 
 
-def _append(path: Path, rec: Record) -> None:
-    """One record per line, flushed to disk, so records written before a crash stay valid."""
-    with open(path, "a") as f:
-        f.write(json.dumps(rec) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+def _replace(path: Path, records: list) -> None:
+    """`records` one per line, replacing `path` whole (jsonfile.write_text_atomic), so a run killed
+    mid-way leaves a file of valid records. A file that cannot be written ends here (one line,
+    exit 2: writable checked it before anything was measured)."""
+    try:
+        jsonfile.write_text_atomic(path, "".join(json.dumps(rec) + "\n" for rec in records))
+    except OSError as e:
+        fail(f"--out: cannot write {path}: {e.strerror or e}")

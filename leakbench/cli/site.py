@@ -6,17 +6,25 @@ from pathlib import Path
 
 import click
 
+from leakbench.cli import exits
 from leakbench.cli.base import fail, main
 from leakbench.cli.files import MACHINE_OPTION, RESULTS_OPTION, results_dir
 from leakbench.history.store import VersionError
 from leakbench.units import KIB, format_bytes
 
 
-@main.command("site")
+@main.command(
+    "site",
+    epilog=exits.epilog(
+        DONE="the site built",
+        BAD_INPUT="bad input (the results, --out-dir), the previous site kept",
+    ),
+)
 @RESULTS_OPTION
 @MACHINE_OPTION
 @click.option(
-    "--out",
+    "--out-dir",
+    "out",
     type=click.Path(path_type=Path),
     default=Path("site"),
     show_default=True,
@@ -27,14 +35,12 @@ from leakbench.units import KIB, format_bytes
     "--asv/--no-asv",
     default=True,
     show_default=True,
-    help="Also run `asv publish` of the same results into OUT/asv.",
+    help="Also run `asv publish` of the same results into DIR/asv (--out-dir).",
 )
 def site_command(results, machine, out, asv) -> None:
     """Build the static site from the results.
 
-    The leak matrix and one lesson per pair, as HTML pages in --out (docs/site.md).
-
-    Exit 0 the site built, 2 bad input (the results, --out), the previous site kept.
+    The leak matrix and one lesson per pair, as HTML pages in --out-dir (docs/site.md).
     """
     from leakbench.site import build as site
 

@@ -144,24 +144,32 @@ def nearest(lo: int, hi: int, tried: set) -> int | None:
     return min(left, key=lambda i: (abs(i - mid), i)) if left else None
 
 
-def search(
-    candidates: list[Build],
-    install: Callable[[Build], None],
-    measure: Callable[[Build], dict],
-    confirm: int = 3,
-    on_reading: Callable[[Reading], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> Outcome:
-    """Bisect `candidates` (ordered, the good end first) for the first build whose verdict differs
-    from the first's; see the module docstring. confirm: readings each boundary build must give
-    alike (>= 1). Raises BisectError for fewer than two
-    candidates; lets the callables' other errors through."""
-    if len(candidates) < 2 or confirm < 1:
-        raise BisectError("a bisection needs two candidates or more, and confirm >= 1")
-    readings: list[Reading] = []
-    installed: list[Build] = []
+class _Reader:
+    """One bisection's reading of a build: it installs the build where it is not the one installed
+    already (an InstallFailed is an unusable reading, phase "install"), measures it, and keeps
+    every reading in order (readings) and the build installed (installed: it, or none)."""
 
-    def read(build: Build, role: str) -> Reading:
+    def __init__(
+        self,
+        install: Callable[[Build], None],
+        measure: Callable[[Build], dict],
+        on_reading: Callable[[Reading], None] | None,
+        clock: Callable[[], float],
+    ):
+        self.install, self.measure = install, measure
+        self.on_reading, self.clock = on_reading, clock
+        self.readings: list[Reading] = []
+        self.installed: list[Build] = []
+
+    def __call__(self, build: Build, role: str) -> Reading:
+        """The reading of `build` in `role` ("end", "search", "confirm"), kept and handed on."""
+        install, measure, on_reading, clock = (
+            self.install,
+            self.measure,
+            self.on_reading,
+            self.clock,
+        )
+        readings, installed = self.readings, self.installed
         spent = 0.0
         if not installed or installed[-1] != build:
             start = clock()
@@ -192,20 +200,48 @@ def search(
             on_reading(got)
         return got
 
+    def verdicts(self, build: Build) -> list:
+        """The verdicts `build` read, in order."""
+        return [r.verdict for r in self.readings if r.version == build.version]
+
+
+def _unusable_end(ends: tuple[tuple[Build, Reading | None], ...]) -> str | None:
+    """Why the bisection stops at its ends: the first (build, reading) whose reading is unusable,
+    in words; None where each end read was usable (an end not read: None)."""
+    for end, got in ends:
+        if got is not None and not got.usable:
+            return (
+                f"{end.version} ({end.dist}) read {got.verdict}"
+                f"{' in ' + got.phase if got.phase else ''}: an end must be measurable to bisect"
+                f"{': ' + got.error if got.error else ''}"
+            )
+    return None
+
+
+def search(
+    candidates: list[Build],
+    install: Callable[[Build], None],
+    measure: Callable[[Build], dict],
+    confirm: int = 3,
+    on_reading: Callable[[Reading], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Outcome:
+    """Bisect `candidates` (ordered, the good end first) for the first build whose verdict differs
+    from the first's; see the module docstring. confirm: readings each boundary build must give
+    alike (>= 1). Raises BisectError for fewer than two
+    candidates; lets the callables' other errors through."""
+    if len(candidates) < 2 or confirm < 1:
+        raise BisectError("a bisection needs two candidates or more, and confirm >= 1")
+    read = _Reader(install, measure, on_reading, clock)
+
     def done(status: str, message: str, **more) -> Outcome:
-        return Outcome(status, message, candidates, readings, **more)
+        return Outcome(status, message, candidates, read.readings, **more)
 
     first, last = candidates[0], candidates[-1]
     a = read(first, "end")
     b = read(last, "end") if a.usable else None
-    for end, got in ((first, a), (last, b)):
-        if got is not None and not got.usable:
-            return done(
-                UNUSABLE_END,
-                f"{end.version} ({end.dist}) read {got.verdict}"
-                f"{' in ' + got.phase if got.phase else ''}: an end must be measurable to bisect"
-                f"{': ' + got.error if got.error else ''}",
-            )
+    if (refused := _unusable_end(((first, a), (last, b)))) is not None:
+        return done(UNUSABLE_END, refused)
     assert b is not None  # a was usable, so b was read (and is usable)
     if b.verdict == a.verdict:
         return done(
@@ -238,11 +274,11 @@ def search(
             steps=steps,
         )
     wanted = {good: a.verdict, bad: bad_verdict}
-    order = sorted(wanted, key=lambda x: installed[-1] != x if installed else False)
+    order = sorted(wanted, key=lambda x: read.installed[-1] != x if read.installed else False)
     for build in order:
         for _ in range(confirm - 1):
             read(build, "confirm")
-    seen = {x: [r.verdict for r in readings if r.version == x.version][-confirm:] for x in wanted}
+    seen = {x: read.verdicts(x)[-confirm:] for x in wanted}
     if any(v != [wanted[x]] * confirm for x, v in seen.items()):
         told = "; ".join(f"{x.version}: {', '.join(str(w) for w in v)}" for x, v in seen.items())
         return done(

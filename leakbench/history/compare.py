@@ -20,7 +20,7 @@ and a marker past a factor (the rows). Per pair and variant, one entry in OUTCOM
                     set side by side; it never counts.
     not measured    no record on one side (`leakbench gate --measure` measures it).
 
-Both sides must be one machine's records (store.machine_of: CPU model and cores; a side whose
+Both sides must be one machine's records (machines.machine_of: CPU model and cores; a side whose
 records name no CPU model is not checked): a hardware difference would read as a TensorFlow change.
 Two machines are refused (VersionError) unless the caller says it means a comparison across
 hardware (across_machines); the Comparison then names both (machines) and the summary says so first.
@@ -36,10 +36,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from leakbench import expectation, metrics, version
+from leakbench import expectation, metrics
 from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
-from leakbench.history import store
+from leakbench.history import machines
+from leakbench.history.sides import engines_of, machines_of
 from leakbench.history.store import VersionError
 from leakbench.units import MIB, format_bytes
 
@@ -90,13 +91,13 @@ class Comparison:
     # the builds compared, where they are versions of the records (the gate's hint to measure)
     old_version: str | None = None
     new_version: str | None = None
-    # [old's, new's] machines (store.describe) where they differ, compared on purpose
+    # [old's, new's] machines (machines.describe) where they differ, compared on purpose
     # (across_machines); None: one machine, or a side that names none
     machines: list | None = None
     # the engines that made the records (leakbench.version.describe): one entry where both sides
     # share one, [old's, new's] where they differ (then a change may be the engine's)
     engines: list = field(default_factory=list)
-    # the machine both sides were measured on (store.describe), where it is one
+    # the machine both sides were measured on (machines.describe), where it is one
     hardware: str | None = None
 
     @property
@@ -119,44 +120,6 @@ class Comparison:
         if found["machines"] is None:
             del found["machines"]
         return {**found, "counts": self.count(), "exit_code": self.exit_code}
-
-
-def machines_of(
-    old: list[Record],
-    new: list[Record],
-    names: tuple[str, str],
-    across_machines: bool = False,
-) -> list[str] | None:
-    """[old's, new's] machines (store.describe) where the two sides were measured on different
-    machines (store.machine_of), else None (one machine, or a side naming none).
-
-    Raises VersionError (one line, naming the sides by `names` and both machines) for two machines
-    unless across_machines: a comparison across hardware must be asked for."""
-    sides = [
-        sorted({m for r in recs if (m := store.machine_of(r)) is not None}, key=str)
-        for recs in (old, new)
-    ]
-    if not all(sides) or sides[0] == sides[1]:
-        return None
-    words = [" and ".join(map(store.describe, side)) for side in sides]
-    if not across_machines:
-        raise VersionError(
-            f"{names[0]} ({words[0]}) and {names[1]} ({words[1]}) were measured on different "
-            "machines: a hardware difference would read as a TensorFlow change; compare one "
-            "machine's records, or pass --across-machines to compare across hardware"
-        )
-    return words
-
-
-def engines_of(old: list[Record], new: list[Record]) -> list[str]:
-    """The engines that made each side (leakbench.version.describe of each side's records): one
-    entry where both sides are one engine's, [old's, new's] where they differ (a side of several
-    engines reads them joined by ' and ')."""
-    sides = [
-        " and ".join(sorted({version.describe(r) for r in recs})) or "no records"
-        for recs in (old, new)
-    ]
-    return sides[:1] if sides[0] == sides[1] else sides
 
 
 def expectation_note(rec: Record) -> str | None:
@@ -225,33 +188,11 @@ def compare(
         a, b = olds.get((pair, variant)), news.get((pair, variant))
         base = {"pair": pair, "variant": variant}
         va, vb = a["verdict"] if a else None, b["verdict"] if b else None
-        changed = a is not None and b is not None and va != vb
-        rows.append(
-            {
-                **base,
-                "metric": "verdict",
-                "key": None,
-                "unit": None,
-                "old": va,
-                "new": vb,
-                "ratio": None,
-                "marker": CHANGED if changed else ("" if a and b else _only(a, b)),
-            }
-        )
-        peak_past, moved = None, []
+        rows.append(_verdict_row(base, a, b))
+        peak_past: str | None = None
+        moved: list[dict] = []
         if not {va, vb} <= {"skipped", None}:  # something measured: numbers side by side
-            for m in COMPARED:
-                row = _row(base, m, a, b, factor)
-                rows.append(row)
-                if row["marker"] == REGRESSED and m is metrics.PEAK and _peak_fix(a, b):
-                    peak_past = (
-                        f"peak above baseline {format_bytes(row['old'], unit=MIB, label=False)} "
-                        f"→ {format_bytes(row['new'], unit=MIB)}, past {factor:g}×"
-                    )
-                elif row["marker"]:
-                    moved.append(
-                        {k: row[k] for k in ("key", "metric", "marker", "old", "new", "ratio")}
-                    )
+            peak_past, moved = _metric_rows(rows, base, a, b, factor)
         outcome, why = classify(a, b, peak_past)
         if outcome == UNCHANGED and moved:
             outcome = CHANGE
@@ -272,7 +213,7 @@ def compare(
         for e in entries
         if e["outcome"] == REGRESSION
     ]
-    one = {on for r in [*old, *new] if (on := store.machine_of(r)) is not None}
+    one = {on for r in [*old, *new] if (on := machines.machine_of(r)) is not None}
     return Comparison(
         old_label,
         new_label,
@@ -284,8 +225,44 @@ def compare(
         *versions,
         across,
         engines_of(old, new),
-        store.describe(next(iter(one))) if len(one) == 1 else None,
+        machines.describe(next(iter(one))) if len(one) == 1 else None,
     )
+
+
+def _verdict_row(base: dict, a: Record | None, b: Record | None) -> dict:
+    """The row of one variant's verdicts, old and new, marked CHANGED where both differ."""
+    va, vb = a["verdict"] if a else None, b["verdict"] if b else None
+    changed = a is not None and b is not None and va != vb
+    return {
+        **base,
+        "metric": "verdict",
+        "key": None,
+        "unit": None,
+        "old": va,
+        "new": vb,
+        "ratio": None,
+        "marker": CHANGED if changed else ("" if a and b else _only(a, b)),
+    }
+
+
+def _metric_rows(
+    rows: list[dict], base: dict, a: Record | None, b: Record | None, factor: float
+) -> tuple[str | None, list[dict]]:
+    """Add to `rows` one row per compared metric (COMPARED) of one variant; return the peak's words
+    where it grew past `factor` and a fix explains it (_peak_fix), else None, and the other
+    metrics that moved (their key, label, marker, old, new, ratio)."""
+    peak_past, moved = None, []
+    for m in COMPARED:
+        row = _row(base, m, a, b, factor)
+        rows.append(row)
+        if row["marker"] == REGRESSED and m is metrics.PEAK and _peak_fix(a, b):
+            peak_past = (
+                f"peak above baseline {format_bytes(row['old'], unit=MIB, label=False)} "
+                f"→ {format_bytes(row['new'], unit=MIB)}, past {factor:g}×"
+            )
+        elif row["marker"]:
+            moved.append({k: row[k] for k in ("key", "metric", "marker", "old", "new", "ratio")})
+    return peak_past, moved
 
 
 def _only(a: Record | None, b: Record | None) -> str:

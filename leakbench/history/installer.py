@@ -166,10 +166,11 @@ class Venv:
     def measure(
         self, root: Path, pair: str, variant: str, cap_bytes: int, timeout_seconds: float
     ) -> dict:
-        """One `leakbench run PAIR --variant V` by the venv's interpreter on the checkout at `root`:
-        its record, or a record-like dict reading "error" (no record written) or "hang" (the run
-        outlived 4 × its timeout plus 5 minutes: a measurement with
-        its confirmation run and heap pass stays well within)."""
+        """One `leakbench run PAIR --variant V --format json --out FILE` by the venv's interpreter
+        on the checkout at `root` (FILE: a records file, one record per line; the last is read): its
+        record, or a record-like dict reading "error" (no record written) or "hang" (the run
+        outlived 4 × its timeout plus 5 minutes: a measurement with its confirmation run and heap
+        pass stays well within)."""
         with tempfile.TemporaryDirectory(prefix="leakbench-bisect-") as tmp:
             out = Path(tmp) / "record.jsonl"
             args = [
@@ -180,7 +181,9 @@ class Venv:
                 pair,
                 "--variant",
                 variant,
-                "--json",
+                "--format",
+                "json",
+                "--out",
                 out,
                 "--cap",
                 str(cap_bytes),

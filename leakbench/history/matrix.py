@@ -13,7 +13,7 @@ from pathlib import Path
 from leakbench import expectation, jsonfile, metrics, version
 from leakbench.analysis import decision
 from leakbench.analysis.schema import Record
-from leakbench.history import builds, store
+from leakbench.history import builds, machines, store
 from leakbench.history.compare import order
 
 
@@ -72,11 +72,11 @@ def matrix(results: Path, machine: str | None = None) -> dict:
         for pair, variant in keys
     ]
     every = [r for recs in found.values() for r in recs.values()]
-    hardware = {m for r in every if (m := store.machine_of(r)) is not None}
+    hardware = {m for r in every if (m := machines.machine_of(r)) is not None}
     return {
         "machine": machine,
-        # store.describe of the one CPU model and cores the records name, None where not one
-        "hardware": store.describe(next(iter(hardware))) if len(hardware) == 1 else None,
+        # machines.describe of the one CPU model and cores the records name, None where not one
+        "hardware": machines.describe(next(iter(hardware))) if len(hardware) == 1 else None,
         # TF version -> the engines that made its records (version.describe), in column order
         "engines": {
             v: sorted({version.describe(r) for r in recs.values()}) for v, recs in found.items()

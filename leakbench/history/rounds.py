@@ -1,5 +1,5 @@
 """Cells measured round-robin into a result file that resumes: the loop `leakbench repeat`
-(leakbench.repeat.run) and `leakbench calibrate` (leakbench.calibrate.run) share.
+(leakbench.repeat.repeatability) and `leakbench calibrate` (leakbench.calibrate.calibration) share.
 
 A cell is what a caller measures again and again (repeat: a pair's variant; calibrate: a designed
 case, or a peer on it); an observation is what the caller keeps of one run of one cell, keyed by

@@ -19,12 +19,12 @@ records of more than one, and write_records refuses to add records of another
 to a folder; default_machine names the folder leakbench's own writes go to so
 that neither happens. A record whose environment names no CPU model is left
 out of both checks (nothing to compare). Every refusal is a VersionError, one line.
+Reading one file, its path and which machines a folder holds: leakbench.history.record_files;
+the machines and their names: leakbench.history.machines.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,14 +33,10 @@ from leakbench import jsonfile
 from leakbench.analysis import schema
 from leakbench.analysis.schema import Record
 from leakbench.history import builds
-from leakbench.history.machines import (  # noqa: F401  (the store's callers read them here too)
-    LOCAL,
-    REFERENCE_FILE,
+from leakbench.history.machines import (
     asv_machine,
     describe,
     is_local,
-    label,
-    local,
     machine_of,
     machine_slug,
     name_beside,
@@ -48,13 +44,20 @@ from leakbench.history.machines import (  # noqa: F401  (the store's callers rea
     this_machine,
 )
 
-RECORDS_DIR = "records"
-_FILE = re.compile(r"tf-(.+)\.jsonl")
-
-
-class VersionError(ValueError):
-    """Bad input for compare/matrix, unreadable records,
-    or a TensorFlow pin that did not hold. One line."""
+# leakbench/cli/gate.py and leakbench/cli/run.py read `store.local` (owned by a parallel change):
+# this one name goes once they import it from leakbench.history.machines (issue 41)
+from leakbench.history.machines import local as local
+from leakbench.history.record_files import (
+    RECORDS_DIR,
+    VersionError,
+    files_word,
+    machines_in,
+    one_machine,
+    read_records,
+    records_path,
+    version_files,
+    version_key,
+)
 
 
 def default_machine(results: Path) -> tuple[str, str | None]:
@@ -68,7 +71,7 @@ def default_machine(results: Path) -> tuple[str, str | None]:
     asv = asv_machine(results)
     mine = this_machine()
     folder = Path(results) / RECORDS_DIR / asv
-    others = [m for m in _machines_in(folder) if m != mine] if folder.is_dir() else []
+    others = [m for m in machines_in(folder) if m != mine] if folder.is_dir() else []
     if not others:
         return asv, None
     name = f"{asv}-{machine_slug(mine)}"
@@ -77,71 +80,6 @@ def default_machine(results: Path) -> tuple[str, str | None]:
         f"({describe(mine)}): its records go under {name} (--machine names another)"
     )
     return name, why
-
-
-def _scan(path: Path) -> Counter:
-    """machine_of -> records, for the lines of one records file that parse: a quick look at
-    environment.cpu and environment.cores alone (read_records tells what else is wrong)."""
-    found: Counter = Counter()
-    try:
-        lines = jsonfile.read_text(path).splitlines()
-    except jsonfile.Unreadable:
-        return found
-    for line in lines:
-        try:
-            rec = jsonfile.parse(line) if line.strip() else None
-        except jsonfile.BadJSON:
-            continue
-        if isinstance(rec, dict) and (machine := machine_of(rec)) is not None:
-            found[machine] += 1
-    return found
-
-
-def _machines_in(folder: Path, skip: str | None = None) -> dict[tuple, dict[str, int]]:
-    """machine_of -> {file name: records} over the tf-*.jsonl files of a machine folder
-    (but `skip`, a file name), files in version order."""
-    found: dict[tuple, dict[str, int]] = {}
-    files = sorted(_version_files(folder).items(), key=lambda kv: version_key(kv[0]))
-    for _, path in files:
-        if path.name == skip:
-            continue
-        for machine, count in _scan(path).items():
-            found.setdefault(machine, {})[path.name] = count
-    return found
-
-
-def _files(n: int) -> str:
-    return f"{n} file{'s' if n != 1 else ''}"
-
-
-def _one_machine(where: Path, found: dict[tuple, dict[str, int]]) -> None:
-    """Raise VersionError (one line) where `found` (_machines_in of `where`, a machine folder or a
-    records file) holds several machines: each with its records, and the files of all but the
-    most numerous."""
-    if len(found) < 2:
-        return
-    ranked = sorted(found.items(), key=lambda kv: (-sum(kv[1].values()), str(kv[0])))
-    (most, its_files), rest = ranked[0], ranked[1:]
-    parts = [f"{sum(its_files.values())} of {describe(most)} ({_files(len(its_files))})"]
-    parts += [
-        f"{sum(files.values())} of {describe(m)} in "
-        + ", ".join(f"{name} ({n})" for name, n in files.items())
-        for m, files in rest
-    ]
-    raise VersionError(
-        f"{where} mixes records of {len(found)} machines under one name: {'; '.join(parts)}; "
-        f"file each machine's records under a name of its own "
-        f"(e.g. {Path(where).parent.name if Path(where).is_file() else Path(where).name}-"
-        f"{machine_slug(rest[0][0])} for {rest[0][0][0]})"
-    )
-
-
-def records_path(results: Path, machine: str, version: str) -> Path:
-    """results/records/<machine>/tf-<version>.jsonl. Raises
-    VersionError for a machine name that is no folder."""
-    if not machine or machine in (".", "..") or "/" in machine or os.sep in machine:
-        raise VersionError(f"{machine!r} is not an asv machine name usable as a folder")
-    return Path(results) / RECORDS_DIR / machine / f"tf-{version}.jsonl"
 
 
 def existing(path: Path) -> list[Record]:
@@ -193,11 +131,11 @@ def check_writable(results: Path, machine: str, version: str) -> Path:
 def _refuse_other(path: Path, mine: tuple, ours: str, staying: Iterable[Record]) -> None:
     """Raise VersionError where the folder of `path` (its other files, and `staying` for `path`)
     holds records of another machine than `mine`; `ours` says what was to be written."""
-    theirs = _machines_in(path.parent, skip=path.name) if path.parent.is_dir() else {}
+    theirs = machines_in(path.parent, skip=path.name) if path.parent.is_dir() else {}
     for m, n in Counter(m for rec in staying if (m := machine_of(rec)) is not None).items():
         theirs.setdefault(m, {})[path.name] = n
     held = "; ".join(
-        f"{sum(files.values())} of {describe(m)} ({_files(len(files))})"
+        f"{sum(files.values())} of {describe(m)} ({files_word(len(files))})"
         for m, files in theirs.items()
         if m != mine
     )
@@ -242,41 +180,6 @@ def replace_records(results: Path, machine: str, version: str, records: list[Rec
     return path
 
 
-def read_records(path: Path, allow_empty: bool = False) -> list[Record]:
-    """Records of one file, migrated to the current schema (leakbench.analysis.schema).
-
-    Raises VersionError for a file that cannot be read (jsonfile.read_text: no regular file, over
-    jsonfile.MAX_BYTES, not UTF-8), a line that is not a record of a schema this leakbench reads,
-    or (unless allow_empty) no records.
-    """
-    path = Path(path)
-    try:
-        lines = jsonfile.read_text(path).splitlines()
-    except jsonfile.Unreadable as e:
-        raise VersionError(str(e)) from None
-    found = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            found.append(schema.loads(line))
-        except schema.SchemaError as e:
-            raise VersionError(f"{path}, line {n}: {e}") from None
-    if not found and not allow_empty:
-        raise VersionError(f"{path}: holds no records")
-    return found
-
-
-def version_key(version: str) -> tuple:
-    """'2.9.1' < '2.12.1' < '2.22.0.dev20260204' <
-    '2.22.0rc0': PEP 440 (leakbench.history.builds)."""
-    return builds.sort_key(version)
-
-
-def _version_files(folder: Path) -> dict[str, Path]:
-    return {m.group(1): p for p in folder.glob("tf-*.jsonl") if (m := _FILE.fullmatch(p.name))}
-
-
 def machines(results: Path, with_local: bool = True) -> list[str]:
     """asv machine names with records in `results` (folders of records/ holding
     tf-<version>.jsonl); with_local=False leaves out a user's own runs (LOCAL)."""
@@ -286,7 +189,7 @@ def machines(results: Path, with_local: bool = True) -> list[str]:
     return sorted(
         d.name
         for d in folder.iterdir()
-        if d.is_dir() and _version_files(d) and (with_local or not is_local(d.name))
+        if d.is_dir() and version_files(d) and (with_local or not is_local(d.name))
     )
 
 
@@ -304,7 +207,7 @@ def pick_machine(results: Path, machine: str | None = None) -> str:
         raise VersionError(f"no results directory at {results}")
     found = machines(results)
     if not found:
-        if _version_files(results / RECORDS_DIR):
+        if version_files(results / RECORDS_DIR):
             raise VersionError(
                 f"{results / RECORDS_DIR} holds records without a machine folder "
                 f"(the layout before {RECORDS_DIR}/<machine>/tf-<version>.jsonl): "
@@ -363,8 +266,8 @@ def available(results: Path, machine: str | None = None) -> dict[str, Path]:
     docstring), naming them.
     """
     folder = Path(results) / RECORDS_DIR / pick_machine(results, machine)
-    _one_machine(folder, _machines_in(folder))
-    return dict(sorted(_version_files(folder).items(), key=lambda kv: version_key(kv[0])))
+    one_machine(folder, machines_in(folder))
+    return dict(sorted(version_files(folder).items(), key=lambda kv: version_key(kv[0])))
 
 
 def by_version(results: Path, machine: str | None = None) -> dict[str, dict[tuple, Record]]:
@@ -389,7 +292,7 @@ def resolve(results: Path, what: str, machine: str | None = None) -> tuple[str, 
             raise VersionError(f"no records file at {path}")
         recs = read_records(path)
         counts = Counter(m for r in recs if (m := machine_of(r)) is not None)
-        _one_machine(path, {m: {path.name: n} for m, n in counts.items()})
+        one_machine(path, {m: {path.name: n} for m, n in counts.items()})
         return builds.label(
             recs[0]["environment"].get("tensorflow") or path.stem[len("tf-") :]
         ), recs

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from leakbench import catalog, version
 from leakbench.analysis import schema
-from leakbench.history import builds, pin, registry, store
+from leakbench.history import builds, machines, pin, registry, store
 from leakbench.history.installer import Venv
 from leakbench.settings import FIXED_CAP_BYTES
 from leakbench.units import GIB
@@ -100,7 +100,9 @@ def measure_build(venv: Venv, root: Path, build, jobs: int, flamegraphs: Path) -
             done = subprocess.run(args, env=env, cwd=root, timeout=BUILD_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             raise PublishError(f"{build.version}: leakbench run outlived its timeout") from None
-        if done.returncode not in (0, 1) or not out.exists():  # 1: some variant read otherwise
+        # leakbench.cli.exits: 1 some variant read otherwise, 3 some could not run (its record,
+        # reading error, is data here); 2 and anything else, no dataset
+        if done.returncode not in (0, 1, 3) or not out.exists():
             raise PublishError(f"{build.version}: leakbench run exited {done.returncode}")
         recs = [schema.loads(line) for line in out.read_text().splitlines() if line.strip()]
     try:
@@ -149,7 +151,7 @@ def sweep(
 def manifest(
     results: Path, machine: str, wanted: list, seconds: dict, views_seconds: float | None
 ) -> dict:
-    """results/reference.json's content (store.reference): the machine (name, CPU model, cores),
+    """results/reference.json's content (machines.reference): the machine (name, CPU model, cores),
     the engines that made its records (one, where the dataset is whole), the builds (their
     dates: results/builds.json, leakbench.publish.asv_builds), the seconds each build took when
     it was last measured, and the seconds the views took."""
@@ -158,7 +160,7 @@ def manifest(
         path = store.records_path(results, machine, build.version)
         for rec in store.read_records(path) if path.exists() else []:
             engines.setdefault(version.identity(rec), rec.get("engine") or {})
-    cpu, cores = store.this_machine()
+    cpu, cores = machines.this_machine()
     return {
         "machine": machine,
         "cpu": cpu,
@@ -172,6 +174,6 @@ def manifest(
 
 def write_manifest(results: Path, content: dict) -> Path:
     """Write results/reference.json whole."""
-    path = Path(results) / store.REFERENCE_FILE
+    path = Path(results) / machines.REFERENCE_FILE
     path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
     return path

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from leakbench import version
-from leakbench.history import builds, store
+from leakbench.history import builds, machines, store
 from leakbench.reporters import table
 
 # compare's committed pairs of builds: the oldest release with every pair against the default,
@@ -43,9 +43,9 @@ def run_table(results: Path, machine: str, release: str) -> Path:
     """results/run-<machine>-tf-<release>.md: the wide run table of that build's records, headed
     by the machine and the engine that made them."""
     recs = store.read_records(store.records_path(results, machine, release))
-    cpu, cores = store.machine_of(recs[0]) or ("unknown CPU", None)
+    cpu, cores = machines.machine_of(recs[0]) or ("unknown CPU", None)
     title = (
-        f"leakbench run: TensorFlow {release} on {machine} ({store.describe((cpu, cores))}), "
+        f"leakbench run: TensorFlow {release} on {machine} ({machines.describe((cpu, cores))}), "
         f"{version.describe(recs[0])}"
     )
     path = Path(results) / f"run-{machine}-tf-{release}.md"
@@ -69,7 +69,7 @@ def tables(results: Path, machine: str) -> list[list[str]]:
     found.append([*gate, "--format", "json", "--out", f"{stem}.json"])
     causes = results / "causes-leave-one-out.md"
     found.append(["causes", "--leave-one-out", *where, "--out", str(causes)])
-    found.append(["report-back", *where, "--out", str(results / "report-back")])
+    found.append(["report-back", *where, "--out-dir", str(results / "report-back")])
     return found
 
 
@@ -90,5 +90,5 @@ def regenerate(root: Path, results: Path, machine: str, say: Callable[[str], Non
         _leakbench(args)
     say("views: the site")
     _leakbench(
-        ["site", "--results", str(results), "--machine", machine, "--out", str(root / "site")]
+        ["site", "--results", str(results), "--machine", machine, "--out-dir", str(root / "site")]
     )

@@ -1,4 +1,4 @@
-"""The calibration's tables in markdown, from the result leakbench.calibrate.run writes.
+"""The calibration's tables in markdown, from the result leakbench.calibrate.calibration writes.
 
 Nothing is measured or decided here: the detection table (one row per design
 and size, grouped by shape, each a leak or a control with its verdicts caught
@@ -290,7 +290,7 @@ def markdown(result: dict) -> str:
     """The calibration's tables and figures (see the
     module docstring), in markdown, ending in a newline.
 
-    result: as leakbench.calibrate.run.calibrate returns it (settings, machine, environment,
+    result: as leakbench.calibrate.calibration.calibrate returns it (settings, machine, environment,
     summary, peer_summary, cost, targets), add_context's keys (suite_cost, committed_fixes,
     noise_floor) shown where present.
     """

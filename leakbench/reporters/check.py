@@ -21,6 +21,28 @@ def check_view(rec: Record) -> list:
     """Renderables for one `leakbench check` record: verdict, series, types, attribution, stacks
     (the largest live; the growing ones with the user's frame first), the reference chain, hints."""
     d = rec.get("diagnosis") or {}
+    out = _head(rec)
+    m = rec["metrics"] or {}
+    out += [*_series(m), *_types(d.get("types") or [], m)]
+    for key, look in record.longer_looks(rec):
+        out.append(
+            Text(
+                f"{key}: {look['reps']} repetitions in a fresh process "
+                f"({look['seconds']:.1f} s): {look['why']}"
+            )
+        )
+    out += _attribution((d.get("attribution") or {}) if m else {})
+    out += _stacks(d.get("top_stacks") or []) + _growing(d.get("stack_growth") or [])
+    out += _chain(d)
+    for hint in d.get("hints") or []:
+        out.append(Text(f"hint: {hint}"))
+    out += [Text(line) for line in causes.check_lines(d.get("causes") or {})]
+    return out
+
+
+def _head(rec: Record) -> list:
+    """The verdict's line and the facts' line: repetition, signals, memory signal, peak, seconds."""
+    d = rec.get("diagnosis") or {}
     word = rec["verdict"] + (f" (in {rec['phase']})" if rec.get("phase") else "")
     style = {"leak": "bold red", "no-leak": "bold green"}.get(rec["verdict"], "bold yellow")
     head = Text.assemble(
@@ -41,35 +63,42 @@ def check_view(rec: Record) -> list:
         f"peak above baseline: {format_bytes(peak, unit=MIB)}",
         f"{rec['seconds']:.1f} s",
     ]
-    out: list = [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
-    if m:
-        t = Table(
-            title="series (Theil–Sen slope per repetition, 95 % interval, trend p)",
-            title_justify="left",
+    return [head, Text(" · ".join(facts))]  # an error's one line goes to stderr (cli)
+
+
+def _series(m: dict) -> list:
+    """The series table (slope, interval, trend p) and the peak's scaling; none without metrics."""
+    if not m:
+        return []
+    t = Table(
+        title="series (Theil–Sen slope per repetition, 95 % interval, trend p)",
+        title_justify="left",
+    )
+    for h in ("series", "slope", "interval", "p", "unit"):
+        t.add_column(h, justify="left" if h in ("series", "unit") else "right")
+    for metric in CHECK_SERIES:
+        found = m.get(metric.key)
+        if not found:
+            continue
+        t.add_row(
+            metric.label,
+            metric.display(found["slope"]),
+            f"{metric.display(found['low'])} … {metric.display(found['high'])}",
+            f"{found['p_increasing']:.3f}",
+            metric.shown,
         )
-        for h in ("series", "slope", "interval", "p", "unit"):
-            t.add_column(h, justify="left" if h in ("series", "unit") else "right")
-        for metric in CHECK_SERIES:
-            found = m.get(metric.key)
-            if not found:
-                continue
-            t.add_row(
-                metric.label,
-                metric.display(found["slope"]),
-                f"{metric.display(found['low'])} … {metric.display(found['high'])}",
-                f"{found['p_increasing']:.3f}",
-                metric.shown,
-            )
-        scaling = m.get("peak_scaling")
-        if scaling and scaling.get("exponent") is not None:
-            peaks = ", ".join(
-                format_bytes(p, unit=MIB, digits=0, label=False) for p in scaling["peaks_bytes"]
-            )
-            t.add_row(
-                "peak ∝ size^k", f"k = {scaling['exponent']:.2f}", f"peaks {peaks} MiB", "", ""
-            )
-        out.append(t)
-    types = d.get("types") or []
+    scaling = m.get("peak_scaling")
+    if scaling and scaling.get("exponent") is not None:
+        peaks = ", ".join(
+            format_bytes(p, unit=MIB, digits=0, label=False) for p in scaling["peaks_bytes"]
+        )
+        t.add_row("peak ∝ size^k", f"k = {scaling['exponent']:.2f}", f"peaks {peaks} MiB", "", "")
+    return [t]
+
+
+def _types(types: list, m: dict) -> list:
+    """The table of the Python types that grew, or the line saying none did."""
+    out: list = []
     if types:
         t = Table(
             title="Python types that grew (per rep: the least over the repetitions and each half)",
@@ -94,14 +123,12 @@ def check_view(rec: Record) -> list:
                 "repetitions and over each half)"
             )
         )
-    for key, look in record.longer_looks(rec):
-        out.append(
-            Text(
-                f"{key}: {look['reps']} repetitions in a fresh process "
-                f"({look['seconds']:.1f} s): {look['why']}"
-            )
-        )
-    att = (d.get("attribution") or {}) if m else {}
+    return out
+
+
+def _attribution(att: dict) -> list:
+    """The buffered bytes per tf.data transformation and the stage holding the most."""
+    out: list = []
     if "na" in att:
         out.append(Text(f"buffered bytes per transformation: n/a ({att['na']})"))
     elif att:
@@ -132,7 +159,12 @@ def check_view(rec: Record) -> list:
                 else "holds the most: nothing above 1 MiB"
             )
         )
-    stacks = d.get("top_stacks") or []
+    return out
+
+
+def _stacks(stacks: list) -> list:
+    """The largest live allocations at the end of memray's heap pass."""
+    out: list = []
     if stacks:
         t = Table(
             title="largest live allocations at the end of the heap pass (memray, Python stacks)",
@@ -150,7 +182,12 @@ def check_view(rec: Record) -> list:
                 ),
             )
         out.append(t)
-    growing = d.get("stack_growth") or []
+    return out
+
+
+def _growing(growing: list) -> list:
+    """The allocation sites that grew in the heap pass, the user's frame first."""
+    out: list = []
     if growing:
         t = Table(
             title=(
@@ -173,6 +210,12 @@ def check_view(rec: Record) -> list:
                 escape(" ← ".join(context) or "no Python frame (allocated by a TensorFlow thread)"),
             )
         out.append(t)
+    return out
+
+
+def _chain(d: dict) -> list:
+    """What keeps the type that grew alive (the reference chain), or why it is not there."""
+    out: list = []
     chain = d.get("reference_chain") or {}
     if chain.get("chain"):
         out.append(
@@ -183,9 +226,6 @@ def check_view(rec: Record) -> list:
         )
     elif chain.get("na") and d.get("types"):
         out.append(Text(f"kept alive: n/a ({chain['na']})"))
-    for hint in d.get("hints") or []:
-        out.append(Text(f"hint: {hint}"))
-    out += [Text(line) for line in causes.check_lines(d.get("causes") or {})]
     return out
 
 

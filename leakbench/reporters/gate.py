@@ -6,7 +6,7 @@ Each side of a line is its verdict with the number it rests on, as the compariso
 from __future__ import annotations
 
 from leakbench import metrics
-from leakbench.history import store
+from leakbench.history import machines
 from leakbench.history.compare import (
     CHANGE,
     FIXED_UPSTREAM,
@@ -100,7 +100,7 @@ def summary(c: Comparison, command: str = "gate") -> list[str]:
         lines += [across_line(c), ""]
     if c.machine:
         on = f" ({c.hardware})" if c.hardware else ""
-        own = store.label(c.machine)[len(c.machine) :]  # a user's own runs say so
+        own = machines.label(c.machine)[len(c.machine) :]  # a user's own runs say so
         lines += [f"Records of asv machine `{c.machine}`{own}{on}.", ""]
     if len(c.engines) > 1:
         lines += [

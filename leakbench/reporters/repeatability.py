@@ -1,4 +1,4 @@
-"""The repeatability table in markdown, from the result leakbench.repeat.run writes.
+"""The repeatability table in markdown, from the result leakbench.repeat.repeatability writes.
 
 Nothing is measured or decided here: one row per pair × variant with its
 expected verdict, the verdicts of its runs, the number they rest on (the

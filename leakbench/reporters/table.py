@@ -6,7 +6,7 @@ signal and number the verdict rests on (the record's decision,
 leakbench.analysis.decision), the registry's TABLE metrics (peak above
 baseline, MiB) and seconds. `wide=True` adds the signals and the registry's
 WIDE metrics (leakbench.metrics), and is what the markdown table written with
-`leakbench run --markdown` holds. Records themselves stay data.
+`leakbench run --format markdown` writes. Records themselves stay data.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def table(records: list[Record], wide: bool = False) -> Table:
 
 
 def markdown(records: list[Record], title: str) -> str:
-    """The wide table in markdown, with the child seconds summed: what `run --markdown` writes."""
+    """The wide table in markdown, with the child seconds summed: `run --format markdown`."""
     head = columns(wide=True)
     rows = []
     for rec in records:

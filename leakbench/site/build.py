@@ -7,7 +7,8 @@ the pair files (scenarios/X.py, fixes/X.py), and writes into one folder:
     index.html            the matrix: pairs × TF versions, verdict and growth
                           of the leaky and the fixed variant, filter by seed source
     repeatability.html    how often each verdict repeats: a table per
-                          results/repeatability/<machine>-tf-*.json (leakbench.repeat.run),
+                          results/repeatability/<machine>-tf-*.json
+                          (leakbench.repeat.repeatability),
                           only when there is one (leakbench.site.repeatability)
     lessons/<pair>.html   what goes wrong, the verdict per TF release (a strip,
                           leakbench.site.releases), where the memory is over the
@@ -48,20 +49,16 @@ import shutil
 import stat
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
-from leakbench import catalog, contract, jsonfile
-from leakbench.analysis import verdict
-from leakbench.history import builds, matrix, store
-from leakbench.reporters import repeatability as repeat_report
+from leakbench import catalog, jsonfile
+from leakbench.history import builds, machines, matrix, store
 from leakbench.site import asv as asv_pages
-from leakbench.site import colours, vendor
+from leakbench.site import vendor
 from leakbench.site.flamegraphs import FLAMEGRAPHS, copy_flamegraph
 from leakbench.site.lessons import lesson_data
-from leakbench.site.releases import release_strip, row_id
+from leakbench.site.pages import Built, render
+from leakbench.site.releases import release_strip
 from leakbench.site.repeatability import PAGE as REPEATABILITY
 from leakbench.site.repeatability import pair_repeatability, repeatability
 
@@ -72,19 +69,6 @@ _OURS = ("lessons", FLAMEGRAPHS, "vendor", asv_pages.FOLDER)
 
 class SiteError(ValueError):
     """The site cannot be built (a bad or unwritable output folder). One line."""
-
-
-@dataclass
-class Built:
-    """What a build wrote: pages (path relative to out, bytes), seconds, notes."""
-
-    out: Path
-    pages: list = field(default_factory=list)
-    seconds: float = 0.0
-    asv: str = ""  # "asv/index.html" when asv publish ran, else ""
-    asv_offline: bool = False  # asv's pages load their libraries from vendor/, not from CDNs
-    notes: list = field(default_factory=list)
-    vendored: list = field(default_factory=list)  # third-party files copied (leakbench.site.vendor)
 
 
 def default_version(found: list[str]) -> str:
@@ -161,7 +145,7 @@ def build(
             if built.vendored:
                 vendor.write_notice(work, built.vendored)
             about = provenance(results, found)
-            _render(work, built, pairs, tables, tf_versions, default, matrix.changes(found), about)
+            render(work, built, pairs, tables, tf_versions, default, matrix.changes(found), about)
             _swap(out, target, work, built)
     finally:  # a build that failed (or was interrupted) leaves nothing behind; `out` is as it was
         shutil.rmtree(work, ignore_errors=True)
@@ -181,7 +165,7 @@ def _writing(out: Path, work: Path | None = None):
             name = str(out) + name[len(str(work)) :]
         where = f" ({name})" if name and name != str(out) else ""
         why = e.strerror or (str(e).splitlines() or [type(e).__name__])[0]
-        raise SiteError(f"--out {out}: cannot write the site there{where}: {why}") from None
+        raise SiteError(f"--out-dir {out}: cannot write the site there{where}: {why}") from None
 
 
 def _target(out: Path, results: Path, root: Path) -> Path:
@@ -191,17 +175,17 @@ def _target(out: Path, results: Path, root: Path) -> Path:
     target = Path(os.path.realpath(out))
     if os.path.lexists(out) and not target.is_dir():
         kind = jsonfile.special(out) or "a file"
-        raise SiteError(f"--out {out} is {kind}, not a folder")
+        raise SiteError(f"--out-dir {out} is {kind}, not a folder")
     if target.is_dir() and any(target.iterdir()) and not (target / "index.html").is_file():
         raise SiteError(
-            f"--out {out} holds other files and no index.html of an earlier site: "
+            f"--out-dir {out} holds other files and no index.html of an earlier site: "
             "pick a new folder (a rebuild replaces lessons/, asv/ and vendor/ in it)"
         )
     for read in (results, root / "scenarios", root / "fixes"):
         there = Path(os.path.realpath(read))
         if there == target or target in there.parents:
             raise SiteError(
-                f"--out {out} is or holds {read}, which the site is built from: "
+                f"--out-dir {out} is or holds {read}, which the site is built from: "
                 "pick a folder of its own"
             )
     return target
@@ -237,7 +221,7 @@ def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
             os.rename(old, target)
         except OSError as e:  # not seen: a rename back in the folder the first one worked in
             raise SiteError(
-                f"--out {out}: the earlier site could not be put back: it is in {old} "
+                f"--out-dir {out}: the earlier site could not be put back: it is in {old} "
                 f"({e.strerror or e})"
             ) from None
         raise
@@ -248,7 +232,7 @@ def _swap(out: Path, target: Path, work: Path, built: Built) -> None:
                 os.rename(entry, target / entry.name)
     except OSError as e:  # the new site is in place: say what stayed behind, do not fail the build
         built.notes.append(
-            f"--out {out}: files of the earlier site not carried over, kept in {old}: "
+            f"--out-dir {out}: files of the earlier site not carried over, kept in {old}: "
             f"{e.strerror or e}"
         )
         return
@@ -262,87 +246,8 @@ def provenance(results: Path, found: dict) -> dict:
     engines = sorted({e for per in found["engines"].values() for e in per})
     return {
         "machine": found["machine"],
-        "label": store.label(found["machine"]),
+        "label": machines.label(found["machine"]),
         "hardware": found["hardware"] or "several CPUs",
         "engines": engines,
-        "others": [store.label(m) for m in store.machines(results) if m != found["machine"]],
+        "others": [machines.label(m) for m in store.machines(results) if m != found["machine"]],
     }
-
-
-def _render(
-    out: Path,
-    built: Built,
-    pairs: list,
-    tables: list,
-    tf_versions: list,
-    default: str,
-    changes: list,
-    about: dict,
-) -> None:
-    env = Environment(
-        loader=PackageLoader("leakbench.site", "templates"),
-        autoescape=select_autoescape(["html", "j2"], default=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    sources = list(dict.fromkeys([*contract.SOURCES, *(p["source"] for p in pairs)]))
-    common = {
-        "default": default,
-        "variants": tuple(catalog.VARIANT_DIRS),
-        "versions": tf_versions,
-        "asv": built.asv,
-        "asv_offline": built.asv_offline,
-        "verdicts": verdict.VERDICTS,
-        "flamegraphs": FLAMEGRAPHS,
-        "repeatability": REPEATABILITY if tables else "",
-        "row_id": row_id,
-        "label": builds.label,
-        "about": about,
-    }
-    _write(
-        out,
-        "style.css",
-        env.get_template("style.css.j2").render(
-            variables=colours.css_variables(), verdicts=colours.VERDICTS, unknown=colours.UNKNOWN
-        ),
-        built,
-    )
-    _write(
-        out,
-        "index.html",
-        env.get_template("index.html.j2").render(
-            pairs=pairs,
-            sources=[s for s in sources if any(p["source"] == s for p in pairs)],
-            up="",
-            changes=[c for c in changes if any(p["name"] == c["pair"] for p in pairs)],
-            tables=tables,
-            **common,
-        ),
-        built,
-    )
-    if tables:
-        _write(
-            out,
-            REPEATABILITY,
-            env.get_template("repeatability.html.j2").render(
-                tables=tables,
-                slopes_note=repeat_report.SLOPES,
-                decided_header=repeat_report.DECIDED_HEADER,
-                up="",
-                **common,
-            ),
-            built,
-        )
-    for pair in pairs:
-        _write(
-            out,
-            f"lessons/{pair['name']}.html",
-            env.get_template("lesson.html.j2").render(pair=pair, up="../", **common),
-            built,
-        )
-
-
-def _write(out: Path, rel: str, text: str, built: Built) -> None:
-    path = out / rel
-    path.write_text(text)
-    built.pages.append((rel, path.stat().st_size))

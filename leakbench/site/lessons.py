@@ -192,28 +192,12 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
     """
     leaky_text, leaky_meta = pair_file(root, "leaky", name)
     fixed_text, fixed_meta = pair_file(root, "fixed", name)
-    newest = {}
-    for variant in catalog.VARIANT_DIRS:
-        order = [default] + [v for v in reversed(found["versions"]) if v != default]
-        newest[variant] = next(
-            (
-                (v, by_version[v][(name, variant)])
-                for v in order
-                if (name, variant) in by_version[v]
-            ),
-            (None, None),
-        )
+    newest = _newest(name, by_version, found["versions"], default)
     some = newest["leaky"][1] or newest["fixed"][1] or {}
     docstring = ast.get_docstring(ast.parse(leaky_text)) if leaky_text else None
     source = (leaky_meta.source if leaky_meta else some.get("source")) or "unknown"
     rows = {row["variant"]: row for row in found["rows"] if row["pair"] == name}
-    signals = list(
-        dict.fromkeys(
-            s
-            for v in found["versions"]
-            for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])
-        )
-    )
+    signals = _signals(name, by_version, found["versions"])
     code = side_by_side(leaky_text, fixed_text) if leaky_text and fixed_text else None
     charted = {v: newest[v][1] for v in catalog.VARIANT_DIRS}
     decomposed = {v: memory.decomposition(charted[v]) for v in catalog.VARIANT_DIRS}
@@ -256,6 +240,42 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
         "malloc_na": [
             (v, decomposed[v]["na"]) for v in catalog.VARIANT_DIRS if decomposed[v].get("na")
         ],
+        **_history(name, by_version, found, rows),
+        "signals": [(s, metrics.signal_help(s)) for s in signals],
+    }
+
+
+def _newest(name: str, by_version: dict, versions: list, default: str) -> dict:
+    """variant -> (TF version, record) the lesson charts: `default`'s record, else the newest
+    version's with the variant; (None, None) where no version has it."""
+    newest = {}
+    for variant in catalog.VARIANT_DIRS:
+        order = [default] + [v for v in reversed(versions) if v != default]
+        newest[variant] = next(
+            (
+                (v, by_version[v][(name, variant)])
+                for v in order
+                if (name, variant) in by_version[v]
+            ),
+            (None, None),
+        )
+    return newest
+
+
+def _signals(name: str, by_version: dict, versions: list) -> list:
+    """The signals the leaky variant moved on any TF version, each once, in order."""
+    return list(
+        dict.fromkeys(
+            s
+            for v in versions
+            for s in ((by_version[v].get((name, "leaky")) or {}).get("signals") or [])
+        )
+    )
+
+
+def _history(name: str, by_version: dict, found: dict, rows: dict) -> dict:
+    """The lesson's matrix cells per TF version and variant, and its history table's rows."""
+    return {
         "cells": {
             v: {
                 variant: cell_view((rows.get(variant) or {"cells": {}})["cells"].get(v))
@@ -270,7 +290,6 @@ def lesson_data(name: str, root: Path, by_version: dict, found: dict, default: s
             )
             for v in found["versions"]
         ],
-        "signals": [(s, metrics.signal_help(s)) for s in signals],
     }
 
 

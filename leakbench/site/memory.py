@@ -179,71 +179,9 @@ def charts(found: dict) -> dict[str, Markup] | None:
     for variant, f in found.items():
         with svg.style():
             fig, ax = plt.subplots(figsize=(4.2, 3.1), layout="constrained")
-            for key, _ in LINES:
-                values = (f or {}).get("lines", {}).get(key) or []
-                points = [(i + 1, in_unit(v, MIB)) for i, v in enumerate(values) if v is not None]
-                ax.plot(
-                    *(zip(*points) if points else ([], [])),
-                    marker="o",
-                    markersize=2.5,
-                    linewidth=2.6 if key == HELD else 1.4,
-                    color=colours.SERIES[key],
-                    label=LABELS[key],
-                )
-            heap = [
-                (i + 1, in_unit(v, MIB))
-                for i, v in enumerate((f or {}).get("heap") or [])
-                if v is not None
-            ]
-            ax.plot(
-                *(zip(*heap) if heap else ([], [])),
-                linestyle="--",
-                marker="s",
-                markersize=2.5,
-                linewidth=1.2,
-                color=colours.SERIES[HEAP],
-                label=f"{LABELS[HEAP]} (own pass)",
-            )
-            if f and f["trim"]:
-                x, (before, after) = reps + 0.7, f["trim"]
-                ax.annotate(
-                    "",
-                    xy=(x, in_unit(after, MIB)),
-                    xytext=(x, in_unit(before, MIB)),
-                    arrowprops={
-                        "arrowstyle": "-|>",
-                        "color": colours.SERIES["trim"],
-                        "linewidth": 1.4,
-                    },
-                )
-                ax.text(
-                    x + 0.2,
-                    in_unit((before + after) / 2, MIB),
-                    f"malloc_trim\n−{format_bytes(before - after, unit=MIB, label=False)}\nMiB",
-                    ha="left",
-                    va="center",
-                    fontsize=7,
-                    color=colours.SERIES["trim"],
-                )
-            message = (
-                "not measured"
-                if not f
-                else (
-                    "held, malloc in use, free: n/a\n(another allocator: see below)"
-                    if f["na"]
-                    else ""
-                )
-            )
-            if message:
-                ax.text(
-                    0.5,
-                    0.62,
-                    message,
-                    transform=ax.transAxes,
-                    ha="center",
-                    va="center",
-                    color=colours.MUTED,
-                )
+            _draw_lines(ax, f)
+            _draw_trim(ax, f, reps)
+            _draw_message(ax, f)
             ax.set_xlim(0.5, reps + 3.2)
             ax.set_xticks(range(2, reps + 1, 2) if reps > 6 else range(1, reps + 1))
             ax.set_ylim(low, high)
@@ -259,3 +197,75 @@ def charts(found: dict) -> dict[str, Markup] | None:
             fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize=7.5)
             drawn[variant] = svg.inline(fig, f"mem-{variant}", describe(variant, f))
     return drawn
+
+
+def _draw_lines(ax, f: dict | None) -> None:
+    """The memory series of one variant's decomposition (LINES, held thickest), and memray's heap
+    from its own pass (dashed), each in MiB per measured repetition."""
+    for key, _ in LINES:
+        values = (f or {}).get("lines", {}).get(key) or []
+        points = [(i + 1, in_unit(v, MIB)) for i, v in enumerate(values) if v is not None]
+        ax.plot(
+            *(zip(*points) if points else ([], [])),
+            marker="o",
+            markersize=2.5,
+            linewidth=2.6 if key == HELD else 1.4,
+            color=colours.SERIES[key],
+            label=LABELS[key],
+        )
+    heap = [
+        (i + 1, in_unit(v, MIB)) for i, v in enumerate((f or {}).get("heap") or []) if v is not None
+    ]
+    ax.plot(
+        *(zip(*heap) if heap else ([], [])),
+        linestyle="--",
+        marker="s",
+        markersize=2.5,
+        linewidth=1.2,
+        color=colours.SERIES[HEAP],
+        label=f"{LABELS[HEAP]} (own pass)",
+    )
+
+
+def _draw_trim(ax, f: dict | None, reps: int) -> None:
+    """The arrow of what malloc_trim gave back after the last repetition, where it ran."""
+    if f and f["trim"]:
+        x, (before, after) = reps + 0.7, f["trim"]
+        ax.annotate(
+            "",
+            xy=(x, in_unit(after, MIB)),
+            xytext=(x, in_unit(before, MIB)),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": colours.SERIES["trim"],
+                "linewidth": 1.4,
+            },
+        )
+        ax.text(
+            x + 0.2,
+            in_unit((before + after) / 2, MIB),
+            f"malloc_trim\n−{format_bytes(before - after, unit=MIB, label=False)}\nMiB",
+            ha="left",
+            va="center",
+            fontsize=7,
+            color=colours.SERIES["trim"],
+        )
+
+
+def _draw_message(ax, f: dict | None) -> None:
+    """The chart's note where there are no lines to read: not measured, or glibc's counters n/a."""
+    message = (
+        "not measured"
+        if not f
+        else ("held, malloc in use, free: n/a\n(another allocator: see below)" if f["na"] else "")
+    )
+    if message:
+        ax.text(
+            0.5,
+            0.62,
+            message,
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            color=colours.MUTED,
+        )

@@ -1,5 +1,5 @@
 """repeatability.html's tables, and each lesson's share of them: how often
-each verdict repeats, from the files leakbench.repeat.run writes
+each verdict repeats, from the files leakbench.repeat.repeatability writes
 (results/repeatability/<machine>-tf-<version>[-jobsN].json). The cells are
 leakbench.reporters.repeatability's, the same as its markdown.
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from leakbench import jsonfile
 from leakbench.history import store
-from leakbench.repeat import run as repeat
+from leakbench.repeat import repeatability as repeat
 from leakbench.reporters import repeatability as repeat_report
 from leakbench.site.lessons import verdict_css
 
@@ -19,8 +19,8 @@ PAGE = "repeatability.html"
 
 def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -> list[dict]:
     """The tables of repeatability.html: one per results/repeatability/<machine>-tf-*.json that
-    leakbench.repeat.run wrote for `machine` (one TF version, one --jobs setting), sorted by TF
-    version then jobs; [] when there is none.
+    leakbench.repeat.repeatability wrote for `machine` (one TF version, one --jobs setting), sorted
+    by TF version then jobs; [] when there is none.
 
     Each table: {"id": its anchor (file stem less the machine), "file", "version", "jobs",
     "title", "about", "totals", "runs_per_variant", "runs", "planned", "head": column titles,
@@ -64,8 +64,8 @@ def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -
 
 def _table(path: Path, result: dict, machine: str, lessons: set[str]) -> dict:
     """repeatability's table of one file. Raises KeyError, TypeError, ValueError, ... for a result
-    whose parts are not what leakbench.repeat.run writes: the types the page compares and sorts by
-    are checked here, so that rendering the page cannot fail on them."""
+    whose parts are not what leakbench.repeat.repeatability writes: the types the page compares and
+    sorts by are checked here, so that rendering the page cannot fail on them."""
     head, rows = repeat_report.table(result)
     jobs, summary = result["jobs"], result["summary"]
     version = result.get("tensorflow") or "none"

@@ -52,7 +52,7 @@ def series_rows(rec: Record) -> list[dict]:
 
 
 def page_data(rec: Record) -> dict:
-    """What check.html.j2 shows of a check record (leakbench.check.run.check)."""
+    """What check.html.j2 shows of a check record (leakbench.check.pipeline.check)."""
     recs = {NAME: rec}
     decomposed = {NAME: memory.decomposition(rec)}
     stack_views = {NAME: stacks.stack_view(rec)}

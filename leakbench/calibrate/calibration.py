@@ -21,8 +21,9 @@ run number, verdict, signals,
 phase, the last line of an error, wall seconds, the child's seconds per phase,
 its peak RSS (VmHWM, bytes) and max RSS, the TensorFlow it imported, and per
 signal of stats.SIGNALS (held memory, RSS, memray's heap; thresholds from
-leakbench.metrics) its slope (bytes/repetition), p, whether it moved, its
-reach and whether it rose by the trend alone (stats.reach, stats.trend_only);
+leakbench.metrics) its slope (bytes/repetition), p, whether it moved (for a
+deciding signal, as the record's decision says: `_moved`), its reach and
+whether it rose by the trend alone (stats.reach, stats.trend_only);
 and held memory's trend over a confirmation's later half, where one was run.
 
 The result JSON (format FORMAT): format, machine, tensorflow (the installed
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from leakbench import metrics as registry
-from leakbench.analysis import estimate, looks, verdict
+from leakbench.analysis import decision, estimate, looks, verdict
 from leakbench.analysis.schema import Record, first_run
 from leakbench.calibrate import committed, cost, peers, stats, targets
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
@@ -192,19 +193,12 @@ def observe(rec: Record, case: Case, run: int) -> dict:
         "tensorflow": rec["environment"]["tensorflow"],
         "heap_source": (first.get("heap") or {}).get("heap_source"),
     }
-    # A deciding signal of a record measured again (leakbench.analysis.looks) is caught only if
-    # the looks kept it: the record's final signals (a leak an extension kept on malloc's lows
-    # did not grow steadily in the confirmation's later half, yet it is caught).
-    again = rec["signals"] if rec.get("confirmation") else None
-    deciding = verdict.deciding_signals(m) if m else {}
+    rows = {row["signal"]: row for row in decision.of(rec)["signals"]}
     for name, metric in SIGNALS.items():
-        assert metric.threshold is not None  # SIGNALS decide: each has a threshold
         trend = m.get(metric.key)
         seen[f"{name}_slope"] = trend and trend["slope"]
         seen[f"{name}_p"] = trend and trend["p_increasing"]
-        seen[f"{name}_moved"] = verdict.moved(trend, metric.threshold) and (
-            again is None or metric.key not in deciding or name in again
-        )
+        seen[f"{name}_moved"] = _moved(rec, rows.get(name), name, trend)
         seen[f"{name}_trend"] = trend  # slope, interval, p, halves: everything the verdict read
         seen[f"{name}_reach"] = stats.reach(trend)
         seen[f"{name}_trend_only"] = stats.trend_only(trend)
@@ -217,6 +211,24 @@ def observe(rec: Record, case: Case, run: int) -> dict:
     found = later and estimate.trend(looks.later_half(later))
     seen["confirmation_held_trend"] = found.as_dict() if found else None
     return seen
+
+
+def _moved(rec: Record, row: dict | None, name: str, trend: dict | None) -> bool:
+    """Whether signal `name` (a key of SIGNALS; trend: its first run's) moved in the record's
+    first run, and for a deciding signal of a record measured again (leakbench.analysis.looks),
+    whether the looks kept it: the record's final signals (a leak an extension kept on malloc's
+    lows did not grow steadily in the confirmation's later half, yet it is caught).
+
+    A deciding signal's move is the record's decision's (its row per signal with a trend: the
+    rate against its bar, and the trend test; row: the signal's, None without one). The decision
+    holds no row for a signal that does not decide (RSS beside held memory): that one is read
+    here at its own (fallback) bar, as it is for a signal without a trend (False)."""
+    if row is not None:
+        again = rec["signals"] if rec.get("confirmation") else None
+        return bool(row["moved"]) and (again is None or name in again)
+    threshold = SIGNALS[name].threshold
+    assert threshold is not None  # SIGNALS decide, or stand in for held memory: each has a bar
+    return verdict.moved(trend, threshold)
 
 
 def tensorflow_version() -> str | None:
@@ -343,9 +355,9 @@ def add_context(
     """Add what records on disk say (leakbench.calibrate.committed),
     recompute the targets, write `out`.
 
-    suite_records: a `leakbench run --json` file for the suite's cost (None: none). records_dir:
-    the committed records (results/records), walked once for the fixes' verdicts (where it is a
-    directory) and for the noise floor. Returns `result`, updated in place.
+    suite_records: a `leakbench run --format json --out` file for the suite's cost (None: none).
+    records_dir: the committed records (results/records), walked once for the fixes' verdicts
+    (where it is a directory) and for the noise floor. Returns `result`, updated in place.
     """
     fixes, unreadable = committed.fixed_records(records_dir)
     if records_dir is not None and records_dir.is_dir():

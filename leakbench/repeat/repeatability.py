@@ -11,11 +11,13 @@ call) is divided between them.
 Kept per run (an observation, `observe`): pair, variant, run number, verdict,
 signals, what the variant should read (leakbench.expectation, as a label)
 and whether it did, the TensorFlow version the child imported, the
-cap in bytes, wall seconds of its child runs, the slope and the rate of
-every decisive metric (verdict.GROWTH_SIGNALS as the engine has it when the
-run is measured, in the metric's unit per repetition; the rate, verdict.rate,
-is what the verdict compares with the bar), the peak's scaling exponent for peak
-pairs, and the seconds of a confirmation re-run when the record holds one.
+cap in bytes, wall seconds of its child runs, the slope, the rate and whether
+it moved of every decisive metric (verdict.GROWTH_SIGNALS as the engine has it
+when the run is measured, in the metric's unit per repetition; the rate,
+verdict.rate, is what the verdict compares with the bar; rate and moved are
+read from the record's decision, its per-signal rows), the peak's scaling
+exponent for peak pairs, and the seconds of a confirmation re-run when the
+record holds one.
 
 Kept too: the record's decision (leakbench.analysis.decision: the number
 the verdict rests on), without its per-signal rows.
@@ -84,6 +86,11 @@ def decisive(metrics: dict) -> dict[str, tuple[str, float]]:
     return dict(verdict.deciding_signals(metrics))
 
 
+def _signals(metrics: dict) -> list[tuple[str, str]]:
+    """(metric key, signal name) of every decisive metric; none where nothing was measured."""
+    return [(key, name) for key, (name, _) in decisive(metrics).items()] if metrics else []
+
+
 def _seconds(confirmation: dict | None) -> float | None:
     """Seconds of a confirmation re-run (rec["confirmation"], leakbench.measure), or None."""
     return confirmation["seconds"] if confirmation else None
@@ -92,15 +99,19 @@ def _seconds(confirmation: dict | None) -> float | None:
 def observe(rec: Record, expected: expectation.Expectation, run: int) -> dict:
     """What repeat keeps of one record (leakbench.analysis.record): see the module docstring."""
     m = rec["metrics"] or {}
+    decided = decision.of(rec)
+    # the rate each deciding signal's bar was compared with, and whether it moved: the record's
+    # decision holds them (a row per signal with a trend), so nothing is decided again here
+    rows = {row["signal"]: row for row in decided["signals"]}
     slopes = {}
-    for key, (name, threshold) in decisive(m).items() if m else ():  # nothing measured: no slopes
-        trend = m.get(key)
+    for key, name in _signals(m):
+        trend, row = m.get(key), rows.get(name)
         slopes[key] = {
             "signal": name,
             "slope": trend and trend["slope"],
-            "rate": trend and verdict.rate(trend),
+            "rate": row and row["value"],
             "unit": trend and trend["unit"],
-            "moved": verdict.moved(trend, threshold),
+            "moved": bool(row and row["moved"]),
         }
     scaling = m.get("peak_scaling")
     reason = (rec["error"] or "").strip().splitlines()
@@ -117,7 +128,7 @@ def observe(rec: Record, expected: expectation.Expectation, run: int) -> dict:
         "wall_seconds": rec["seconds"],
         "slopes": slopes,
         # the number the verdict rests on (record["decision"], its per-signal rows left out)
-        "decision": {k: v for k, v in decision.of(rec).items() if k != "signals"},
+        "decision": {k: v for k, v in decided.items() if k != "signals"},
         "peak_exponent": scaling and scaling["exponent"],
         "confirmation_seconds": _seconds(rec.get("confirmation")),
         "load_average": os.getloadavg()[0],  # the machine's 1-minute load as the run ended
