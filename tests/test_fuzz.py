@@ -28,7 +28,8 @@ per kind and the time stay fixed, and a failure's reproducer is printed whole):
   ±2**63, a lone surrogate, a key dropped or added, a message of no kind or of two) or the
   messages dropped, repeated, swapped or cut short, played on a real pipe to the runner's own
   reading (runner._watch) under `leakbench check`. A message that is no message of the child's
-  (engine.messages.problem) must make it exit 2 with one line naming it; any other stream gives
+  (engine.messages.problem) must make it exit 3 (an error record: a failure while it ran) with one
+  line naming it; any other stream gives
   a record and its view; never a traceback;
 - the child's channel: targets (check targets and scenario files) that close the pipe's
   descriptor or put another file in its place (os.closerange, os.close, os.dup2 of /dev/null,
@@ -83,6 +84,7 @@ from packaging.tags import Tag
 from rich.console import Console
 
 from leakbench import contract, version
+from leakbench.cli import exits
 from leakbench.engine import messages, runner
 from leakbench.history import installer, registry
 from leakbench.reporters import table
@@ -1264,7 +1266,8 @@ CHECK_ARGS = ["check", "ok.py:bounded", *SAFE, "--reps", "6", "--warmup", "1", "
 def test_the_childs_messages_are_read_or_refused_in_one_line(world, monkeypatch):
     """A stream of the child's messages with one of them changed (or reordered) is played to the
     runner under `leakbench check`: a message that is no message of the child (its `problem`)
-    makes the run `error` with one line naming it, exit 2; any other stream gives a record and
+    makes the run `error` with one line naming it, exit 3 (exits.FAILED); any other stream gives a
+    record and
     its view, never a traceback."""
     rng = random.Random(SEED + 3)
     n = max(10, int(CASES * SHARE["messages"]))
@@ -1290,13 +1293,16 @@ def test_the_childs_messages_are_read_or_refused_in_one_line(world, monkeypatch)
             cause = "a traceback printed"
         elif bad is not None:
             lines_err = err.splitlines()
-            if result.exit_code != 2:
-                cause = f"a bad message, exit {result.exit_code}, not 2"
+            if result.exit_code != exits.FAILED:  # an error record: a failure while it ran
+                cause = f"a bad message, exit {result.exit_code}, not {exits.FAILED}"
             elif len(lines_err) != 1 or not lines_err[0].startswith("leakbench: error"):
                 cause = f"a bad message, {len(lines_err)} lines on stderr, not one"
             elif bad not in lines_err[0]:
                 cause = "a bad message not named on the error line"
-        elif result.exit_code not in (0, 1, 2) or len(err.splitlines()) > 1:
+        elif (
+            result.exit_code not in (exits.DONE, exits.VERDICT, exits.FAILED)
+            or len(err.splitlines()) > 1
+        ):
             cause = f"exit {result.exit_code}, {len(err.splitlines())} lines on stderr"
         if cause is None and changed(before, snapshot(world)):
             cause = "changed a file"
