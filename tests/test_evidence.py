@@ -205,9 +205,11 @@ def test_stateful_map_growing_stack_names_the_scenario_line(scenario_records):
 @pytest.mark.tf
 def test_unbounded_cache_growing_stage_is_the_cache(scenario_records):
     stages = scenario_records["unbounded_cache"]["runs"][0]["stages"]
-    # 32 batches: read at 4 and 16 (half the cardinality, before the buffers drain)
-    assert stages["tensorflow"] and stages["readings"] == [4, 16], stages
-    assert all(len(s["bytes"]) == 2 for s in stages["stages"])
+    # 128 batches (4,096 elements of 32): every reading falls before half the cardinality, where
+    # the buffers would start to drain
+    readings = list(buffers.READING_ELEMENTS)
+    assert stages["tensorflow"] and stages["readings"] == readings, stages
+    assert all(len(s["bytes"]) == len(readings) for s in stages["stages"])
     biggest = max(stages["stages"], key=lambda s: s["bytes"][-1])  # the cache is full since warm-up
     assert biggest["stage"] == "MemoryCache" and biggest["bytes"][-1] >= 32 << 20, stages
     prefetch_like = [s for s in stages["stages"] if s["autotune"]]
