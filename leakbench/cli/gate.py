@@ -42,7 +42,7 @@ from leakbench.contract import ContractError
 from leakbench.history import bisect as bisecting
 from leakbench.history import compare as comparing
 from leakbench.history import gate as gating
-from leakbench.history import installer, registry, store
+from leakbench.history import installer, machines, registry, store
 from leakbench.reporters import history as views
 from leakbench.reporters import junit
 
@@ -205,7 +205,7 @@ def _this_machines(where: Path) -> str | None:
     """The folder `leakbench run` files this machine's records in (store.default_machine), where
     it holds records: a gate after `make run` reads them, not another CPU's filed under asv's
     name. None (store.pick_machine's own choice) where it holds none."""
-    name = store.local(store.default_machine(where)[0])
+    name = machines.local(store.default_machine(where)[0])
     return name if (where / store.RECORDS_DIR / name).is_dir() else None
 
 
@@ -216,7 +216,7 @@ def _to_measure(where: Path, machine, baseline: str, candidate: str, names: list
         machine, why = store.default_machine(where)
         if why:
             say(f"leakbench gate: {why}")
-    machine = store.local(machine)  # measured here: never into the published dataset
+    machine = machines.local(machine)  # measured here: never into the published dataset
     store.records_path(where, machine, "none")  # a machine name that is no folder: one line
     served: list = []
 

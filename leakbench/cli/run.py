@@ -59,7 +59,7 @@ from leakbench.cli.options import (
     sizes_fit,
 )
 from leakbench.contract import ContractError
-from leakbench.history import pin, rounds, store
+from leakbench.history import machines, pin, rounds, store
 from leakbench.measure import measure
 from leakbench.reporters import table
 from leakbench.settings import Settings
@@ -297,7 +297,7 @@ def _records_file(
         machine, why = store.default_machine(results)
         if why:
             say(f"leakbench: {why}")
-    machine = store.local(machine)  # a user's run never edits the published dataset
+    machine = machines.local(machine)  # a user's run never edits the published dataset
     try:
         store.check_writable(results, machine, version)
     except store.VersionError as e:

@@ -43,10 +43,6 @@ from leakbench.history.machines import (
     reference,
     this_machine,
 )
-
-# leakbench/cli/gate.py and leakbench/cli/run.py read `store.local` (owned by a parallel change):
-# this one name goes once they import it from leakbench.history.machines (issue 41)
-from leakbench.history.machines import local as local
 from leakbench.history.record_files import (
     RECORDS_DIR,
     VersionError,
