@@ -80,7 +80,6 @@ from leakbench.contract_rules import (
     EXPECTATIONS,
     FUNCTIONS,
     KINDS,
-    MAX_BYTES,
     REQUIREMENTS,
     _a,
     _env,
@@ -103,9 +102,8 @@ from leakbench.contract_rules import (
 from leakbench.contract_rules import ISSUE as ISSUE
 from leakbench.contract_rules import SOURCES as SOURCES
 
-
-class ContractError(ValueError):
-    """A scenario file does not follow the contract; the message says what is wrong, in one line."""
+# The error every function here raises; read_metadata reads the file's tree with parse
+from leakbench.scenario_source import ContractError, parse
 
 
 @dataclass(frozen=True)
@@ -198,62 +196,6 @@ METADATA = tuple(f.name for f in FIELDS if f.required)
 OPTIONAL = tuple(f.name for f in FIELDS if not f.required)
 
 
-def imports_tensorflow(path: Path) -> bool:
-    """True if the file's code imports tensorflow (`import tensorflow ...` or `from tensorflow ...`,
-    anywhere in it), read without running it; a file that does not parse or cannot be read says
-    False (read_metadata reports that). A word in a docstring or comment does not count."""
-    try:
-        tree = _parse(Path(path))
-    except ContractError:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] == "tensorflow" for a in node.names
-        ):
-            return True
-        if (
-            isinstance(node, ast.ImportFrom)
-            and (node.module or "").split(".")[0] == "tensorflow"
-            and not node.level
-        ):
-            return True
-    return False
-
-
-def _parse(path: Path) -> ast.Module:
-    """The file's AST. ContractError (one line) for anything but a regular UTF-8 file of at most
-    MAX_BYTES holding Python that parses (a FIFO or a device is never opened)."""
-    from leakbench import jsonfile
-
-    shown = _shown_path(path)
-    try:
-        if not path.exists() and not path.is_symlink():
-            raise ContractError(f"no scenario file at {shown}")
-    except OSError as e:  # a name too long
-        raise ContractError(f"no scenario file at {shown} ({e.strerror or e})") from None
-    try:
-        data = jsonfile.read_bytes(path, MAX_BYTES)
-    except jsonfile.Unreadable as e:
-        raise ContractError(f"{shown}: not a scenario file: it {e.reason}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ContractError(
-            f"{shown}: not UTF-8 (byte {data[e.start]:#04x} at offset {e.start}); "
-            "scenario files are UTF-8 text"
-        ) from None
-    try:
-        return ast.parse(text, filename=str(path))
-    except SyntaxError as err:
-        msg = " ".join(str(err.msg).split())
-        where = f" (line {err.lineno})" if err.lineno else ""
-        raise ContractError(f"{shown}: does not parse: {msg}{where}") from None
-    except (RecursionError, MemoryError):
-        raise ContractError(f"{shown}: does not parse: nested too deeply") from None
-    except ValueError as err:  # a NUL byte, before Python 3.12
-        raise ContractError(f"{shown}: does not parse: {' '.join(str(err).split())}") from None
-
-
 def read_metadata(path: Path) -> Scenario:
     """Read a scenario's metadata from its source, without importing it.
 
@@ -263,7 +205,7 @@ def read_metadata(path: Path) -> Scenario:
     not UTF-8, does not parse, or breaks a rule of FIELDS (the first one broken).
     """
     path = Path(path)
-    tree = _parse(path)
+    tree = parse(path)
     shown = _shown_path(path)
     names = {f.name: f for f in FIELDS}
     found: dict = {}

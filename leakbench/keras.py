@@ -8,9 +8,9 @@
 
 A thin adapter over leakbench.watch.Watch: the callback counts epochs (every_epochs), training
 steps (every_steps) or calls of fit, evaluate and predict it is passed to (every_calls), and
-the Watch samples and judges (leakbench.online). Pass the same LeakWatch to every call of a
-loop (a model fitted per fold, `fit` per batch, `predict` in a loop): it keeps its samples
-across calls, and one sample is then `every_calls` calls.
+the Watch samples (leakbench.online) and judges (leakbench.analysis.judge.sequential). Pass
+the same LeakWatch to every call of a loop (a model fitted per fold, `fit` per batch, `predict`
+in a loop): it keeps its samples across calls, and one sample is then `every_calls` calls.
 
 Keras is imported when LeakWatch is first looked up, not with leakbench: the base class is Keras
 3's `keras.callbacks.Callback`, or `tf.keras.callbacks.Callback` where the installed Keras is 2

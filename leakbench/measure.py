@@ -15,9 +15,8 @@ The heap pass (memray) runs only at the first size: it is the costly pass.
 With Settings.flamegraph_dir, its capture is kept until memray has drawn the
 flame graph of the allocations still live at its end (heap.render_flamegraph):
 DIR/<pair>-<variant>.html.
-A leak that rests on one byte signal alone, or on marginal ones, is measured
-once more, longer, in a fresh process before it is called
-(looks.needs_confirmation, looks.confirm).
+Then the judge (leakbench.analysis.judge.protocol) reads the first runs and names the longer
+looks, if any, to measure before its verdict stands: each runs here, in a fresh process.
 
 This module joins the two halves below it (docs/layout.md): the engine, whose
 child runs come back as Outcomes, and the analysis, which turns them into a
@@ -32,8 +31,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from leakbench.analysis import looks, record
-from leakbench.analysis.schema import Record
+from leakbench.analysis import record
+from leakbench.analysis.judge import protocol
+from leakbench.analysis.record_type import Record
 from leakbench.catalog import Target
 from leakbench.engine import heap, preload, runner, supervise
 from leakbench.settings import Settings
@@ -91,7 +91,7 @@ def measure(
     lacking = preload.missing(env)
     if lacking:  # the loader would only warn, and the run would measure glibc's malloc instead
         skip = runner.Outcome("skipped", "import", params, 0.0, skipped=lacking)
-        return record.build(
+        return protocol.first(
             target.scenario, target.variant, params, settings.stored(), [skip], pair=target.pair
         )
     outcomes = []
@@ -113,7 +113,7 @@ def measure(
                 flamegraph = _flamegraph(capture, outcome, drawn, target)
             if outcome.status != "ok" and not record.stalled_in_teardown(outcome):
                 break
-    rec = record.build(
+    rec = protocol.first(
         target.scenario,
         target.variant,
         params,
@@ -122,44 +122,14 @@ def measure(
         pair=target.pair,
         flamegraph=flamegraph,
     )
-    candidates = rec["signals"] if rec["verdict"] == "leak" else []
-    if candidates and not looks.needs_confirmation(candidates):
-        return rec
-    if rec["verdict"] == "no-leak":
-        found = looks.unsettled(rec["metrics"], rec["signals"])
-        candidates = [found] if found else []
-    if candidates:
-        rec = _confirm(rec, target, params, child, on_message, candidates)
-    return rec
-
-
-def _confirm(
-    rec: Record,
-    target: Target,
-    params: dict,
-    child: runner.ChildRun,
-    on_message,
-    candidates: list[str],
-) -> Record:
-    """Measure a leak that needs it (looks.needs_confirmation), or a no-leak that did not
-    settle (looks.unsettled), again in a fresh process, longer (looks.confirmation_reps),
-    and return the record looks.confirm makes of the later half of that run
-    (record.confirmed). Where that later half rose without deciding, measure once more, longer
-    again (looks.extension_reps; record.extended). Neither look runs memray's heap pass: the
-    heap never decides alone (verdict.moved_signals). child: the first size's run settings.
-    """
-    reps = looks.confirmation_reps(child.reps)
-    # no heap pass (the heap never decides alone) and no evidence readings (the first run's stand)
+    # the longer looks the judge asks for: in a fresh process each, without memray's heap pass
+    # (the heap never decides alone: verdict.moved_signals) or evidence readings (the first
+    # run's stand)
     options = {**(child.child_options or {}), "evidence": False}
-    look = replace(child, reps=reps, heap_reps=0, child_options=options)
-    outcome = runner.run_child(target.scenario.path, params, look, on_message)
-    rec = record.confirmed(rec, target.scenario, reps, outcome, candidates)
-    if rec["confirmation"]["extend"]:
-        reps = looks.extension_reps(child.reps)
-        outcome = runner.run_child(
-            target.scenario.path, params, replace(look, reps=reps), on_message
-        )
-        rec = record.extended(rec, target.scenario, reps, outcome)
+    while (look := protocol.next_look(rec, child.reps)) is not None:
+        run = replace(child, reps=look.reps, heap_reps=0, child_options=options)
+        outcome = runner.run_child(target.scenario.path, params, run, on_message)
+        rec = protocol.take(rec, target.scenario, look, outcome)
     return rec
 
 

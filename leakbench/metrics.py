@@ -5,15 +5,35 @@ Every other module reads it: the probes sample SERIES, the record computes the t
 entry that names a series, the verdict takes its deciding signals and bars from it, and the views
 (run table, `check`, compare and matrix, the site, calibration, asv's track_ benchmarks) take from
 it which metrics they show and in which order, their labels, short names, units and help texts, and
-which need glibc's counters. Adding a signal is one entry here. Why each bar has its value:
-docs/verdicts.md.
+which need glibc's counters. Adding a signal is one entry here. The bars are leakbench.bars (why
+each has its value: docs/verdicts.md), the type of an entry leakbench.metric_type.Metric.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+# Every bar, re-exported: the verdict and the online judge read them here with the metrics
+from leakbench.bars import (  # noqa: F401
+    COUNT_SLOPE_MIN,
+    FREE_HELD_MIN,
+    GPU_SLOPE_MIN,
+    HEAP_SLOPE_MIN,
+    HELD_COMPARE_FLOOR,
+    HELD_SLOPE_MIN,
+    OBJECT_SLOPE_MIN,
+    PEAK_EXPONENT_MIN,
+    PEAK_RISE_MIN,
+    RSS_SLOPE_MIN,
+    STEADY_RISE_SHARE,
+    STEP_SHARE_MAX,
+    TREND_P_MAX,
+    TRIM_FLOOR,
+    TRIM_HELD_MIN,
+    TRIM_SHARE_MIN,
+)
+from leakbench.metric_type import Metric
 
 # The series and the views (leakbench.series), re-exported: every module reads the registry here
 from leakbench.series import (  # noqa: F401
@@ -31,92 +51,15 @@ from leakbench.series import (  # noqa: F401
 )
 from leakbench.units import KIB, MIB
 
-# Every bar of the verdict, a slope's per repetition (docs/verdicts.md says why each has its value)
-HELD_SLOPE_MIN = 13 * KIB  # held memory: the memory signal the verdict rests on
-RSS_SLOPE_MIN = 256 * KIB  # RSS: decides only where held memory is n/a (another allocator)
-HEAP_SLOPE_MIN = 64 * KIB  # memray's heap: few repetitions in its pass
-GPU_SLOPE_MIN = 64 * KIB  # the GPU allocator's bytes in use (untested: no GPU here)
-COUNT_SLOPE_MIN = 0.5  # threads, open files: exact counts
-OBJECT_SLOPE_MIN = 8  # Python objects: exact, but a bounded pipeline may keep a few
-TREND_P_MAX = 0.01  # a slope counts only where the one-sided Mann–Kendall p is below this
-PEAK_RISE_MIN = 32 * MIB  # the peak must rise this much between the smallest and largest size
-PEAK_EXPONENT_MIN = 0.5  # ...and k in peak ∝ size^k reach this, for a peak pair to leak
-TRIM_SHARE_MIN = 0.5  # fragmentation: the share of RSS malloc_trim gives back or malloc keeps free
-TRIM_HELD_MIN = 32 * MIB  # fragmentation: the least RSS growth, or trim, that counts
-FREE_HELD_MIN = 96 * MIB  # free bytes above the process before setup (docs/fragmentation.md)
-# A leak spreads its growth over the repetitions; a creep in a few steps (a block malloc mapped
-# whole and touched deeper later, a buffer AUTOTUNE widens) puts it in a few rises. `steady`
-# reads both numbers (docs/verdicts.md, "Steady growth").
-STEADY_RISE_SHARE = 0.5
-STEP_SHARE_MAX = 0.9
-# A change in held growth between two builds that `leakbench compare` counts: a fix's creep
-# moves about this much between runs of one build (docs/measurements.md, "Held memory").
-HELD_COMPARE_FLOOR = 16 * KIB
-# malloc_trim's give-back that compare counts and the site calls a swing; every pair but
-# shuffle_fragmentation gives back at most 21 MiB, 2.6x it
-# (docs/measurements.md, "psutil and glibc malloc")
-TRIM_FLOOR = 8 * MIB
-
 
 def rate(trend: dict) -> float:
     """A trend's sustained rate of growth, in its unit per repetition: the least of the slope of
-    the whole series and of each half (a step lifts one half only). Every slope bar above is
-    compared with it (leakbench.analysis.verdict.moved, which re-exports it as verdict.rate). It
-    lives in this base module so that the measured child counts Python types by the same rule
-    (leakbench.engine.pytypes.type_rate) without importing the analysis (docs/layout.md)."""
+    the whole series and of each half (a step lifts one half only). Every slope bar
+    (leakbench.bars) is compared with it (leakbench.analysis.judge.verdict.moved, which
+    re-exports it as verdict.rate). It lives in this base module so that the measured child
+    counts Python types by the same rule (leakbench.engine.pytypes.type_rate) without importing
+    the analysis (docs/layout.md)."""
     return min(trend["slope"], trend["first_half"], trend["second_half"])
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One number of record["metrics"], and how every view shows it. key: its key in
-    record["metrics"]. unit: as stored ("bytes/repetition" for a trend, "bytes" for a level). shown,
-    scale, digits: the display unit, the divisor into it, the decimals. series: the sample series it
-    is the trend of (None: computed otherwise). signal: its name in record["signals"] when it
-    decides a verdict, with threshold (in `unit`); fallback: it decides only in held memory's place,
-    where glibc's counters are n/a. compare_floor: the smallest change `leakbench compare` counts
-    (None: not compared). asv: the name of its asv track_ benchmark (None: not tracked). check:
-    shown by `leakbench check`. help: what its growth means in your own pipeline. short: its name
-    where a view uses a short one (a column head, a matrix cell's evidence, the memory chart).
-    mallinfo2: computed from glibc malloc's counters, so n/a under another allocator. views: the
-    views that show it, each with its place there (see TABLE above)."""
-
-    key: str
-    label: str
-    unit: str
-    shown: str
-    scale: float
-    digits: int
-    help: str
-    series: str | None = None
-    signal: str | None = None
-    threshold: float | None = None
-    fallback: bool = False
-    compare_floor: float | None = None
-    asv: str | None = None
-    check: bool = False
-    short: str | None = None
-    mallinfo2: bool = False
-    views: dict = field(default_factory=dict, compare=False)
-
-    def display(self, value: float | None, sign: bool = False, fit: bool = False) -> str:
-        """value in the display unit ("—" for None), e.g. 65536 bytes/repetition -> "64". fit: the
-        decimals its size needs, not `digits` (none from 100, one from 10, else two: compare's)."""
-        if value is None:
-            return "—"
-        v = value / self.scale
-        places = (0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2) if fit else self.digits
-        return f"{v:{'+' if sign else ''},.{places}f}"
-
-    @property
-    def per_repetition(self) -> bool:
-        """True for a rate per repetition (shown with its sign), False for a level (bytes, MiB)."""
-        return self.unit.endswith("/repetition")
-
-    @property
-    def counts(self) -> bool:
-        """True for a count of things (threads, objects): exact, so a move is never marginal."""
-        return not self.unit.startswith("bytes")
 
 
 METRICS = (
@@ -328,12 +271,12 @@ LEVELS = {
     "gpu_peak_bytes": "the GPU allocator's peak over the measured repetitions",
 }
 # The metrics a rule or view names on its own: held memory and RSS, the memory a verdict rests on
-# (leakbench.analysis.verdict.memory_basis); memray's heap; the peak; what malloc_trim gave back
+# (analysis.judge.verdict.memory_basis); memray's heap; the peak; what malloc_trim gave back
 # (fragmentation); and the signals `leakbench check` reads evidence for (leakbench.check.diagnosis).
 HELD = BY_KEY["held_growth"]
 RSS = BY_KEY["rss_growth"]
 MALLOC = BY_KEY["malloc_heap_growth"]
-ALLOCATED = BY_KEY["allocated_growth"]  # what an extension reads (leakbench.analysis.looks)
+ALLOCATED = BY_KEY["allocated_growth"]  # what an extension reads (leakbench.analysis.judge.looks)
 HEAP = BY_KEY["retained_heap"]
 PEAK = BY_KEY["peak_above_baseline_bytes"]
 TRIM = BY_KEY["trim_returned_bytes"]

@@ -45,8 +45,8 @@ from pathlib import Path
 import pytest
 
 from leakbench import expectation
-from leakbench.analysis import decision
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision, in_words
+from leakbench.analysis.record_type import Record
 from leakbench.check import pipeline as check
 from leakbench.pytest_settings import KEYWORDS, settings_of
 from leakbench.reporters import check as report
@@ -84,7 +84,7 @@ class Measured:
     @property
     def words(self) -> str:
         """The verdict and the number it rests on: "leak · held +1,028 KiB/rep"."""
-        return decision.words(decision.of(self.record))
+        return in_words.words(decision.of(self.record))
 
     def as_section(self) -> tuple[str, str]:
         """The test report's section: the verdict and its number, signals, slopes and hints."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 # show it in `views`, each with its place there (left to right, or first drawn first), so that a
 # view asks the registry (series_in, metrics_in) instead of listing names of its own.
 TABLE = "table"  # the run table's default columns (its short name heads them)
-WIDE = "wide"  # what `leakbench run --wide` and --markdown add after them
+WIDE = "wide"  # what `leakbench run --wide` and --format markdown add after them
 LESSON = "lesson"  # a site lesson's table per TF version
 MATRIX = "matrix"  # a matrix cell: the evidence it adds for leak against fragmentation
 MEMORY = "memory"  # the site's memory decomposition chart (by short name: colours, CSS)

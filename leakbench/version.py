@@ -27,12 +27,15 @@ PACKAGE = Path(__file__).resolve().parent
 # What measures or decides, relative to the package: a change to any of these is a new engine.
 ENGINE_SOURCES = (
     "engine/*.py",
-    "analysis/*.py",
+    "analysis/**/*.py",  # the judge (analysis/judge/) included
     "measure.py",
     "settings.py",
     "metrics.py",
+    "metric_type.py",
+    "bars.py",
     "series.py",
     "contract.py",
+    "scenario_source.py",
     "contract_rules.py",
     "units.py",
 )

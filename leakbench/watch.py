@@ -9,11 +9,11 @@
     print(w.result().text())
 
 The Keras callback (leakbench.keras.LeakWatch) is a thin adapter over the same Watch; what a
-sample reads and how the samples are judged is leakbench.online's. The first `warmup` boundaries
-(settings.Settings.warmup, 3; a boundary is `every` units of work) are timed, not sampled; then
-rounds of the sequential rule (leakbench.online.Judge: it stops as soon as the evidence decides,
-either way) follow one another: a round that ends in no-leak starts the next, a leak is final
-and sampling stops.
+sample reads is leakbench.online's, how the samples are judged analysis.judge.sequential's.
+The first `warmup` boundaries (settings.Settings.warmup, 3; a boundary is `every` units of work)
+are timed, not sampled; then rounds of the sequential rule (sequential.Judge: it stops as soon
+as the evidence decides, either way) follow one another: a round that ends in no-leak starts
+the next, a leak is final and sampling stops.
 
 Cost: the bytes series and the thread and file counts are read at every boundary (about
 0.1 ms); a full sample adds a full garbage collection, which walks every object the collector
@@ -39,9 +39,10 @@ from typing import Any
 
 import psutil
 
-from leakbench.analysis import decision
+from leakbench.analysis.judge import in_words
+from leakbench.analysis.judge.sequential import SAMPLED, Judge, Round
 from leakbench.engine import probes
-from leakbench.online import SAMPLED, Judge, Round, sample
+from leakbench.online import sample
 from leakbench.settings import Settings
 
 LOG = logging.getLogger("leakbench.watch")
@@ -95,7 +96,7 @@ class WatchResult:
     def text(self) -> str:
         """The report, a few lines: verdict and its number, what a sample is, the cost."""
         head = (
-            decision.words(self.decision)
+            in_words.words(self.decision)
             if self.decision and self.verdict
             else f"undecided · {self.pending}; sampling on"
             if self.pending
@@ -146,7 +147,7 @@ class Watch:
     sample full, at every boundary). objects: count Python objects (len(gc.get_objects())) in
     full samples. on_leak: called with the WatchResult once a leak is decided. causes:
     look the known causes up on a leak (name_causes). span: the fewest samples a leak is read
-    from (online.Judge: 24 where None; a sawtooth whose teeth last up to 3/4 of it never reads
+    from (sequential.Judge: 24 where None; a sawtooth whose teeth last up to 3/4 of it never reads
     leak), ValueError under 2 × reps.
     """
 

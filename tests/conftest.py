@@ -270,7 +270,7 @@ def extract_results_at_head(dest: Path) -> Path:
 
 
 def held_decision(verdict: str, value: float) -> dict:
-    """A record's decision (leakbench.analysis.decision) resting on held memory: `value` in
+    """A record's decision (leakbench.analysis.judge.decision) resting on held memory: `value` in
     bytes/repetition against the engine's bar, from the first run, no why."""
     from leakbench import metrics
 

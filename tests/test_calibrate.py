@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import invoke
 
-from leakbench import contract, expectation, metrics
-from leakbench.analysis import verdict
-from leakbench.analysis.schema import SCHEMA
+from leakbench import bars, contract, expectation, metrics
+from leakbench.analysis.judge import verdict
+from leakbench.analysis.record_type import SCHEMA
 from leakbench.calibrate import calibration as calibrate
 from leakbench.calibrate import committed, cost, stats, targets
 from leakbench.reporters.calibration import markdown
@@ -162,7 +162,7 @@ def test_noise_floor_from_controls_and_committed_fixes(tmp_path):
     floor = committed.noise_floor(observations(), fixes)
     assert floor["rss"]["floor"] == 200 * KIB and floor["rss"]["set_by"] == "p fixed, vm/tf-2.21.0"
     assert floor["heap"]["floor"] == 6 * KIB and floor["heap"]["fix_records"] == 1
-    assert floor["held"]["threshold"] == metrics.HELD_SLOPE_MIN
+    assert floor["held"]["threshold"] == bars.HELD_SLOPE_MIN
 
 
 def test_a_fix_is_a_false_alarm_where_the_expectation_refuses_it(tmp_path):

@@ -228,3 +228,20 @@ def test_a_group_a_killed_runner_left_is_removed_by_the_next_run(hierarchy):
     assert group is not None
     left = sorted(p.name for p in parent.iterdir())
     assert left == sorted(["leakbench-new", "leakbench-busy", "other", group.path.name])
+
+
+def test_the_polls_child_and_its_autogroup_run_at_child_nice(monkeypatch):
+    """Under the poll, the child yields the CPU to the supervisor: its niceness, and its session's
+    autogroup's where the kernel has autogroups (a niceness counts only inside its group)."""
+    monkeypatch.setenv(cgroup.CAP_BY_VARIABLE, cgroup.POLL)
+    child = supervise.Supervised(
+        ["sleep", "30"], env=dict(os.environ), stdout=None, stderr=None, cap_bytes=300 * MIB
+    )
+    try:
+        assert child.cap_enforced_by == cgroup.POLL
+        assert os.getpriority(os.PRIO_PROCESS, child.proc.pid) == supervise.CHILD_NICE
+        group = Path(f"/proc/{child.proc.pid}/autogroup")
+        if group.exists():
+            assert group.read_text().split()[-1] == str(supervise.CHILD_NICE)
+    finally:
+        child.kill()

@@ -383,7 +383,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_measuring(root, args
 def test_only_an_import_makes_a_file_need_tensorflow(tmp_path, monkeypatch):
     """A pure-Python scenario that cites a TensorFlow issue in its docstring runs without
     TensorFlow; one that imports it (even inside a function) is refused in one line."""
-    from leakbench import contract
+    from leakbench import scenario_source
     from leakbench.cli import base
 
     cites = tmp_path / "cites.py"
@@ -395,8 +395,10 @@ def test_only_an_import_makes_a_file_need_tensorflow(tmp_path, monkeypatch):
     inside.write_text("def setup():\n    from tensorflow import data\n    return data\n")
     plain = tmp_path / "plain.py"
     plain.write_text("import tensorflow_datasets_helper as t  # another package\n")
-    assert not contract.imports_tensorflow(cites) and not contract.imports_tensorflow(plain)
-    assert contract.imports_tensorflow(inside)
+    assert not scenario_source.imports_tensorflow(cites) and not scenario_source.imports_tensorflow(
+        plain
+    )
+    assert scenario_source.imports_tensorflow(inside)
     monkeypatch.setattr(base.importlib.util, "find_spec", lambda name: None)
     python_leak = Path(__file__).parent / "data" / "python_leak.py"
     assert base.targets_of([str(python_leak)], "both")  # no TensorFlow needed: no refusal

@@ -18,7 +18,7 @@ import pytest
 from conftest import invoke
 
 from leakbench import catalog, cli, contract, expectation
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 from leakbench.catalog import Target
 from leakbench.engine import gpu
 from leakbench.measure import measure

@@ -22,7 +22,8 @@ import pytest
 from conftest import own_processes
 
 from leakbench import contract, expectation
-from leakbench.analysis import record, verdict
+from leakbench.analysis import record
+from leakbench.analysis.judge import protocol, verdict
 from leakbench.catalog import Target
 from leakbench.engine import messages, probes, runner, supervise
 from leakbench.measure import measure
@@ -512,10 +513,11 @@ def test_failed_record_is_json_too():
 
 
 def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
-    """Nothing rewrites a record after record.build. build takes what the record calls
-    its target (catalog.Target.pair), the repetition the child learned (a check target's) and the
-    flame graph (after build's own keys); record.confirmed returns a new record with the verdict
-    the confirmation gives, "confirmation" after every key the first record had."""
+    """Nothing rewrites a record after the judge's first reading (protocol.first, record.build).
+    It takes what the record calls its target (catalog.Target.pair), the repetition the child
+    learned (a check target's) and the flame graph (after build's own keys); protocol.take returns
+    a new record with the verdict the confirmation gives, "confirmation" after every key the
+    first record had."""
     t = Target(contract.read_metadata(DATA / "python_leak.py"), "check", "python_leak.py:leaky")
     told = runner.Outcome(
         "ok",
@@ -524,7 +526,7 @@ def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
         1.0,
         result={"samples": [], "versions": {}, "repetition": "one call of the function"},
     )
-    rec = record.build(
+    rec = protocol.first(
         t.scenario, t.variant, {}, {"reps": 6}, [told], pair=t.pair, flamegraph={"error": "none"}
     )
     assert (rec["pair"], rec["variant"], rec["repetition"]) == (
@@ -533,15 +535,16 @@ def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
         "one call of the function",
     )
     assert list(rec)[-4:] == ["seconds", "engine", "flamegraph", "decision"]
-    plain = record.build(
+    plain = protocol.first(
         t.scenario, "file", {}, {"reps": 6}, [runner.Outcome("error", "import", {}, 1.0)]
     )
     assert (plain["pair"], plain["repetition"]) == ("python_leak", t.scenario.repetition)
     assert "flamegraph" not in plain
 
     first = {**rec, "verdict": "leak", "signals": ["held"]}
-    again = record.confirmed(
-        first, t.scenario, 18, runner.Outcome("over-cap", "repetitions", {}, 2.0), ["held"]
+    look = protocol.Look("confirmation", 18, ["held"])
+    again = protocol.take(
+        first, t.scenario, look, runner.Outcome("over-cap", "repetitions", {}, 2.0)
     )
     assert (
         list(again) == [*first, "confirmation"]

@@ -1,4 +1,4 @@
-"""The estimator (leakbench.analysis.estimate) and the verdict rules (leakbench.analysis.verdict)
+"""The estimator (leakbench.analysis.estimate) and the verdict rules (analysis.judge.verdict)
 on synthetic series: no subprocess, no TensorFlow."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from leakbench.analysis import decision, estimate, looks, record, verdict
-from leakbench.analysis.verdict import (
+from leakbench.analysis import estimate
+from leakbench.analysis.judge import decision, extension, in_words, looks, protocol, verdict
+from leakbench.analysis.judge.verdict import (
     COUNT_SLOPE_MIN,
     HEAP_SLOPE_MIN,
     HELD_SLOPE_MIN,
@@ -419,7 +420,7 @@ def test_held_memory_that_wanders_past_the_bar_is_undecided_and_allocated_bytes_
     assert shown == ("allocated bytes", "held", decision.FIRST)
     assert 9 * KIB < found["value"] < found["bar"] == HELD_SLOPE_MIN
     assert found["why"].startswith("held memory had no trend (Mann–Kendall p = 0.")
-    assert decision.words(found) == "no-leak · allocated bytes +10 KiB/rep"
+    assert in_words.words(found) == "no-leak · allocated bytes +10 KiB/rep"
     # the bytes handed out could be growing at the bar too: measure longer
     fast = trend_dict(noisy(line(12 * KIB), 4 * KIB, seed=4))
     assert fast["high"] >= HELD_SLOPE_MIN
@@ -499,11 +500,11 @@ def test_confirmation_reads_the_later_half_of_a_longer_run():
     # a creep that levels off: 3 x the bar per repetition for 12 repetitions, then flat
     levelled = np.minimum(line(3 * HELD_SLOPE_MIN, n=n), 3 * HELD_SLOPE_MIN * 12 + BASE)
     assert verdict.moved(trend_dict(levelled[:12]), HELD_SLOPE_MIN)  # a first run of 12 reads leak
-    later = record.confirmation_metrics(held_run(noisy(levelled, KIB, seed=2)), growth_scenario())
+    later = protocol.later_metrics(held_run(noisy(levelled, KIB, seed=2)), growth_scenario())
     found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found)[:2] == ("no-leak", []) and not found.extend
     assert "stopped growing" in found.why
-    later = record.confirmation_metrics(held_run(steady), growth_scenario())
+    later = protocol.later_metrics(held_run(steady), growth_scenario())
     assert len(looks.later_half(list(steady))) == 18
     found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found) == ("leak", ["held"], ["held"]) and "grew steadily" in found.why
@@ -538,16 +539,16 @@ def test_rises_are_measured_per_repetition():
     assert estimate.trend(line(-KIB)).top_rises_share == 1.0
 
 
-def extension(malloc: np.ndarray, held: np.ndarray | None = None, pymalloc=None):
-    """An extension run's later-half metrics and envelope (record.extended), from its series:
+def extension_run(malloc: np.ndarray, held: np.ndarray | None = None, pymalloc=None):
+    """An extension run's later-half metrics and envelope (protocol.take), from its series:
     malloc's bytes in use, held memory (default: malloc's), pymalloc's (default: flat)."""
     run = held_run(held if held is not None else malloc)
     small = np.zeros(len(malloc)) if pymalloc is None else np.asarray(pymalloc)
     run["series"]["malloc_used_bytes"] = list(malloc)
     run["series"]["pymalloc_used_bytes"] = list(small)
     run["series"]["allocated_bytes"] = list(np.asarray(malloc) + small)
-    later = record.confirmation_metrics(run, growth_scenario())
-    return later, record.envelope_of(run, later)
+    later = protocol.later_metrics(run, growth_scenario())
+    return later, protocol.envelope_of(run, later)
 
 
 EXTENDED = looks.extension_reps(12)
@@ -568,8 +569,8 @@ def test_a_creep_in_a_few_steps_is_measured_longer_and_turned_away():
     assert found.extend and "in lumps" in found.why
     # the extension: held memory goes on stepping now and then, malloc in use stays flat
     held = stepped({10: 2 * MIB, 30: 4 * MIB, 50: 2 * MIB, 65: 2 * MIB}, n=EXTENDED)
-    later, envelope = extension(noisy(line(0.0, n=EXTENDED), KIB, seed=9), held)
-    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    later, envelope = extension_run(noisy(line(0.0, n=EXTENDED), KIB, seed=9), held)
+    found = extension.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found) == ("no-leak", [], []) and "the growth stopped" in found.why
 
 
@@ -595,8 +596,8 @@ def lumpy(rate: float, growth: float = 1.125, n: int = EXTENDED) -> np.ndarray:
     ],
 )
 def test_a_leak_in_lumps_is_kept_by_its_extension(malloc):
-    later, envelope = extension(malloc, stepped({}, n=EXTENDED))
-    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    later, envelope = extension_run(malloc, stepped({}, n=EXTENDED))
+    found = extension.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found)[:2] == ("leak", ["held"]) and "in every window" in found.why
 
 
@@ -612,13 +613,13 @@ def test_a_leak_in_cpythons_arenas_and_in_lumps_is_kept_by_its_extension():
     """python-dict at 16 KiB: the lows of malloc and pymalloc together rise in both windows
     (the ints) and by the bar over both (the table); malloc's alone would rise once."""
     malloc, pymalloc = python_dict(EXTENDED + 3)
-    later, envelope = extension(malloc[3:], pymalloc=pymalloc[3:])
+    later, envelope = extension_run(malloc[3:], pymalloc=pymalloc[3:])
     assert envelope["series"] == "allocated_bytes"
     assert verdict.steady_signals(later) == []  # under the bar in its rate: not moved
-    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    found = extension.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found)[:2] == ("leak", ["held"]) and "in every window" in found.why
-    later, envelope = extension(malloc[3:])  # the ints unseen: a lump in one window only
-    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    later, envelope = extension_run(malloc[3:])  # the ints unseen: a lump in one window only
+    found = extension.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found)[:2] == ("no-leak", []) and "the growth stopped" in found.why
 
 
@@ -629,7 +630,7 @@ def test_a_later_half_that_grows_on_under_the_bar_is_measured_longer():
     n = looks.confirmation_reps(12)
     for rate, extend in ((8.25 * KIB, True), (HELD_SLOPE_MIN / 4, False), (0.0, False)):
         held = noisy(line(rate, n=n), KIB / 4, seed=6)
-        later = record.confirmation_metrics(held_run(held), growth_scenario())
+        later = protocol.later_metrics(held_run(held), growth_scenario())
         found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
         assert found.extend is extend, (rate, found.why)
         assert ("still grew, under the bar" in found.why) is extend
@@ -640,8 +641,8 @@ def test_a_creep_under_the_bar_is_turned_away_by_its_extension():
     pymalloc handed out rose about 6 KiB/rep, at half the bar in each window, never at the bar
     over both: no-leak, however long it is measured."""
     allocated = noisy(line(6.5 * KIB, n=EXTENDED), 2 * KIB, seed=8)
-    later, envelope = extension(allocated, stepped({}, n=EXTENDED))
-    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    later, envelope = extension_run(allocated, stepped({}, n=EXTENDED))
+    found = extension.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     # it grew, under the bar: the words say so, with the rate and the bar, never "stopped"
     assert decided(found)[:2] == ("no-leak", [])
     assert "under the bar of +13 KiB/rep" in found.why and "stopped" not in found.why
@@ -657,8 +658,8 @@ def test_a_creep_under_the_bar_is_turned_away_by_its_extension():
     ],
 )
 def test_a_cache_a_sawtooth_or_a_jump_is_turned_away_by_its_extension(malloc):
-    later, envelope = extension(malloc, stepped({}, n=EXTENDED))
-    found = looks.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
+    later, envelope = extension_run(malloc, stepped({}, n=EXTENDED))
+    found = extension.extended(["held"], "ok", later, envelope, flat_metrics(), EXTENDED)
     assert decided(found)[:2] == ("no-leak", [])
 
 
@@ -858,13 +859,13 @@ def test_the_number_beside_a_verdict_names_the_look_it_came_from():
     confirmed = {**first, "confirmation": look(looks.confirmation_reps(12), ["held"])}
     extended = {**confirmed, "extension": look(looks.extension_reps(12), ["held"])}
     for rec, source in ((first, "first run"), (confirmed, "confirmation"), (extended, "extension")):
-        found = record.with_decision(rec)["decision"]
+        found = protocol.with_decision(rec)["decision"]
         assert (found["signal"], found["source"]) == ("held", source)
         assert found["source"] in decision.SOURCES
     # a no-leak's number (its memory basis) from the extension that turned the leak away
     turned = {**extended, "verdict": "no-leak", "signals": []}
     turned["extension"] = {**turned["extension"], "signals": []}
-    assert record.with_decision(turned)["decision"]["source"] == "extension"
+    assert protocol.with_decision(turned)["decision"]["source"] == "extension"
 
 
 def test_committed_words_say_stopped_only_where_the_numbers_levelled(committed_results):

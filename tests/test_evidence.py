@@ -308,8 +308,8 @@ def test_the_chain_follows_only_a_type_whose_rate_passes():
 
 
 def test_type_rate_is_the_verdicts_rate_and_the_middle_is_counted_in_place():
-    from leakbench.analysis.verdict import rate
-    from leakbench.metrics import OBJECT_SLOPE_MIN
+    from leakbench.analysis.judge.verdict import rate
+    from leakbench.bars import OBJECT_SLOPE_MIN
 
     assert (
         pytypes.type_rate(0, 60, 120, 12)

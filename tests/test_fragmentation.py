@@ -12,7 +12,7 @@ import pytest
 from conftest import need_system_package
 
 from leakbench import contract
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 from leakbench.catalog import Target
 from leakbench.engine import preload
 from leakbench.measure import measure

@@ -13,8 +13,8 @@ per kind and the time stay fixed, and a failure's reproducer is printed whole):
 - scenario files: the committed ones (scenarios/, fixes/, tests/data/, the calibration designs)
   mutated field by field (a value of another type, out of its rules, not a literal, nested too
   deeply, assigned twice, removed; an ENV that breaks the environment or preloads a file that is
-  no library) and byte by byte (truncated, not UTF-8, a NUL, over contract.MAX_BYTES, a FIFO, a
-  directory, a dangling link). contract.read_metadata must raise ContractError with one line
+  no library) and byte by byte (truncated, not UTF-8, a NUL, over contract_rules.MAX_BYTES, a
+  FIFO, a directory, a dangling link). contract.read_metadata must raise ContractError with one line
   naming the file, or return metadata that keeps every rule of the contract; every tenth case
   also goes through `leakbench list` and `leakbench run FILE`;
 - records and resume files: committed records (tests/data/site_results) mutated (values of
@@ -83,7 +83,7 @@ from conftest import invoke, own_processes, pure_python_checkout
 from packaging.tags import Tag
 from rich.console import Console
 
-from leakbench import contract, version
+from leakbench import contract, contract_rules, version
 from leakbench.cli import exits
 from leakbench.engine import messages, runner
 from leakbench.history import installer, registry
@@ -733,7 +733,7 @@ def mutate_scenario(rng: random.Random, text: str, folder: Path) -> tuple[str, b
             rng.randrange(256) for _ in range(rng.randrange(1, 8))
         ) + data[at:]
     if how == "huge":
-        return "over MAX_BYTES", data + b"#" * (contract.MAX_BYTES + 1)
+        return "over MAX_BYTES", data + b"#" * (contract_rules.MAX_BYTES + 1)
     return "nested 100,000 deep", data + b"\nX = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import invoke, refused
 
-from leakbench.analysis import decision
+from leakbench.analysis.judge import decision, in_words
 from leakbench.history import compare, machines, registry, store
 from leakbench.history import gate as gating
 from leakbench.reporters import gate as summary
@@ -165,7 +165,7 @@ def test_each_side_shows_its_verdict_with_the_number_it_rests_on():
     found = compare.compare("2.13.1", records(), "2.99.0", records("2.99.0"))
     olds = {(r["pair"], r["variant"]): r for r in records()}
     for e in found.entries:
-        assert e["old"] == decision.words(decision.of(olds[(e["pair"], e["variant"])]))
+        assert e["old"] == in_words.words(decision.of(olds[(e["pair"], e["variant"])]))
 
 
 def test_compare_classifies_as_the_gate(tmp_path):

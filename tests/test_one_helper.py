@@ -1,6 +1,6 @@
 """One helper per job (issue 32): bytes for people through units.format_bytes (a metric's value
 through its Metric.display), TensorFlow versions through history.builds, the default release
-written once, and every bar of the verdict in the registry (leakbench.metrics)."""
+written once, and every bar of the verdict in leakbench.bars."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from leakbench import metrics, units
-from leakbench.analysis import verdict
+from leakbench import bars, units
+from leakbench.analysis.judge import verdict
 from leakbench.history import builds
 
 PACKAGE = Path(units.__file__).resolve().parent
@@ -40,7 +40,7 @@ VERSION_KEPT = {
         "import builds (tests/test_layout.py)"
     ),
 }
-# The bars leakbench.analysis.verdict re-exports from the registry.
+# The bars leakbench.analysis.judge.verdict re-exports (leakbench.bars', through the registry).
 VERDICT_BARS = (
     "HELD_SLOPE_MIN",
     "RSS_SLOPE_MIN",
@@ -227,9 +227,9 @@ def test_the_default_release_is_written_once():
     assert spelled == ["leakbench/history/builds.py"], "read builds.DEFAULT_RELEASE instead"
 
 
-def test_every_bar_of_the_verdict_is_the_registrys():
+def test_every_bar_of_the_verdict_is_one_of_the_bars():
     for name in VERDICT_BARS:
-        assert getattr(verdict, name) is getattr(metrics, name), name
+        assert getattr(verdict, name) is getattr(bars, name), name
     # verdict.py writes no number of its own at module level: a bar there would be a second home
     tree = ast.parse(Path(verdict.__file__).read_text())
     numbers = [

@@ -1,5 +1,5 @@
 """One number per verdict (issue 31): the engine decides once and writes its decision into the
-record (leakbench.analysis.decision); every view formats that decision and none re-derives it."""
+record (analysis.judge.decision); every view formats that decision and none re-derives it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from leakbench import metrics
-from leakbench.analysis import decision
+from leakbench.analysis.judge import decision, in_words
 from leakbench.history import compare as comparing
 from leakbench.history import machines, matrix, store
 from leakbench.reporters import gate as gate_md
@@ -17,7 +17,7 @@ from leakbench.reporters import history as history_md
 from leakbench.reporters import table
 from leakbench.site import lessons, stages
 
-PACKAGE = Path(decision.__file__).resolve().parents[1]
+PACKAGE = Path(decision.__file__).resolve().parents[2]  # leakbench/ (analysis/judge/decision.py)
 VIEWS = ("reporters", "site", "history")
 ROOT = PACKAGE.parent
 # what computes a slope or decides against a bar: leakbench's rules and estimators, and the
@@ -114,7 +114,7 @@ def test_every_view_shows_the_one_deciding_number_of_each_committed_record(commi
     assert {r["pair"] for r in recs} == {p.stem for p in (ROOT / "scenarios").glob("*.py")}
     for rec in recs:
         found = decision.of(rec)
-        words = decision.number(found)
+        words = in_words.number(found)
         assert table.decided_by(rec) == words
         cell = matrix.cell(rec)
         assert cell["decision"] == found
@@ -148,9 +148,9 @@ def test_compare_and_the_gate_show_the_matrix_cells_deciding_number_on_each_side
                     if cell is None:
                         assert e[side] is None, (machine, version, key)
                         continue
-                    words = f"{cell['verdict']} · {decision.number(cell['decision'])}"
+                    words = f"{cell['verdict']} · {in_words.number(cell['decision'])}"
                     assert e[side] == words, (machine, version, key)
-                    assert f" · {decision.number(cell['decision'])}" in history_md.matrix_cell(cell)
+                    assert f" · {in_words.number(cell['decision'])}" in history_md.matrix_cell(cell)
                     assert words in gate_md.entry_line(e, c.factor), (machine, version, key)
                     checked.add((machine, version, key))
                     deciding = metrics.BY_SIGNAL.get(cell["decision"]["signal"] or "")
@@ -191,7 +191,7 @@ def test_a_lesson_opens_with_the_chart_that_decided(committed_results):
         found = lessons.deciding_chart(charted, ["drawn"] * 3)
         drawn = None if found["panel"] is None else lessons.charts.PANELS[found["panel"]].key
         assert drawn == panel, pair
-        assert found["words"]["leaky"] == decision.number(decision.of(charted["leaky"]))
+        assert found["words"]["leaky"] == in_words.number(decision.of(charted["leaky"]))
 
 
 def test_a_chain_both_variants_share_is_not_shown_as_the_holder():
@@ -237,7 +237,7 @@ def test_a_peak_pairs_freed_peak_is_no_fragmentation_and_the_free_form_says_its_
     malloc 100 MiB free (the trim gave back nothing: -21 MiB) and read fragmentation in one of two
     runs. A peak pair's level after its run is its own peak, freed: it reads no-leak by the peak
     rule. A growth pair with the same level reads fragmentation, and says the free bytes."""
-    from leakbench.analysis import verdict
+    from leakbench.analysis.judge import verdict
     from leakbench.units import MIB
 
     level = {
@@ -252,4 +252,4 @@ def test_a_peak_pairs_freed_peak_is_no_fragmentation_and_the_free_form_says_its_
     assert verdict.unmoved(peak) == ("no-leak", [], None)
     assert verdict.unmoved(level) == ("fragmentation", [], verdict.FREE_FORM)
     rec = {"verdict": "fragmentation", "kind": "growth", "metrics": level, "signals": []}
-    assert decision.number(decision.of(rec)) == "malloc keeps 100.0 MiB free"
+    assert in_words.number(decision.of(rec)) == "malloc keeps 100.0 MiB free"

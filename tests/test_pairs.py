@@ -15,7 +15,7 @@ import pytest
 from conftest import own_processes
 
 from leakbench import catalog, expectation
-from leakbench.analysis import record, verdict
+from leakbench.analysis.judge import protocol, verdict
 from leakbench.contract import read_metadata
 from leakbench.measure import measure
 from leakbench.settings import Settings
@@ -92,14 +92,15 @@ def test_growth_pair(pair_record, name, signal, retained):
     # where a creep passed the bar in the first run, the confirmation's later half decides
     # (looks.confirm), and it must be under the bar there
     held = fixed["metrics"]["held_growth"]
-    if "extension" in fixed:  # its later half rose in lumps: malloc's lows decided (looks.extended)
+    # its later half rose in lumps: malloc's lows decided (extension.extended)
+    if "extension" in fixed:
         # the words follow the lows: stopped where they levelled, else under the bar
         why = fixed["extension"]["why"]
         assert "the growth stopped" in why or "under the bar of" in why, why
         return
     if "confirmation" in fixed:
         scenario = read_metadata(ROOT / catalog.VARIANT_DIRS["fixed"] / f"{name}.py")
-        held = record.confirmation_metrics(fixed["confirmation"]["run"], scenario)["held_growth"]
+        held = protocol.later_metrics(fixed["confirmation"]["run"], scenario)["held_growth"]
     assert verdict.rate(held) < verdict.HELD_SLOPE_MIN
     assert slope(fixed, "python_objects_growth") < verdict.OBJECT_SLOPE_MIN
 

@@ -11,6 +11,7 @@ none (committed.sensitivity). Every file read is a fixture under tests/data, nev
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from conftest import DATA, invoke, pure_python_checkout, refused, state
 
 from leakbench import version
-from leakbench.analysis import schema
+from leakbench.analysis import record_type, schema
 from leakbench.calibrate import committed
 from leakbench.cli import run as run_command
 from leakbench.history import machines, pin, store
@@ -114,7 +115,7 @@ def test_a_schema_3_record_reads_as_schema_4_naming_no_engine():
     raw = json.loads(line)
     assert raw["schema"] == 3 and "engine" not in raw  # the fixture is what schema 3 wrote
     rec = schema.loads(line)
-    assert rec["schema"] == schema.SCHEMA == 4
+    assert rec["schema"] == record_type.SCHEMA == 4
     assert rec["engine"] is None
     assert version.identity(rec) == version.UNKNOWN
     # the rest is as it was
@@ -304,3 +305,44 @@ def test_a_machine_without_its_own_calibration_quotes_the_published_machines(cal
 def test_no_calibration_of_this_tensorflow_anywhere_says_so(calibrations):
     line = committed.sensitivity(calibrations, "mine", "2.20.0", quoted="ref")
     assert line.startswith("no-leak means: not calibrated on mine for TensorFlow 2.20.0")
+
+
+# Modules the measurement imports that do not measure or decide: what a change to them cannot move
+NOT_ENGINE = {
+    "__init__.py": "the package's marker",
+    "version.py": "names the engine: the hash is over the others",
+    "catalog.py": "finds a target's scenario file by name",
+    "expectation.py": "what each variant should read: compared with a verdict, never part of it",
+    "jsonfile.py": "reads and writes files whole, bounded: no number passes through it changed",
+}
+
+
+def _imported(module: str, seen: set[Path]) -> None:
+    """Add to `seen` the file of `module` (leakbench.x.y) and of every leakbench module it imports,
+    late imports included."""
+    parts = module.split(".")[1:]
+    base = version.PACKAGE.joinpath(*parts)
+    path = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+    if not path.exists() or path in seen:
+        return
+    seen.add(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("leakbench"):
+            _imported(node.module, seen)
+            for alias in node.names:
+                _imported(f"{node.module}.{alias.name}", seen)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("leakbench"):
+                    _imported(alias.name, seen)
+
+
+def test_every_module_the_measurement_imports_is_hashed_into_the_engine():
+    """A module split out of an engine module (a new file beside it) must join ENGINE_SOURCES, or a
+    change to it would leave the records naming an engine that no longer measures as it did."""
+    seen: set[Path] = set()
+    _imported("leakbench.measure", seen)
+    _imported("leakbench.analysis.judge.sequential", seen)
+    hashed = {p for pattern in version.ENGINE_SOURCES for p in version.PACKAGE.glob(pattern)}
+    left = sorted(str(p.relative_to(version.PACKAGE)) for p in seen - hashed)
+    assert left == sorted(NOT_ENGINE)

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import invoke, refused, state
 
-from leakbench.analysis import schema, validate
+from leakbench.analysis import record_type, schema, validate
+from leakbench.analysis.judge import in_words
 from leakbench.calibrate import calibration as calibrate
 from leakbench.calibrate import committed
 from leakbench.history import store
@@ -463,35 +464,37 @@ def test_the_trend_schema_is_estimates_trend_and_requires_what_the_verdict_reads
 
 
 def test_the_record_schema_is_derived_from_the_record_type():
-    """One source for a record's keys: schema.Record. Every key of the type is in the schema, no
-    other; the required keys are schema.REQUIRED; a detail naming a key the type lacks fails."""
+    """One source for a record's keys: record_type.Record. Every key of the type is in the schema,
+    no other; the required keys are record_type.REQUIRED; a detail naming a key the type lacks
+    fails."""
     from typing import TypedDict, get_type_hints
 
-    from leakbench.analysis import json_schemas
+    from leakbench.analysis import json_schemas, schema_parts
 
     found = json_schemas.schema_of("record")
-    assert set(found["properties"]) == set(get_type_hints(schema.Record))
-    assert found["required"] == list(schema.REQUIRED)
+    assert set(found["properties"]) == set(get_type_hints(record_type.Record))
+    assert found["required"] == list(record_type.REQUIRED)
 
     class Small(TypedDict, total=False):
         n: int
         name: str | None
 
-    assert json_schemas.from_typed(Small, {}, ("n",))["properties"] == {
+    assert schema_parts.from_typed(Small, {}, ("n",))["properties"] == {
         "n": {"type": "integer"},
         "name": {"type": ["string", "null"]},
     }
     with pytest.raises(TypeError, match="has no key 'size'"):
-        json_schemas.from_typed(Small, {"size": {"type": "integer"}}, ())
+        schema_parts.from_typed(Small, {"size": {"type": "integer"}}, ())
     with pytest.raises(TypeError, match="refuses null"):
-        json_schemas.from_typed(Small, {"name": {"type": "string"}}, ())
+        schema_parts.from_typed(Small, {"name": {"type": "string"}}, ())
 
 
 @pytest.mark.parametrize("verdict", ["leak", "no-leak", "fragmentation", "error", "skipped"])
 def test_what_validation_accepts_the_views_read_without_a_key_error(verdict):
     """A record of the required keys alone, and one whose decision holds its required keys
     alone, pass validation; matrix.cell, the decision's words and the table's row read them."""
-    from leakbench.analysis import decision, json_schemas
+    from leakbench.analysis import json_schemas
+    from leakbench.analysis.judge import decision
     from leakbench.history import matrix
 
     least = {
@@ -508,4 +511,4 @@ def test_what_validation_accepts_the_views_read_without_a_key_error(verdict):
         assert validate.problem("record", rec) is None
         read = schema.migrate(json.loads(json.dumps(rec)))
         assert matrix.cell(read)["verdict"] == verdict
-        assert decision.words(decision.of(read)).startswith(verdict)
+        assert in_words.words(decision.of(read)).startswith(verdict)

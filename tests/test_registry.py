@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leakbench import metrics
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 from leakbench.history import matrix, readings
 from leakbench.reporters import table
 from leakbench.site import colours
@@ -24,7 +24,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "leakbench"
 VIEWS = [
     *(PACKAGE / d for d in ("reporters", "site", "calibrate", "history", "cli")),
     PACKAGE / "check" / "diagnosis.py",
-    *(PACKAGE / "analysis" / f for f in ("verdict.py", "validate.py", "json_schemas.py")),
+    *(
+        PACKAGE / "analysis" / f
+        for f in (
+            "verdict.py",
+            "validate.py",
+            "json_schemas.py",
+            "record_schema.py",
+            "schema_parts.py",
+        )
+    ),
 ]
 # The modules whose rules turn on a signal's name (record["signals"]); elsewhere "heap" and "peak"
 # are also a run's heap pass, a child's phase and a scenario's kind.

@@ -4,7 +4,7 @@ TensorFlow (tests/data's python_leak.py and python_bounded.py, each run capped a
 a file made with other settings, and the markdown of a synthetic summary.
 
 Metric names are never written here: which growth signals decide is the engine's
-table (leakbench.analysis.verdict), read by leakbench.repeat.repeatability when it runs."""
+table (leakbench.analysis.judge.verdict), read by leakbench.repeat.repeatability when it runs."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ import pytest
 from conftest import held_decision, invoke, pair_checkout
 
 from leakbench import expectation
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
-from leakbench.engine import runner
+from leakbench.engine import children
 from leakbench.repeat import repeatability as repeat
 from leakbench.reporters import repeatability as repeat_report
 from leakbench.settings import Settings
@@ -175,11 +175,11 @@ def test_ctrl_c_stops_every_child_and_records_nothing_more(tmp_path, jobs):
     )
     try:
         deadline = time.monotonic() + 60  # a safety net: the command starts in seconds
-        while len(runner.measured_children(cli_.pid)) < jobs and time.monotonic() < deadline:
+        while len(children.measured_children(cli_.pid)) < jobs and time.monotonic() < deadline:
             assert cli_.poll() is None, cli_.communicate()
             time.sleep(0.1)
-        children = runner.measured_children(cli_.pid)
-        assert len(children) == jobs
+        measured = children.measured_children(cli_.pid)
+        assert len(measured) == jobs
         time.sleep(1)  # both in their repetitions
         start = time.monotonic()
         cli_.send_signal(signal.SIGINT)
@@ -189,7 +189,7 @@ def test_ctrl_c_stops_every_child_and_records_nothing_more(tmp_path, jobs):
             cli_.kill()
             cli_.wait()
     assert cli_.returncode == 130 and time.monotonic() - start < 10
-    _, alive = psutil.wait_procs(children, timeout=5)
+    _, alive = psutil.wait_procs(measured, timeout=5)
     assert not alive
     assert not out.exists()  # nothing finished: nothing recorded
 

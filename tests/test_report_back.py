@@ -16,7 +16,7 @@ import pytest
 from conftest import invoke, refused
 
 from leakbench import catalog, contract
-from leakbench.analysis import decision
+from leakbench.analysis.judge import in_words
 from leakbench.history import builds, matrix
 from leakbench.reporters import report_back
 
@@ -149,7 +149,7 @@ def test_numbers_in_a_block_are_the_matrix_numbers(
                 assert text == "—", (version, variant, text)
                 continue
             assert text.lstrip("*").startswith(cell["verdict"]), (version, variant, text)
-            assert decision.number(cell["decision"]) in text, (version, variant, text)
+            assert in_words.number(cell["decision"]) in text, (version, variant, text)
 
 
 def test_every_number_in_a_block_comes_from_the_records(real_checkout, committed_results):
@@ -189,7 +189,7 @@ def test_a_leak_resting_on_other_signals_names_them(
     )
     assert cell["decision"]["signal"] == "python objects"
     shown = table(block)["2.21.0"][0]
-    assert shown == f"leak · {decision.number(cell['decision'])}"
+    assert shown == f"leak · {in_words.number(cell['decision'])}"
     assert shown.startswith("leak · python objects +") and shown.endswith("/rep")
 
 

@@ -25,7 +25,7 @@ from conftest import wait_for
 
 from leakbench import contract
 from leakbench.catalog import Target
-from leakbench.engine import runner, supervise
+from leakbench.engine import runner, supervise, tree_kill
 from leakbench.measure import measure
 from leakbench.settings import Settings
 
@@ -257,10 +257,10 @@ def test_a_reused_pid_is_never_signalled():
             def kill(self):
                 raise AssertionError("signalled without comparing the process first")
 
-        supervise._kill(Remembered())
+        tree_kill.kill_process(Remembered())
         time.sleep(0.2)
         assert other.poll() is None and real.status() != psutil.STATUS_ZOMBIE
-        supervise._kill(real)  # the process itself is
+        tree_kill.kill_process(real)  # the process itself is
         assert other.wait(timeout=10) == -9
     finally:
         other.kill()

@@ -46,7 +46,7 @@ from conftest import CHROMIUM, held_decision, invoke, need_chromium
 from markupsafe import escape
 
 from leakbench import contract, metrics
-from leakbench.analysis import decision, verdict
+from leakbench.analysis.judge import decision, in_words, verdict
 from leakbench.engine import heap
 from leakbench.history import store
 from leakbench.repeat import repeatability as repeat
@@ -323,7 +323,7 @@ def test_matrix_cells(built, results):
         assert found["signal"] == "rss" and found["value"] == verdict.rate(
             rec["metrics"]["rss_growth"]
         )
-        return decision.number(found)
+        return in_words.number(found)
 
     assert cells["stateful_map"] == [
         f"leaky: leak {kib(v, 'stateful_map', 'leaky')} "

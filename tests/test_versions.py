@@ -23,7 +23,8 @@ import pytest
 from conftest import invoke, refused
 
 from leakbench import metrics
-from leakbench.analysis import schema, verdict
+from leakbench.analysis import record_type, schema
+from leakbench.analysis.judge import verdict
 from leakbench.history import builds, compare, machines, matrix, pin, store
 from leakbench.reporters import history as history_md
 
@@ -570,7 +571,7 @@ def test_schema_1_records_migrate_on_read():
         "runs": [{"series": {"heap_used_bytes": [10, None], "mmap_used_bytes": [5, 5]}}],
     }
     rec = schema.loads(json.dumps(v1))
-    assert rec["schema"] == schema.SCHEMA == 4 and (rec["expects"], rec["requires"]) == (
+    assert rec["schema"] == record_type.SCHEMA == 4 and (rec["expects"], rec["requires"]) == (
         None,
         "GPU",
     )

@@ -14,8 +14,8 @@ import pytest
 from watched import assert_reads_as_run
 
 from leakbench import metrics as registry
-from leakbench import online
-from leakbench.online import SAMPLED, Judge
+from leakbench.analysis.judge import sequential
+from leakbench.analysis.judge.sequential import SAMPLED, Judge
 from leakbench.settings import Settings, SettingsError
 from leakbench.units import KIB, MIB
 from leakbench.watch import Watch, watch
@@ -43,7 +43,7 @@ def feed(judge: Judge, samples: int, **growth) -> list:
 def test_a_count_signal_decides_at_the_first_look():
     done = feed(Judge(REPS), REPS, objects=100)
     assert [(r.verdict, r.samples) for r in done] == [("leak", REPS)]
-    assert "python objects" in done[0].signals and done[0].decision["source"] == online.SOURCE
+    assert "python objects" in done[0].signals and done[0].decision["source"] == sequential.SOURCE
 
 
 def test_a_steady_leak_of_four_bars_is_decided_within_24_samples():
@@ -92,10 +92,10 @@ def test_a_leak_that_starts_late_is_read_within_the_window():
     judge = Judge(REPS)
     bar = registry.HELD.threshold
     shape = lambda i: 4 * bar * max(0, i - 300)  # noqa: E731  300 flat samples, then 4 bars
-    samples = wandering_samples(300 + online.WINDOW, 7, shape)
+    samples = wandering_samples(300 + sequential.WINDOW, 7, shape)
     done = [(r.verdict, i) for i, r in enumerate(map(judge.add, samples)) if r is not None]
     first = next(i for word, i in done if word == "leak")  # a leak is final: the watch stops
-    assert first - 300 < online.WINDOW  # its bound: WINDOW samples after the leak began
+    assert first - 300 < sequential.WINDOW  # its bound: WINDOW samples after the leak began
     assert all(word == "no-leak" for word, i in done if i < first)
 
 
@@ -105,9 +105,9 @@ def test_a_span_under_two_rounds_is_refused():
 
 
 def test_the_alpha_spent_over_every_look_is_at_most_alpha():
-    assert sum(online.look_alpha(k) for k in range(1, 10**6)) <= online.ALPHA
+    assert sum(sequential.look_alpha(k) for k in range(1, 10**6)) <= sequential.ALPHA
     with pytest.raises(ValueError):
-        online.look_alpha(0)
+        sequential.look_alpha(0)
 
 
 def test_flat_series_read_no_leak_and_a_new_round_starts():

@@ -1,6 +1,6 @@
 """Build the result record: one per measured scenario variant, from its child runs.
 
-A record is data (its keys and types: leakbench.analysis.schema.Record); the
+A record is data (its keys and types: leakbench.analysis.record_type.Record); the
 table, JSON lines and asv are views of it. Metrics are computed from the
 registry (leakbench.metrics): the trend of every metric that names a sample
 series, plus memray's heap, the peak and the fragmentation inputs.
@@ -29,7 +29,7 @@ import psutil
 
 from leakbench import metrics as registry
 from leakbench import version
-from leakbench.analysis import decision, estimate, looks, verdict
+from leakbench.analysis import estimate
 from leakbench.analysis.record_type import SCHEMA, Record
 from leakbench.metrics import SERIES_UNITS
 
@@ -200,17 +200,23 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     return out
 
 
-def confirmation_metrics(run: dict, scenario) -> dict:
-    """Metrics of a confirmation run (run_entry) over the later half of its series
-    (looks.later_half), the part a confirmation's verdict reads (looks.confirm)."""
-    series = {name: looks.later_half(values) for name, values in run["series"].items()}
-    half = len(series["rss_bytes"])
-    return metrics([{**run, "series": series}], scenario, half)
-
-
 def stalled_in_teardown(outcome) -> bool:
     """True for a child run that passed its teardown timeout after its result arrived."""
     return outcome.status == "hang" and outcome.phase == "teardown" and outcome.result is not None
+
+
+def first_metrics(runs: list[dict], outcomes: list, scenario, reps: int) -> dict:
+    """Metrics (`metrics`) from every run whose measurement finished (its result arrived), even
+    if it then hung in teardown or a larger size went over the cap; {} where the first did not.
+    runs: run_entry of each of `outcomes`."""
+    measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
+    return metrics(measured, scenario, reps) if measured and measured[0] is runs[0] else {}
+
+
+def statuses(runs: list[dict], outcomes: list) -> list[str]:
+    """Each run's status as the verdict reads it: "ok" for a run that stalled in teardown after
+    its measurement was in (stalled_in_teardown), else its own."""
+    return ["ok" if stalled_in_teardown(o) else r["status"] for r, o in zip(runs, outcomes)]
 
 
 def build(
@@ -219,33 +225,23 @@ def build(
     params: dict,
     settings: dict,
     outcomes: list,
+    runs: list[dict],
+    found: dict,
+    reading: tuple[str, list[str]],
     pair: str | None = None,
     flamegraph: dict | None = None,
 ) -> Record:
-    """The record of one scenario variant from its child runs (Outcome objects, default size first).
+    """The record of one scenario variant from its child runs (Outcome objects, default size
+    first), without its decision (the judge's: analysis.judge.protocol.first).
 
-    pair: what the record calls it (catalog.Target.pair); None: the scenario file's name.
-    flamegraph: where memray's flame graph of the first run went, or why it did not ({"file": name}
-    or {"error": why}); the key is there only when a graph was asked for.
-    Built whole here: no caller rewrites a field after
-    (a confirmation makes a new record: confirmed).
+    runs: run_entry of each outcome; found: their metrics (first_metrics); reading: the verdict
+    and its signals. pair: what the record calls it (catalog.Target.pair); None: the scenario
+    file's name. flamegraph: where memray's flame graph of the first run went, or why it did not
+    ({"file": name} or {"error": why}); the key is there only when a graph was asked for.
+    Built whole here: no caller rewrites a field after (a longer look makes a new record).
     """
-    runs = [run_entry(o) for o in outcomes]
-    # Metrics from every run whose measurement finished (its result arrived),
-    # even if it then hung in teardown or a larger size went over the cap.
-    measured = [r for r, o in zip(runs, outcomes) if o.result is not None]
-    found = (
-        metrics(measured, scenario, settings["reps"]) if measured and measured[0] is runs[0] else {}
-    )
-    if found:
-        # which memory series decided, in words
-        found["growth_basis"] = verdict.memory_basis(found).words
-    # A run that hung in teardown after its result came is measured whole: the
-    # verdict is the measurement's, and the stall is reported beside it
-    # (teardown_stalled). How long freeing live iterators takes is the machine's
-    # load, not the pipeline's memory (kept_iterators: docs/flaky.md).
+    word, signals = reading
     stalled = [r for r, o in zip(runs, outcomes) if stalled_in_teardown(o)]
-    word, signals = verdict.decide(["ok" if r in stalled else r["status"] for r in runs], found)
     failed = next(
         (r for r in runs if r["status"] not in ("ok", "skipped") and r not in stalled), None
     )
@@ -296,140 +292,4 @@ def build(
     }
     if flamegraph:
         rec["flamegraph"] = flamegraph
-    return with_decision(rec)
-
-
-def confirmed(rec: Record, scenario, reps: int, outcome, candidates: list[str]) -> Record:
-    """A new record: `rec` (a leak that needed it, looks.needs_confirmation, or an unsettled
-    no-leak, looks.unsettled) with the decision its confirmation run gives (looks.confirm,
-    from the later half of that run).
-
-    reps: the confirmation run's measured repetitions; outcome: its Outcome; candidates: the
-    signals it looks for. Adds "confirmation" (_look): reps, status, candidates, the signals
-    that grew steadily in its later half (verdict.steady_signals), why (one sentence), extend
-    (the later half rose without deciding: measure longer, `extended`), the run (as in
-    rec["runs"]) and its wall seconds, which also count in "seconds".
-    """
-    run = run_entry(outcome)
-    later = confirmation_metrics(run, scenario) if outcome.result else None
-    decided = looks.confirm(candidates, outcome.status, later, rec["metrics"], reps)
-    look = _look(reps, outcome, run, decided, candidates)
-    return with_decision({**rec, **_decided(rec, decided, outcome), "confirmation": look})
-
-
-def extended(rec: Record, scenario, reps: int, outcome) -> Record:
-    """A new record: `rec` (its confirmation rose without deciding) with the decision its
-    extension run gives (looks.extended), under "extension" as under "confirmation", with
-    the envelope it read (envelope_of)."""
-    run = run_entry(outcome)
-    later = confirmation_metrics(run, scenario) if outcome.result else None
-    envelope = envelope_of(run, later) if later is not None else None
-    candidates = rec["confirmation"]["candidates"]
-    decided = looks.extended(candidates, outcome.status, later, envelope, rec["metrics"], reps)
-    look = {**_look(reps, outcome, run, decided, candidates), "envelope": envelope}
-    return with_decision({**rec, **_decided(rec, decided, outcome), "extension": look})
-
-
-def envelope_of(run: dict, later: dict) -> dict:
-    """What an extension reads of its run's later half (looks.extended): series (the name read,
-    looks.envelope_metric's), rises (bytes, of that series' lower envelope per window:
-    estimate.envelope_rises), window (repetitions), basis_rises (the same of the memory basis's
-    series: held memory's). later: the run's later-half metrics (confirmation_metrics)."""
-    basis = verdict.memory_basis(later).metric
-    name = looks.envelope_metric(basis).series
-    assert name is not None and basis.series is not None  # trends of sample series
-    half = looks.later_half(run["series"][name])
-    return {
-        "series": name,
-        "rises": estimate.envelope_rises(half, looks.EXTEND_WINDOWS),
-        "window": (len(half) - estimate.NET_EDGE) // looks.EXTEND_WINDOWS,
-        "basis_rises": estimate.envelope_rises(
-            looks.later_half(run["series"][basis.series]), looks.EXTEND_WINDOWS
-        ),
-    }
-
-
-def _look(reps: int, outcome, run: dict, decided, candidates: list[str]) -> dict:
-    """A longer look as the record keeps it (confirmed, extended)."""
-    return {
-        "reps": reps,
-        "status": outcome.status,
-        "signals": decided.again,
-        "candidates": candidates,
-        "why": decided.why,
-        "extend": decided.extend,
-        "run": run,
-        "seconds": outcome.wall_seconds,
-    }
-
-
-def _decided(rec: Record, decided, outcome) -> dict:
-    """The fields of a record a longer look's decision (looks.Decision) sets."""
-    return {
-        "verdict": decided.verdict,
-        "signals": decided.signals if decided.verdict == "leak" else [],
-        "seconds": rec["seconds"] + outcome.wall_seconds,
-    }
-
-
-LOOKS = ("confirmation", "extension")  # a record's longer looks, in the order they were made
-
-
-def longer_looks(rec) -> list[tuple[str, dict]]:
-    """The longer looks a record holds, [(key of LOOKS, look)], each with its "why" (older
-    records lack it: then the signals that grew steadily, in words)."""
-    found = []
-    for key in LOOKS:
-        look = rec.get(key)
-        if look:
-            why = look.get("why") or (
-                f"grew steadily in its later half: {', '.join(look['signals']) or 'nothing'}"
-            )
-            found.append((key, {**look, "why": why}))
-    return found
-
-
-def with_decision(rec) -> Record:
-    """The record with "decision" (leakbench.analysis.decision.decide): the number its verdict
-    rests on, from the last longer look where one decided (the metrics of that look's later
-    half, as it read them), else from the first run. Built here, once; every view reads it."""
-    found = longer_looks(rec)
-    later, look = None, None
-    if found:
-        key, look = found[-1]
-        look = {**look, "key": key}
-        run = look.get("run") or {}
-        series = _summed(run.get("series") or {})
-        if (
-            look.get("status") == "ok"
-            and series.get("rss_bytes")
-            and set(SERIES_UNITS) <= set(series)
-        ):
-            later = confirmation_metrics(
-                {**run, "series": series}, _Kind(rec.get("kind") or "growth")
-            )
-    return {**rec, "decision": decision.decide(rec, later, look)}
-
-
-_SINCE = ("pymalloc_used_bytes",)  # sampled since schema 3's records: older runs lack it
-
-
-def _summed(series: dict) -> dict:
-    """A run's series with what older looks lack: the sums (Series.sum_of: malloc in use,
-    allocated bytes), and None for a series sampled only since (pymalloc in use)."""
-    found = dict(series)
-    length = len(found.get("rss_bytes") or [])
-    for name in _SINCE:
-        found.setdefault(name, [None] * length)
-    for s in registry.SERIES:
-        if s.name not in found and s.sum_of and all(p in found for p in s.sum_of):
-            parts = zip(*(found[p] for p in s.sum_of))
-            found[s.name] = [None if None in vs else sum(vs) for vs in parts]
-    return found
-
-
-class _Kind:
-    """What `metrics` reads of a scenario for one run: its kind."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    return rec

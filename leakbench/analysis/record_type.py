@@ -52,5 +52,7 @@ class Record(TypedDict, total=False):
     extension: dict  # only where the confirmation rose without deciding (leakbench.measure)
     flamegraph: dict  # only where memray drew one
     diagnosis: dict  # only from leakbench check
-    decision: dict  # the number the verdict rests on (leakbench.analysis.decision), schema 3 on
+    decision: (
+        dict  # the number the verdict rests on (leakbench.analysis.judge.decision), schema 3 on
+    )
     engine: dict | None  # leakbench.version.engine(): version, commit, source; schema 4 on

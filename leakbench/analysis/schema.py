@@ -1,7 +1,7 @@
 """The record's type, its JSON form, and migration of older schemas.
 
 A record (leakbench.analysis.record builds it) is one JSON object per
-measured scenario variant. Record (leakbench.analysis.record_type, re-exported here with SCHEMA
+measured scenario variant. Record (leakbench.analysis.record_type, with SCHEMA
 and REQUIRED) names every key and its type; the
 engine, the store (leakbench.history) and every view read records through
 `loads`, which migrates an older schema to SCHEMA, so they never guess at a
@@ -15,7 +15,7 @@ Schemas:
        copied like `reported`: what the variant should read is judged from the
        record alone, leakbench.expectation), and the sample series
        `malloc_used_bytes` (heap_used_bytes + mmap_used_bytes) in every run.
-    3  adds `decision`: the number the verdict rests on (leakbench.analysis.decision), written
+    3  adds `decision`: the number the verdict rests on (leakbench.analysis.judge.decision), written
        once by the engine; a record of schema 2 gets it computed from its own metrics and looks
        by the same function as it is read.
     4  adds `engine`: which engine made the record (leakbench.version: package version, commit,
@@ -30,10 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from leakbench import jsonfile
-from leakbench.analysis import record, validate
-from leakbench.analysis.record_type import REQUIRED as REQUIRED
-from leakbench.analysis.record_type import SCHEMA as SCHEMA
-from leakbench.analysis.record_type import Record as Record
+from leakbench.analysis import validate
+from leakbench.analysis.judge import protocol
+from leakbench.analysis.record_type import REQUIRED, SCHEMA, Record
 
 
 def first_run(rec: Mapping[str, Any] | None) -> dict:
@@ -63,7 +62,7 @@ def _from_1(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_2(rec: dict[str, Any]) -> dict[str, Any]:
-    found: dict[str, Any] = dict(record.with_decision(rec))
+    found: dict[str, Any] = dict(protocol.with_decision(rec))
     found["schema"] = 3
     return found
 

@@ -1,15 +1,16 @@
 """One schema per kind of file leakbench reads, checked once where the file is read.
 
-Kinds: a record (results/records/<machine>/tf-<v>.jsonl, `--json` output; every schema
+Kinds: a record (results/records/<machine>/tf-<v>.jsonl, `--format json` output; every schema
 leakbench.analysis.schema migrates, so a key newer engines add is optional), a resume file of
-`leakbench repeat` (leakbench.repeat.run) and of `leakbench calibrate` (leakbench.calibrate.run),
-and a result of `leakbench bisect` (results/bisect/<machine>/*.json). Each is a JSON Schema
-(schema_of, in leakbench.analysis.json_schemas) compiled once by fastjsonschema: types as JSON has
-them (no "5" for 5, no true for 1, a list where a list is kept), unknown keys allowed (a newer
-leakbench's extras), known verdicts (verdict.VERDICTS) and variants (VARIANTS) only. Every value of
-the whole document, known key or not, must also be JSON as leakbench writes it: numbers finite
-(Python's json reads NaN, Infinity and 1e400, which is infinity) and strings valid UTF-8 (json reads
-a lone surrogate, "\\ud800", that no UTF-8 can encode), dict keys too.
+`leakbench repeat` (leakbench.repeat.repeatability) and of `leakbench calibrate`
+(leakbench.calibrate.calibration), and a result of `leakbench bisect`
+(results/bisect/<machine>/*.json). Each is a JSON Schema (schema_of, in
+leakbench.analysis.json_schemas) compiled once by fastjsonschema: types as JSON has them (no "5" for
+5, no true for 1, a list where a list is kept), unknown keys allowed (a newer leakbench's extras),
+known verdicts (verdict.VERDICTS) and variants (schema_parts.VARIANTS) only. Every value of the
+whole document, known key or not, must also be JSON as leakbench writes it: numbers finite (Python's
+json reads NaN, Infinity and 1e400, which is infinity) and strings valid UTF-8 (json reads a lone
+surrogate, "\\ud800", that no UTF-8 can encode), dict keys too.
 
 The readers call `problem(kind, found)` once on what they parsed and raise their own one-line
 error with its answer, so that every view downstream (metrics, compare, matrix, the site,

@@ -50,8 +50,10 @@ from pathlib import Path
 from typing import Any
 
 from leakbench import metrics as registry
-from leakbench.analysis import decision, estimate, looks, verdict
-from leakbench.analysis.schema import Record, first_run
+from leakbench.analysis import estimate
+from leakbench.analysis.judge import decision, looks, verdict
+from leakbench.analysis.record_type import Record
+from leakbench.analysis.schema import first_run
 from leakbench.calibrate import committed, cost, peers, stats, targets
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
@@ -215,7 +217,7 @@ def observe(rec: Record, case: Case, run: int) -> dict:
 
 def _moved(rec: Record, row: dict | None, name: str, trend: dict | None) -> bool:
     """Whether signal `name` (a key of SIGNALS; trend: its first run's) moved in the record's
-    first run, and for a deciding signal of a record measured again (leakbench.analysis.looks),
+    first run, and for a deciding signal of a record measured again (analysis.judge.looks),
     whether the looks kept it: the record's final signals (a leak an extension kept on malloc's
     lows did not grow steadily in the confirmation's later half, yet it is caught).
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from leakbench import expectation, jsonfile
-from leakbench.analysis.schema import Record
+from leakbench.analysis.record_type import Record
 from leakbench.calibrate.cost import TIMED
 from leakbench.calibrate.stats import SIGNALS, reach
 from leakbench.calibrate.targets import smallest_caught

@@ -25,7 +25,7 @@ from scipy import stats
 
 from leakbench import expectation
 from leakbench import metrics as registry
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 
 # The signals calibration reads (the registry's CALIBRATION view), by their record["signals"] name,
 # each with its threshold: held memory and memray's heap

@@ -5,8 +5,8 @@ and say so; they are never a certainty."""
 from __future__ import annotations
 
 from leakbench import metrics as registry
-from leakbench.analysis.schema import Record
-from leakbench.analysis.verdict import MEMORY_METRICS
+from leakbench.analysis.judge.verdict import MEMORY_METRICS
+from leakbench.analysis.record_type import Record
 from leakbench.units import MIB, format_bytes
 
 HOLDER_SHARE = 0.5  # the holder's subtree holds at least this share of buffered bytes

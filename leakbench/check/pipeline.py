@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from leakbench.analysis.schema import Record, first_run
+from leakbench.analysis.record_type import Record
+from leakbench.analysis.schema import first_run
 from leakbench.catalog import Target
 from leakbench.check import causes
 from leakbench.check.diagnosis import attribution, hints

@@ -18,8 +18,8 @@ from typing import NoReturn
 import click
 from rich.console import Console
 
-from leakbench import catalog, contract
-from leakbench.analysis.schema import Record
+from leakbench import catalog, scenario_source
+from leakbench.analysis.record_type import Record
 from leakbench.cli import exits
 from leakbench.contract import ContractError
 
@@ -140,7 +140,7 @@ def targets_of(names, variant: str) -> list:
     except ContractError as e:
         fail(str(e))
     if importlib.util.find_spec("tensorflow") is None and any(
-        contract.imports_tensorflow(t.scenario.path) for t in found
+        scenario_source.imports_tensorflow(t.scenario.path) for t in found
     ):
         fail(
             f"TensorFlow is not installed for {sys.executable}; "

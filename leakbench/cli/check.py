@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from leakbench import expectation
-from leakbench.analysis.schema import Record
+from leakbench.analysis.record_type import Record
 from leakbench.cli import exits
 from leakbench.cli.base import (
     as_text,

@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, jsonfile
-from leakbench.analysis import decision
+from leakbench.analysis.judge import decision, in_words
 from leakbench.cli import exits
 from leakbench.cli.base import fail, failed, main, say
 from leakbench.cli.files import (
@@ -246,12 +246,14 @@ def _measure(where: Path, machine: str, sides: list, jobs: int) -> None:
         say(f"leakbench gate: {len(s.missing)} variants of TensorFlow {s.label} to measure ({how})")
     say(f"leakbench gate: {jobs} at a time; logs in {workdir}")
 
-    def shown(side, rec, done: int, total: int) -> None:
-        words = decision.words(decision.of(rec))
+    def on_record(side, rec, done: int, total: int) -> None:
+        words = in_words.words(decision.of(rec))
         say(f"  [{done}/{total}] {side.label} {rec['pair']} ({rec['variant']}): {words}")
 
     try:
-        gating.measure(catalog.find_root(), where, machine, sides, jobs, workdir, on_record=shown)
+        gating.measure(
+            catalog.find_root(), where, machine, sides, jobs, workdir, on_record=on_record
+        )
     except (installer.BudgetError, bisecting.InstallFailed) as e:
         failed(f"cannot set up the measurements: {e} (log in {workdir})")
     except store.VersionError as e:

@@ -34,7 +34,7 @@ from pathlib import Path
 import click
 
 from leakbench import catalog, expectation, jsonfile
-from leakbench.analysis.schema import Record
+from leakbench.analysis.record_type import Record
 from leakbench.calibrate import committed
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.cli import exits

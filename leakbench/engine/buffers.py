@@ -1,5 +1,5 @@
 """Memory per tf.data stage: evidence read inside the measured child in every measurement, as
-JSON data (the parent turns it into text and hints, leakbench.check.run).
+JSON data (the parent turns it into text and hints, leakbench.check.pipeline).
 
 `read_stages(state)`: bytes buffered per tf.data transformation, from
 `tf.data.experimental.get_model_proto(iterator)` (the autotune model's ModelProto: one node per
@@ -56,7 +56,8 @@ def read_stages(state, goals=READING_ELEMENTS) -> dict:
     version; present in 2.21, docs/measurements.md, "TensorFlow"),
     the target not a dataset, the API failing, or the dataset ending before one element.
     A finite dataset is read at no more than half its cardinality (its buffers drain at the end), so
-    a short one gives fewer readings (unbounded_cache's 32 batches: 4 and 16 elements).
+    a short one gives fewer readings (a dataset of 32 batches is read at 4 and 16 of them; one of
+    128 or more, at each of READING_ELEMENTS).
     Each reading waits SETTLE_SECONDS first. No reading starts after STAGES_SECONDS, but the first
     one waits for the pipeline's first elements, so a large shuffle buffer fills before it (what
     the readings cost: docs/measurements.md, "What the evidence costs").

@@ -43,7 +43,8 @@ and see how much RSS that gives back (fragmentation, not a leak); then, if
 outside every sampled series, the memory per tf.data stage (a fresh
 iterator's autotune model at 4, 32 and 64 elements: result "stages";
 leakbench.engine.buffers) and the reference chain to the Python type that grew
-most (result "reference_chain"; leakbench.engine.chain); then drop the state
+most (result "reference_chain"; leakbench.engine.chain), both read by
+leakbench.engine.evidence; then drop the state
 (teardown), which can be slow: destroying live tf.data iterators waits for
 their thread pools.
 """
@@ -61,7 +62,7 @@ from pathlib import Path
 import psutil
 
 from leakbench import contract
-from leakbench.engine import buffers, probes, pytypes, supervise
+from leakbench.engine import after_import, evidence, probes, pytypes, supervise
 from leakbench.engine import chain as references
 from leakbench.engine import gpu as gpu_module
 from leakbench.engine import target as check_target
@@ -103,150 +104,30 @@ class _Channel:
             data = data[os.write(self._fd, data) :]
 
 
+class _Phases:
+    """The child's side of the run as it goes: its channel, the phase it is in (its error report
+    names it), and the seconds each step took (the result's "seconds")."""
+
+    def __init__(self, channel: _Channel):
+        self.channel = channel
+        self.phase = "import"
+        self.seconds: dict[str, float] = {}
+
+    def enter(self, name: str) -> float:
+        """Enter phase `name` (its message sent); time.perf_counter() at its start."""
+        self.phase = name
+        self.channel.send(phase=name)
+        return time.perf_counter()
+
+
 def main(config: dict) -> int:
     if "parent" in config:
         supervise.die_with_parent(config["parent"])
     channel = _Channel(config["fd"])
     process = psutil.Process()
-    phase = "import"
-    seconds: dict[str, float] = {}
-
-    def enter(name: str) -> float:
-        nonlocal phase
-        phase = name
-        channel.send(phase=name)
-        return time.perf_counter()
-
+    phases = _Phases(channel)
     try:
-        start = enter("import")
-        target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
-        module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
-        # check's extra readings (leakbench.engine.buffers)
-        extra: dict | None = {} if config.get("diagnose") else None
-        _first_tf_data_use()
-        seconds["import"] = time.perf_counter() - start
-        # What the import made lives as long as the process: freezing it (out of
-        # every later collection) makes a full gc.collect with TensorFlow loaded
-        # cheap (docs/measurements.md, "TensorFlow"), and the engine collects
-        # before every sample.
-        # Objects made from here on (the pipeline's) are collected as usual.
-        gc.freeze()
-        gpu, no_gpu = gpu_module.Gpu.find()
-        channel.send(device=_device(gpu, no_gpu), versions=_versions())
-        if getattr(module, "REQUIRES", None) == "GPU" and gpu is None:
-            channel.send(skipped=no_gpu)
-            return 0
-
-        # The peak is measured against the process before the pipeline exists:
-        # a cache filled during warm-up is part of what the pipeline costs.
-        import_baseline = probes.sample(process)
-        hwm_reset = probes.reset_high_water_mark()
-        start = enter("setup")
-        state = module.setup(**config["params"])
-        seconds["setup"] = time.perf_counter() - start
-
-        start = enter("warm-up")
-        for rep in range(config["warmup"]):
-            module.repetition(state)
-            channel.send(progress="warm-up", rep=rep)
-        seconds["warm-up"] = time.perf_counter() - start
-
-        start = enter("repetitions")
-        # resets the GPU peak: that of the measured repetitions alone
-        gpu_problem = gpu and gpu.start()
-        if gpu_problem:
-            gpu = None
-        # Which objects were there (the reference chain's candidates are the others): taken before
-        # the baseline sample, so that the set's own memory is in the baseline and every sample.
-        ids_baseline = references.object_ids()
-        baseline = probes.sample(process, gpu)
-        types_baseline = pytypes.type_counts()  # which types python_objects counts: the evidence
-        # and at the middle (pytypes.type_growth: a one-off jump lifts one half only), counted into
-        # a dict made here, before the first sample, so that
-        # the middle reading adds nothing to the samples
-        middle, types_middle = pytypes.middle_reps(config["reps"]), dict(types_baseline)
-        samples = []
-        for rep in range(config["reps"]):
-            module.repetition(state)
-            samples.append(probes.sample(process, gpu))
-            channel.send(sample=samples[-1], rep=rep)
-            if rep + 1 == middle:
-                pytypes.type_counts(into=types_middle)
-        hwm = probes.high_water_mark_bytes() if hwm_reset else None
-        gpu_peak = gpu.peak_bytes() if gpu else None
-        type_growth = pytypes.type_growth(
-            types_baseline, types_middle if middle else None, pytypes.type_counts(), config["reps"]
-        )
-        candidates = references.new_instances(type_growth, ids_baseline)
-        del ids_baseline
-        seconds["repetitions"] = time.perf_counter() - start
-        trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
-
-        heap = None
-        # a scenario's HEAP_REPS caps the pass (leakbench.contract)
-        heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))
-        if heap_reps > 0:
-            # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
-            # stop, "heap_analysis" reading the capture back (the last two per pass, not per
-            # repetition)
-            enter("heap")
-            heap = heap_pass(
-                module,
-                state,
-                heap_reps,
-                Path(config["heap_file"]),
-                lambda rep: channel.send(progress="heap", rep=rep),
-                seconds,
-            )
-        # Readings outside the samples, after the heap pass (whose memray capture they would enter):
-        # memory per tf.data stage on one fresh iterator (buffers.read_stages), then what keeps
-        # the type that grew most alive (references.reference_chain:
-        # it unfreezes the import's objects).
-        stages = chain = None
-        if config.get("evidence", True):  # a longer look (leakbench.analysis.looks) reads none
-            channel.send(progress="stages")
-            start = time.perf_counter()
-            readings = _evidence(buffers.read_stages, state)
-            stages = buffers.stages(readings)
-            seconds["stages"] = time.perf_counter() - start
-            if extra is not None:
-                extra["target_kind"] = getattr(module, "kind", None)
-                extra["attribution"] = buffers.attribution_from(readings)
-            del readings
-            channel.send(progress="reference chain")
-            start = time.perf_counter()
-            chain = _evidence(references.reference_chain, type_growth, state, candidates)
-            seconds["reference_chain"] = time.perf_counter() - start
-        del candidates
-
-        channel.send(
-            result={
-                "import_baseline": import_baseline,
-                "baseline": baseline,
-                "samples": samples,
-                "high_water_mark_bytes": hwm,
-                "python_type_growth": type_growth,
-                "gpu_peak_bytes": gpu_peak,
-                "gpu_unavailable": gpu_problem or None,
-                "trim": trim,
-                "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
-                "heap": heap,
-                "stages": stages,
-                "reference_chain": chain,
-                "seconds": seconds,
-                "versions": _versions(),
-                "diagnostics": extra,
-                # a check target learns in setup what one repetition of it is
-                # (target.Adapted.repetition_text); a scenario module has none here:
-                # its REPETITION is read from the file (contract.read_metadata)
-                "repetition": getattr(module, "repetition_text", None),
-            }
-        )
-
-        start = enter("teardown")
-        del state
-        gc.collect()
-        channel.send(teardown_seconds=time.perf_counter() - start)
+        return _protocol(config, phases, process)
     except BaseException as err:  # the scenario's own failure is a result, not a crash
         if isinstance(err, ChannelLost):  # nothing can be sent: the traceback goes to stderr
             return _lost()
@@ -256,14 +137,153 @@ def main(config: dict) -> int:
         try:
             channel.send(
                 error=tail,
-                phase=phase,
+                phase=phases.phase,
                 exception=type(err).__name__,
                 traceback=traceback.format_exc(limit=8),
             )
         except ChannelLost:  # the scenario's failure, then the pipe's, both on stderr
             return _lost()
         return 1
+
+
+def _protocol(config: dict, phases: _Phases, process: psutil.Process) -> int:
+    """The protocol (the module docstring), from the import to the teardown; the exit code."""
+    channel, seconds = phases.channel, phases.seconds
+    start = phases.enter("import")
+    target = config.get("target")  # leakbench check FILE.py:NAME: adapted to the contract
+    module = check_target.load(target) if target else contract.load_module(Path(config["path"]))
+    # check's extra readings (leakbench.engine.buffers)
+    extra: dict | None = {} if config.get("diagnose") else None
+    after_import.first_tf_data_use()
+    seconds["import"] = time.perf_counter() - start
+    # What the import made lives as long as the process: freezing it (out of
+    # every later collection) makes a full gc.collect with TensorFlow loaded
+    # cheap (docs/measurements.md, "TensorFlow"), and the engine collects
+    # before every sample.
+    # Objects made from here on (the pipeline's) are collected as usual.
+    gc.freeze()
+    gpu, no_gpu = gpu_module.Gpu.find()
+    channel.send(device=_device(gpu, no_gpu), versions=after_import.versions())
+    if getattr(module, "REQUIRES", None) == "GPU" and gpu is None:
+        channel.send(skipped=no_gpu)
+        return 0
+
+    # The peak is measured against the process before the pipeline exists:
+    # a cache filled during warm-up is part of what the pipeline costs.
+    import_baseline = probes.sample(process)
+    hwm_reset = probes.reset_high_water_mark()
+    start = phases.enter("setup")
+    state = module.setup(**config["params"])
+    seconds["setup"] = time.perf_counter() - start
+
+    start = phases.enter("warm-up")
+    for rep in range(config["warmup"]):
+        module.repetition(state)
+        channel.send(progress="warm-up", rep=rep)
+    seconds["warm-up"] = time.perf_counter() - start
+
+    measured, candidates = _repetitions(config, phases, module, state, process, gpu, hwm_reset)
+    heap = _heap(config, phases, module, state)
+    # Readings outside the samples, after the heap pass (whose memray capture they would enter):
+    # memory per tf.data stage on one fresh iterator, then what keeps the type that grew most
+    # alive (leakbench.engine.evidence).
+    stages = chain = None
+    if config.get("evidence", True):  # a longer look (leakbench.analysis.looks) reads none
+        stages, chain = evidence.read(
+            channel.send, state, measured["python_type_growth"], candidates, module, extra, seconds
+        )
+    del candidates
+
+    channel.send(
+        result={
+            "import_baseline": import_baseline,
+            **measured,  # baseline, samples, ..., trim
+            "malloc_heap_unavailable": probes.malloc_heap_unavailable(),
+            "heap": heap,
+            "stages": stages,
+            "reference_chain": chain,
+            "seconds": seconds,
+            "versions": after_import.versions(),
+            "diagnostics": extra,
+            # a check target learns in setup what one repetition of it is
+            # (target.Adapted.repetition_text); a scenario module has none here:
+            # its REPETITION is read from the file (contract.read_metadata)
+            "repetition": getattr(module, "repetition_text", None),
+        }
+    )
+
+    start = phases.enter("teardown")
+    del state
+    gc.collect()
+    channel.send(teardown_seconds=time.perf_counter() - start)
     return 0
+
+
+def _repetitions(
+    config: dict, phases: _Phases, module, state, process: psutil.Process, gpu, hwm_reset
+) -> tuple[dict, list]:
+    """The measured repetitions, each sampled, and what is read once they are done: the result's
+    fields of them by name, and the instances of the type that grew most (new_instances')."""
+    start = phases.enter("repetitions")
+    # resets the GPU peak: that of the measured repetitions alone
+    gpu_problem = gpu and gpu.start()
+    if gpu_problem:
+        gpu = None
+    # Which objects were there (the reference chain's candidates are the others): taken before
+    # the baseline sample, so that the set's own memory is in the baseline and every sample.
+    ids_baseline = references.object_ids()
+    baseline = probes.sample(process, gpu)
+    types_baseline = pytypes.type_counts()  # which types python_objects counts: the evidence
+    # and at the middle (pytypes.type_growth: a one-off jump lifts one half only), counted into
+    # a dict made here, before the first sample, so that
+    # the middle reading adds nothing to the samples
+    middle, types_middle = pytypes.middle_reps(config["reps"]), dict(types_baseline)
+    samples = []
+    for rep in range(config["reps"]):
+        module.repetition(state)
+        samples.append(probes.sample(process, gpu))
+        phases.channel.send(sample=samples[-1], rep=rep)
+        if rep + 1 == middle:
+            pytypes.type_counts(into=types_middle)
+    hwm = probes.high_water_mark_bytes() if hwm_reset else None
+    gpu_peak = gpu.peak_bytes() if gpu else None
+    type_growth = pytypes.type_growth(
+        types_baseline, types_middle if middle else None, pytypes.type_counts(), config["reps"]
+    )
+    candidates = references.new_instances(type_growth, ids_baseline)
+    del ids_baseline
+    phases.seconds["repetitions"] = time.perf_counter() - start
+    trim = probes.trim_malloc(process)  # after the peak is read: a trim lowers RSS
+    measured = {  # in the result's order
+        "baseline": baseline,
+        "samples": samples,
+        "high_water_mark_bytes": hwm,
+        "python_type_growth": type_growth,
+        "gpu_peak_bytes": gpu_peak,
+        "gpu_unavailable": gpu_problem or None,
+        "trim": trim,
+    }
+    return measured, candidates
+
+
+def _heap(config: dict, phases: _Phases, module, state) -> dict | None:
+    """The heap pass (heap.heap_pass), where the config and the scenario ask for one; else None."""
+    # a scenario's HEAP_REPS caps the pass (leakbench.contract)
+    heap_reps = min(config["heap_reps"], getattr(module, "HEAP_REPS", config["heap_reps"]))
+    if heap_reps <= 0:
+        return None
+    # seconds: "heap" the tracked repetitions, "heap_tracker" memray's start and
+    # stop, "heap_analysis" reading the capture back (the last two per pass, not per
+    # repetition)
+    phases.enter("heap")
+    return heap_pass(
+        module,
+        state,
+        heap_reps,
+        Path(config["heap_file"]),
+        lambda rep: phases.channel.send(progress="heap", rep=rep),
+        phases.seconds,
+    )
 
 
 def _lost() -> int:
@@ -277,50 +297,11 @@ def _lost() -> int:
     return 1
 
 
-def _evidence(read, *args) -> dict:
-    """read(*args), or {"na": its exception in one line}: evidence never fails a measurement."""
-    try:
-        return read(*args)
-    except Exception as err:  # noqa: BLE001
-        return {
-            "na": (
-                f"{read.__name__} failed: {type(err).__name__}: "
-                f"{str(err).splitlines()[0][:200] if str(err) else ''}"
-            )
-        }
-
-
 def _device(gpu, no_gpu: str | None) -> dict:
     """What the record's environment says about the device measured."""
     if gpu is None:
         return {"device": "CPU", "gpu": None, "gpu_unavailable": no_gpu}
     return {"device": gpu.device, "gpu": gpu.details(), "gpu_unavailable": None}
-
-
-def _first_tf_data_use() -> None:
-    """Pay TensorFlow's one-off cost of the first tf.data pipeline before any baseline.
-
-    The first pipeline a process iterates loads what TensorFlow defers to first
-    use; a second pipeline costs nothing more. That one-off RSS (tens of MiB on
-    the nightly: docs/measurements.md, "TensorFlow") would otherwise sit in every
-    peak above baseline and, being the same at every size, pull k in peak ∝ size^k
-    down. Only where the scenario imported TensorFlow.
-    """
-    tf = sys.modules.get("tensorflow")
-    if tf is None or not hasattr(tf, "data"):
-        return
-    for _ in tf.data.Dataset.range(4).map(lambda x: x + 1).shuffle(4).batch(2).prefetch(1):
-        pass
-
-
-def _versions() -> dict:
-    versions: dict[str, str | None] = {"python": sys.version.split()[0]}
-    tf = sys.modules.get("tensorflow")
-    if tf is not None:
-        versions["tensorflow"] = getattr(tf, "__version__", "unknown")
-        # the build's commit (e.g. "v2.16.1-0-g5bc9d26649c"): what bisect names a boundary by
-        versions["tensorflow_git"] = getattr(getattr(tf, "version", None), "GIT_VERSION", None)
-    return versions
 
 
 if __name__ == "__main__":

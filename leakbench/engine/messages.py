@@ -6,7 +6,8 @@ versions after the import, a sample after each measured repetition, a warm-up or
 repetition done, an evidence reading begun, its result, its teardown's seconds, its error, or
 that it is skipped. The runner (leakbench.engine.runner) reads the pipe and hands each line
 here: parse makes it a message, or None for anything else (the pipe is the scenario's too);
-problem checks it, type by type, against the schema of its kind (SCHEMAS); take files a message
+problem checks it, type by type, against the schema of its kind
+(leakbench.engine.message_schemas); take files a message
 that passed into the run's Outcome (phase, samples, result, device, error, ...); sign tells
 the step it marks, for a hang's error. After a last word (LAST_WORDS) the child has only to
 exit. phase_pending reads what was written but not yet read, for the phase a run over its cap
@@ -14,9 +15,8 @@ was in.
 
 The measured code runs in the child and may write on the pipe, so nothing on it is trusted:
 a message is read only once `problem` passed it, as a records file is read only once
-leakbench.analysis.validate passed it. The schemas live here, not in
-leakbench.analysis.json_schemas, because the engine imports no analysis (docs/layout.md); they
-are JSON Schemas all the same, compiled once by fastjsonschema on the first message.
+leakbench.analysis.validate passed it. Its schemas (message_schemas.SCHEMAS) are compiled once by
+fastjsonschema on the first message.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ import os
 from typing import Any
 
 from leakbench import jsonfile
+from leakbench.engine.message_schemas import SCHEMAS
 from leakbench.engine.outcome import Outcome
-from leakbench.metrics import SERIES_UNITS
 
 MAX_MESSAGE_BYTES = 256 << 20  # a line longer than any result (records are < 1 MiB): not a message
 LAST_WORDS = {"result", "error", "skipped"}  # after any of these, the child has only to exit
 # The kinds of message, each named by its key, in the order a message is named by (an error
-# message carries its phase too). SCHEMAS has one schema per kind.
+# message carries its phase too). message_schemas.SCHEMAS has one schema per kind.
 KINDS = ("error", "result", "sample", "progress", "device", "skipped", "teardown_seconds", "phase")
 # No count, size or time of a process reaches it; past it, a number is no reading of ours (an
 # integer of 400 digits would make float() raise in the estimates).
@@ -133,134 +133,6 @@ def take(outcome: Outcome, message: dict, on_message) -> None:
         outcome.error = message["error"]
     if on_message:
         on_message(message)
-
-
-# --- the schemas (JSON Schema, draft 7): what leakbench.engine.child sends, key by key ---------
-
-NUM = {"type": "number"}  # an int or a float, never a bool; finite and bounded: _bad_value
-INT = {"type": "integer"}
-STR = {"type": "string"}
-ANY_DICT = {"type": "object"}
-
-
-def _opt(schema: dict) -> dict:
-    """schema, or null."""
-    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-    return {**schema, "type": [*kinds, "null"]}
-
-
-def _list(items: dict) -> dict:
-    return {"type": "array", "items": items}
-
-
-def _map(values: dict) -> dict:
-    """A dict of any keys, each value of `values`."""
-    return {"type": "object", "additionalProperties": values}
-
-
-def _exact(fields: dict, optional: tuple = ()) -> dict:
-    """A dict of exactly `fields`, each required but those in `optional`: the child and the
-    parent are the same leakbench, so a key it does not send is no message of it."""
-    required = [k for k in fields if k not in optional]
-    return {
-        "type": "object",
-        "properties": fields,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-def _or_na(found: dict) -> dict:
-    """`found`, or {"na": why} (an evidence reading that could not be taken); null too where
-    `found` allows it."""
-    na = {**_exact({"na": STR}), "type": found["type"]}
-    return {"type": found["type"], "if": {"required": ["na"]}, "then": na, "else": found}
-
-
-def _schemas() -> dict[str, dict]:
-    """One JSON Schema per kind of message (KINDS), as leakbench.engine.child builds them."""
-    # probes.sample: every series (leakbench.metrics); RSS always read (the peak subtracts it)
-    sample = _exact({k: NUM if k == "rss_bytes" else _opt(NUM) for k in SERIES_UNITS})
-    versions = _exact(
-        {"python": STR, "tensorflow": STR, "tensorflow_git": _opt(STR)},
-        optional=("tensorflow", "tensorflow_git"),
-    )
-    gpu = _exact(
-        {"name": _opt(STR), "compute_capability": _opt(STR), "driver": _opt(STR), "count": INT}
-    )
-    device = _exact({"device": STR, "gpu": _opt(gpu), "gpu_unavailable": _opt(STR)})
-    frames = {"frames": _list(STR), "user_frame": _opt(STR)}
-    heap = _exact(
-        {
-            "heap_bytes": _list(NUM),
-            "heap_high_water_mark_bytes": _opt(NUM),
-            "retained_bytes": NUM,
-            "allocations": NUM,
-            "top_stacks": _list(_exact({"bytes": NUM, "allocations": NUM, **frames})),
-            "stack_growth": _list(_exact({**frames, "bytes": _list(NUM)})),
-        }
-    )
-    stage = _exact({"stage": STR, "inside": _opt(STR), "bytes": _list(NUM), "autotune": _map(NUM)})
-    stages = _exact({"readings": _list(INT), "stages": _list(stage), "tensorflow": STR})
-    chain = _exact({"type": STR, "chain": _list(STR), "seconds": NUM})
-    node = _exact(
-        {
-            "id": INT,
-            "name": STR,
-            "buffered_bytes": NUM,
-            "buffered_elements": NUM,
-            "inputs": _list(INT),
-            "growth_bytes": NUM,
-        }
-    )
-    attribution = _exact(
-        {"elements": _list(INT), "nodes": _list(node), "seconds": NUM, "tensorflow": STR}
-    )
-    grown = _exact(
-        {"type": STR, "per_repetition": NUM, "baseline": INT, "middle": _opt(INT), "end": INT}
-    )
-    result = _exact(
-        {
-            "import_baseline": sample,
-            "baseline": sample,
-            "samples": _list(sample),
-            "high_water_mark_bytes": _opt(NUM),
-            "python_type_growth": _list(grown),
-            "gpu_peak_bytes": _opt(NUM),
-            "gpu_unavailable": _opt(STR),
-            "trim": _opt(_exact({"rss_before_trim_bytes": NUM, "rss_after_trim_bytes": NUM})),
-            "malloc_heap_unavailable": _opt(STR),
-            "heap": _opt(heap),
-            "stages": _or_na(_opt(stages)),
-            "reference_chain": _or_na(_opt(chain)),
-            "seconds": _map(NUM),
-            "versions": versions,
-            # leakbench check's readings: none in a longer look (no evidence)
-            "diagnostics": _opt(
-                _exact(
-                    {"target_kind": _opt(STR), "attribution": _or_na(attribution)},
-                    optional=("target_kind", "attribution"),
-                )
-            ),
-            "repetition": _opt(STR),
-        }
-    )
-    return {
-        "error": _exact(
-            {"error": STR, "phase": STR, "exception": STR, "traceback": STR},
-            optional=("exception", "traceback"),
-        ),
-        "result": _exact({"result": result}),
-        "sample": _exact({"sample": sample, "rep": INT}),
-        "progress": _exact({"progress": STR, "rep": INT}, optional=("rep",)),
-        "device": _exact({"device": device, "versions": versions}),
-        "skipped": _exact({"skipped": STR}),
-        "teardown_seconds": _exact({"teardown_seconds": NUM}),
-        "phase": _exact({"phase": STR}),
-    }
-
-
-SCHEMAS = _schemas()
 
 
 @functools.cache

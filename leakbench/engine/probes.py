@@ -169,7 +169,7 @@ def held_bytes(rss_anon: int, free: int | None) -> int | None:
     same, so after a trim this series reads low by what the trim released:
     the engine trims only after the measured repetitions. Under another
     allocator (jemalloc, tcmalloc preloaded) fordblks does not describe the
-    heap: None, and the verdict falls back to RSS (leakbench.analysis.verdict).
+    heap: None, and the verdict falls back to RSS (leakbench.analysis.judge.verdict).
     """
     return None if free is None else rss_anon - free
 

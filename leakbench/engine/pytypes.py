@@ -1,5 +1,5 @@
 """Which Python types grew: evidence read inside the measured child, as JSON data (the parent
-turns it into text and hints, leakbench.check.run).
+turns it into text and hints, leakbench.check.pipeline).
 
 `type_counts()`: Python objects tracked by the collector, by type (qualified name). Taken at the
 baseline, after half the measured repetitions (`middle_reps`) and after them all: `type_growth`

@@ -28,10 +28,7 @@ timeout_seconds, plus the teardown limit.
 
 Nothing on the pipe is filed into the Outcome before it passed messages.problem: a line that is
 no message of the child's, type by type, makes the run `error` with one line naming it. A child
-that ends without its last word (a crash, a signal, or a pipe the measured code closed or
-replaced: leakbench.engine.child's ChannelLost) reads `error` in one line too: how it ended, its
-phase, the last line of its output, and the file that whole output (a traceback) is kept in, in
-the system's temporary folder.
+that ends without its last word reads `error` in one line too (leakbench.engine.run_errors).
 """
 
 from __future__ import annotations
@@ -39,20 +36,15 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
-from leakbench.engine import messages, supervise
+from leakbench.engine import messages, run_errors, supervise
 from leakbench.engine.outcome import Outcome  # its home (messages fills it); read as runner.Outcome
 
-LAST_LINE_CHARACTERS = 300  # of the child's output, told in a crash's one line
 CHILD_MODULE = "leakbench.engine.child"  # the measured child: python -m CHILD_MODULE CONFIG
 # after the child's last word, the seconds it has to exit (ChildRun.teardown_timeout_seconds)
 TEARDOWN_TIMEOUT_SECONDS = 30.0
@@ -149,115 +141,144 @@ def _run(open_fds, read_fd, write_fd, path, params, run: ChildRun, on_message) -
         return _watch(child, read_fd, params, run, on_message, log_path)
 
 
+class _Reading:
+    """What _watch knows of the run as it reads the pipe. The deadline (time.monotonic) moves
+    with every message (a sign of progress) until the child's last word (result, error,
+    skipped) is in; from then on the teardown limit alone applies."""
+
+    def __init__(self, child: supervise.Supervised, run: ChildRun):
+        self.counts = {"warm-up": run.warmup, "repetitions": run.reps}
+        self.last_sign, self.last_at = "the child's start", child.started
+        self.result_at: float | None = None
+        self.last_word_at: float | None = None
+        self.deadline = child.started + run.timeout_seconds
+        self.buffer = b""  # read, not yet a whole line
+        self.open_pipe = True
+        # a line that is no message of the child's (the run's error says which)
+        self.refused = False
+        self.killed_running = False  # the child still ran when it was killed
+
+
 def _watch(
     child: supervise.Supervised, read_fd, params, run: ChildRun, on_message, log_path: Path
 ) -> Outcome:
-    cap_bytes, timeout_seconds = run.cap_bytes, run.timeout_seconds
-    teardown_timeout_seconds = run.teardown_timeout_seconds
-    counts = {"warm-up": run.warmup, "repetitions": run.reps}
     outcome = Outcome(status="ok", phase=None, params=params, wall_seconds=0.0)
-    # The deadline moves with every message (a sign of progress) until the child's last
-    # word (result, error, skipped) is in; from then on the teardown limit alone applies.
-    last_sign, last_at, result_at, last_word_at = "the child's start", child.started, None, None
-    deadline = child.started + timeout_seconds
+    reading = _Reading(child, run)
     selector = selectors.DefaultSelector()
     selector.register(read_fd, selectors.EVENT_READ)
-    buffer = b""
-    open_pipe = True
-    refused = False  # a line that is no message of the child's (the run's error says which)
-    killed_running = False  # the child still ran when it was killed
     try:
-        while open_pipe:
+        while reading.open_pipe:
             for _key, _ in selector.select(supervise.POLL_SECONDS):
-                chunk = os.read(read_fd, 1 << 16)
-                if not chunk:
-                    open_pipe = False
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                if len(buffer) > messages.MAX_MESSAGE_BYTES:
-                    lines.append(buffer[:80])  # no line end in sight: not a message of ours
-                for line in lines:
-                    message = messages.parse(line)
-                    # the child's pipe is the scenario's too: trust nothing on it, and file
-                    # nothing of a message before it passed, type by type
-                    why = (
-                        "the measured process wrote on leakbench's message pipe what is "
-                        f"not a message of leakbench's child: {line[:80]!r}"
-                        if message is None
-                        else messages.problem(message, run.reps)
-                    )
-                    if message is None or why:
-                        outcome.status, outcome.error, refused = "error", why, True
-                        break
-                    messages.take(outcome, message, on_message)
-                    if last_word_at is None:
-                        last_sign, last_at = messages.sign(message, counts), time.monotonic()
-                        deadline = last_at + timeout_seconds
-                    if "result" in message and result_at is None:
-                        result_at = time.monotonic()
-                    if messages.LAST_WORDS & message.keys() and last_word_at is None:
-                        last_word_at = time.monotonic()
-                        deadline = min(deadline, last_word_at + teardown_timeout_seconds)
+                _read(read_fd, reading, outcome, run, on_message)
                 if outcome.status == "error":
                     break
             if outcome.status == "error":
                 break
-            stopped = child.over_limits(cap_bytes, deadline)
-            if stopped == "hang" and (outcome.error is not None or outcome.skipped):
-                break  # its error (or skip) is reported: a stall on its way out does not change it
-            if stopped == "over-cap":
-                # the phase it was in: the child may have begun one after our last read (the
-                # cache it fills in warm-up passed the cap within a poll of "setup" being sent)
-                outcome.phase = messages.phase_pending(read_fd, selector, buffer) or outcome.phase
-            if stopped:
-                outcome.status = stopped
-                break
-            if child.reap() and not selector.select(0):
-                # the child exited; a process it forked holds the pipe open: nothing more will come
+            if _stopped(child, read_fd, selector, reading, outcome, run):
                 break
     finally:
         selector.close()
-        if not open_pipe:  # the child closed its end: give it a moment to exit by itself
-            grace = time.monotonic() + 5
-            if last_word_at is not None:  # within what is left of its teardown allowance
-                grace = min(grace, deadline)
-            while not child.reap() and time.monotonic() < grace:
-                time.sleep(supervise.POLL_SECONDS)
-        killed_running = not child.reap()
-        if (
-            outcome.error is not None
-            and last_word_at is not None
-            and killed_running
-            and not refused
-        ):
-            # its error stands (a kill after its report is ours); the stall is told beside it
-            outcome.error += (
-                "; then it did not exit within "
-                f"{_s(time.monotonic() - last_word_at)} and was killed"
-            )
-        child.kill()
-        outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
-        outcome.cap_enforced_by, outcome.cgroup_peak_bytes = (
-            child.cap_enforced_by,
-            child.cgroup_peak_bytes,
+        _end(child, reading, outcome, run)
+    return _judged(child, reading, outcome, run, log_path)
+
+
+def _read(read_fd, reading: _Reading, outcome: Outcome, run: ChildRun, on_message) -> None:
+    """Read what the pipe holds and file each whole line; a line that is no message of the
+    child's makes `outcome` an error and stops the filing."""
+    chunk = os.read(read_fd, 1 << 16)
+    if not chunk:
+        reading.open_pipe = False
+    reading.buffer += chunk
+    *lines, reading.buffer = reading.buffer.split(b"\n")
+    if len(reading.buffer) > messages.MAX_MESSAGE_BYTES:
+        lines.append(reading.buffer[:80])  # no line end in sight: not a message of ours
+    for line in lines:
+        message = messages.parse(line)
+        # the child's pipe is the scenario's too: trust nothing on it, and file
+        # nothing of a message before it passed, type by type
+        why = (
+            "the measured process wrote on leakbench's message pipe what is "
+            f"not a message of leakbench's child: {line[:80]!r}"
+            if message is None
+            else messages.problem(message, run.reps)
         )
-        outcome.killed_by_kernel = child.killed_at_cap()
-        outcome.wall_seconds = child.seconds()
-    # (a child that reported its error keeps it)
+        if message is None or why:
+            outcome.status, outcome.error, reading.refused = "error", why, True
+            break
+        messages.take(outcome, message, on_message)
+        if reading.last_word_at is None:
+            reading.last_sign = messages.sign(message, reading.counts)
+            reading.last_at = time.monotonic()
+            reading.deadline = reading.last_at + run.timeout_seconds
+        if "result" in message and reading.result_at is None:
+            reading.result_at = time.monotonic()
+        if messages.LAST_WORDS & message.keys() and reading.last_word_at is None:
+            reading.last_word_at = time.monotonic()
+            teardown_end = reading.last_word_at + run.teardown_timeout_seconds
+            reading.deadline = min(reading.deadline, teardown_end)
+
+
+def _stopped(child, read_fd, selector, reading: _Reading, outcome: Outcome, run) -> bool:
+    """Whether the run ends here: over its cap, past its deadline, or its child gone (then
+    `outcome` says which)."""
+    stopped = child.over_limits(run.cap_bytes, reading.deadline)
+    if stopped == "hang" and (outcome.error is not None or outcome.skipped):
+        return True  # its error (or skip) is reported: a stall on its way out does not change it
+    if stopped == "over-cap":
+        # the phase it was in: the child may have begun one after our last read (the
+        # cache it fills in warm-up passed the cap within a poll of "setup" being sent)
+        outcome.phase = messages.phase_pending(read_fd, selector, reading.buffer) or outcome.phase
+    if stopped:
+        outcome.status = stopped
+        return True
+    # the child exited; a process it forked holds the pipe open: nothing more will come
+    return bool(child.reap() and not selector.select(0))
+
+
+def _end(child, reading: _Reading, outcome: Outcome, run: ChildRun) -> None:
+    """Reap or kill the child, on every path, and file what the supervisor read of it."""
+    if not reading.open_pipe:  # the child closed its end: give it a moment to exit by itself
+        grace = time.monotonic() + 5
+        if reading.last_word_at is not None:  # within what is left of its teardown allowance
+            grace = min(grace, reading.deadline)
+        while not child.reap() and time.monotonic() < grace:
+            time.sleep(supervise.POLL_SECONDS)
+    reading.killed_running = not child.reap()
+    if (
+        outcome.error is not None
+        and reading.last_word_at is not None
+        and reading.killed_running
+        and not reading.refused
+    ):
+        # its error stands (a kill after its report is ours); the stall is told beside it
+        outcome.error += run_errors.stalled(time.monotonic() - reading.last_word_at)
+    child.kill()
+    outcome.max_rss_bytes, outcome.peak_rss_bytes = child.max_rss_bytes, child.peak_rss_bytes
+    outcome.cap_enforced_by, outcome.cgroup_peak_bytes = (
+        child.cap_enforced_by,
+        child.cgroup_peak_bytes,
+    )
+    outcome.killed_by_kernel = child.killed_at_cap()
+    outcome.wall_seconds = child.seconds()
+
+
+def _judged(child, reading: _Reading, outcome: Outcome, run: ChildRun, log_path: Path) -> Outcome:
+    """`outcome`'s status and error from how the run ended (a child that reported its error keeps
+    it)."""
     if outcome.status == "hang" and outcome.error is None:
         outcome.phase = outcome.phase or "import"  # no message yet: the interpreter was starting
         killed_at = child.started + outcome.wall_seconds
-        if result_at is not None:
-            outcome.error = (
-                f"teardown did not end within {_s(killed_at - result_at)} of the result "
-                f"(teardown_timeout_seconds {teardown_timeout_seconds:g} "
-                "s); the measurement is kept"
+        if reading.result_at is not None:
+            outcome.error = run_errors.teardown_hang(
+                killed_at - reading.result_at, run.teardown_timeout_seconds
             )
         else:
-            outcome.error = (
-                f"no progress for {_s(killed_at - last_at)} in {outcome.phase} "
-                f"(timeout_seconds {timeout_seconds:g} s per step): the last sign was {last_sign}, "
-                f"{_s(last_at - child.started)} into the run"
+            outcome.error = run_errors.no_progress(
+                killed_at - reading.last_at,
+                outcome.phase,
+                run.timeout_seconds,
+                reading.last_sign,
+                reading.last_at - child.started,
             )
     if outcome.status == "ok" and outcome.killed_by_kernel:
         # the kernel killed at the cap after the last poll (the pipe's end came first): the
@@ -272,92 +293,7 @@ def _watch(
         elif outcome.error or not finished:
             outcome.status = "error"
             if outcome.error is None:  # it ended without its last word: a crash
-                outcome.error = _died(child, outcome.phase, log_path, killed_running, open_pipe)
+                outcome.error = run_errors.died(
+                    child, outcome.phase, log_path, reading.killed_running, reading.open_pipe
+                )
     return outcome
-
-
-def _s(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-
-
-def _died(child, phase: str | None, log_path: Path, killed: bool, open_pipe: bool) -> str:
-    """One line for a child that ended without its last word (result and teardown, error, or
-    skip): how it ended, in which phase, the last line of its output (a traceback's is the
-    exception), and the file its whole output is kept in (_kept_output)."""
-    during = f"during {phase}" if phase else "before its first message"
-    if killed and not open_pipe:
-        # the measured code closed or replaced the pipe's descriptor, or the child stopped
-        # writing and lingered: the pipe's end, not an exit, ended the run
-        how = f"closed leakbench's message pipe {during} and was killed, still running"
-    elif child.returncode is not None and child.returncode < 0:
-        how = f"was killed by {_signal_name(-child.returncode)} {during}"
-    else:
-        how = f"exited with code {child.returncode} {during}"
-    last = _last_line(log_path)
-    if not last:
-        return f"child {how}, with no output"
-    kept = _kept_output(log_path)
-    where = f" (its whole output is kept in {kept})" if kept else ""
-    return f"child {how}: {last}{where}"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def _last_line(path: Path) -> str:
-    """The last line of the child's output that holds anything, at most LAST_LINE_CHARACTERS, its
-    control characters escaped; "" for none."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - (1 << 16)))
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
-        return ""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in lines[-1])
-    return shown if len(shown) <= LAST_LINE_CHARACTERS else shown[:LAST_LINE_CHARACTERS] + "…"
-
-
-def _kept_output(log_path: Path) -> Path | None:
-    """Move a crashed child's output (its stdout and stderr) out of the run's temporary folder,
-    which is deleted, into a file of its own in the system's temporary folder
-    (tempfile.gettempdir(): $TMPDIR, else /tmp), leakbench-child-XXXXXXXX.log, kept for the user;
-    None where it cannot be."""
-    try:
-        fd, kept = tempfile.mkstemp(prefix="leakbench-child-", suffix=".log")
-        os.close(fd)
-        shutil.move(log_path, kept)
-    except OSError:
-        return None
-    return Path(kept)
-
-
-def measured_children(pid: int | None = None) -> list[psutil.Process]:
-    """The measured children (python -m CHILD_MODULE) of process `pid`, this one by default: not
-    any other command it runs (record.environment's platform.processor() runs `uname -p`). A
-    child that ends as it is looked at is left out."""
-    found = []
-    for child in psutil.Process(pid).children():
-        try:
-            if CHILD_MODULE in child.cmdline():
-                found.append(child)
-        except psutil.Error:
-            pass
-    return found
-
-
-def stop_children() -> None:
-    """Kill the session of every measured child this process started (run_child starts each in
-    its own session), so that their run_child calls return at once: for a Ctrl-C in a thread
-    other than theirs (leakbench.history.rounds)."""
-    for child in measured_children():
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass

@@ -7,27 +7,9 @@ child (leakbench.engine.runner) and the calibration's peers
 (leakbench.calibrate.peers). The child side calls die_with_parent, so a
 leak never goes on without its cap and timeout when the supervisor dies.
 
-No process the child starts outlives the run, a session of its own
-(setsid, start_new_session) and an exited parent included:
-- the child is a child subreaper (die_with_parent: prctl
-  PR_SET_CHILD_SUBREAPER): a process orphaned under it (a double fork) is
-  reparented to the child, not to init, so it stays in the tree that is
-  polled, counted against the cap and killed;
-- every process seen in the tree is remembered (pid and start time, so a
-  reused pid is never taken for it), and killed at the end even once the
-  child has exited and its orphans went to init;
-- every process started under the child carries this run's token in its
-  environment (RUNS_VARIABLE): at the end, the processes started since the
-  run began that carry it are killed too. That covers a process orphaned
-  in the last poll interval before the child exited, never seen in the tree.
-Two runs at once (threads of one process) each hold their own tree, pids and
-token, so neither touches the other's processes. Only a process that both
-escaped every poll (orphaned in the child's last 50 ms) and dropped its
-inherited environment is beyond reach, unless the run has a cgroup of its own (below): then
-every process in it is killed too. The supervising process itself is
-not made a subreaper: that would make every orphan of any subprocess it runs
-(pip's in `leakbench bisect` too) its child, for it to reap, and gain nothing
-over the token.
+No process the child starts outlives the run, a session of its own and an exited parent
+included: how the run's processes are found and killed, and which are beyond reach, is
+leakbench.engine.tree_kill's docstring.
 
 The cap (a child given cap_bytes): where a memory cgroup can be made for the run
 (leakbench.engine.cgroup), the child starts inside it, limited to the cap, and the kernel holds
@@ -54,16 +36,12 @@ from pathlib import Path
 import psutil
 
 import leakbench
-from leakbench.engine import cgroup
+from leakbench.engine import cgroup, tree_kill
 from leakbench.units import KIB
 
 POLL_SECONDS = 0.05  # at 1 GB/s of allocation a run overshoots the cap by ~50 MB at most
-# The tokens of the supervised runs a process descends from, space-separated (a run
-# supervised inside a measured child adds its own to its parent's).
-RUNS_VARIABLE = "LEAKBENCH_RUNS"
 TF_SYSTEM_ALLOCATOR = "TF_ONEDNN_USE_SYSTEM_ALLOCATOR"
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-KILL_ROUNDS = 20  # killing a tree that keeps forking: each round kills what the last one found
 # The poll's child's niceness where no cgroup holds the cap: a busy core then runs the supervisor
 # (nice 0) about 9 times as often as the child (CFS weights 1024 and 110), so its poll is on time.
 CHILD_NICE = 10
@@ -73,6 +51,24 @@ CHILD_NICE = 10
 SHELL = "/bin/sh"
 INTO_CGROUP = 'echo $$ > "$0"; exec "$@"'
 EXEC_WAIT_SECONDS = 5.0  # the longest the shell may take to exec the command (it takes ~1 ms)
+
+
+def _lower_priority(pid: int) -> None:
+    """Give the poll's child CHILD_NICE, just after its exec, before it started a thread (its
+    threads inherit it). Also its autogroup's: where the kernel groups by session
+    (/proc/sys/kernel/sched_autogroup_enabled 1, sched(7) "The autogroup feature"), a child in a
+    session of its own competes as its own group, and a process's niceness counts only inside
+    its group, so without the group's the child would get as much CPU as the supervisor.
+    Best effort: a kernel without autogroups has no such file, and either may be refused."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, CHILD_NICE)
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as group:
+            group.write(str(CHILD_NICE))
+    except OSError:
+        pass
 
 
 def allocator(kind: str = "growth") -> dict:
@@ -110,8 +106,8 @@ def die_with_parent(parent: int, *, reaper: bool = True) -> None:
     reaper: also make this process a child subreaper (PR_SET_CHILD_SUBREAPER, Linux 3.4): a
     process orphaned below it (a double fork, a parent that exited) is reparented to it
     instead of init, so it stays in the tree the supervisor polls, caps and kills. False for
-    a process that is itself a supervisor (tests/tf_session.py), for the reason the module
-    docstring gives for supervising processes.
+    a process that is itself a supervisor (tests/tf_session.py), for the reason
+    leakbench.engine.tree_kill's docstring gives for supervising processes.
     """
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -126,7 +122,7 @@ def die_with_parent(parent: int, *, reaper: bool = True) -> None:
 
 class Supervised:
     """A child in its own session, and every process it starts, its own sessions
-    included (see the module docstring): `kill` ends them all.
+    included (see leakbench.engine.tree_kill's docstring): `kill` ends them all.
 
     cap_bytes: the cap (bytes) the kernel is to hold too (see the module docstring); None: the
     poll of over_limits alone, at the child's own priority (calibration's peers).
@@ -148,7 +144,8 @@ class Supervised:
         cap_bytes: int | None = None,
     ):
         self.token = uuid.uuid4().hex
-        env = {**env, RUNS_VARIABLE: " ".join(filter(None, (env.get(RUNS_VARIABLE), self.token)))}
+        runs = tree_kill.RUNS_VARIABLE
+        env = {**env, runs: " ".join(filter(None, (env.get(runs), self.token)))}
         self.group = cgroup.RunGroup.create(cap_bytes) if cap_bytes else None
         if self.group is not None:
             # A shell moves itself in, then execs the child: from its first page the child is
@@ -180,10 +177,7 @@ class Supervised:
         self._killed_at_cap = False
         self.cgroup_peak_bytes: int | None = None
         if cap_bytes and self.group is None:
-            try:  # just after its exec, before it started a thread: its threads inherit it
-                os.setpriority(os.PRIO_PROCESS, self.proc.pid, CHILD_NICE)
-            except OSError:
-                pass
+            _lower_priority(self.proc.pid)
         self.started = time.monotonic()
         self.max_rss_bytes = 0
         self.peak_rss_bytes: int | None = None
@@ -193,7 +187,8 @@ class Supervised:
         try:
             # a zombie still has its entry
             self._root: psutil.Process | None = psutil.Process(self.proc.pid)
-            self._since = _start_ticks(self.proc.pid)  # every process of the run started no earlier
+            # every process of the run started no earlier
+            self._since = tree_kill.start_ticks(self.proc.pid)
         except (psutil.Error, OSError):
             self._root, self._since = None, 0
 
@@ -256,25 +251,16 @@ class Supervised:
         """Kill every process of the run, then the child's session, then reap the child,
         so no process outlives a run.
 
-        The child's descendants go first, in rounds until a round finds none left: while
-        the child lives it is their subreaper, so a process orphaned by this very kill
-        lands in its tree for the next round. A process in the middle of being killed
-        cannot fork any more, so the rounds end (KILL_ROUNDS bounds them all the same).
+        The child's descendants go first, in rounds until a round finds none left
+        (tree_kill.kill_in_rounds).
         """
-        killed: set[psutil.Process] = set()
-        for _ in range(KILL_ROUNDS):
-            fresh = [p for p in self._members() if p not in killed and p.pid != self.proc.pid]
-            if not fresh:
-                break
-            for proc in fresh:
-                killed.add(proc)
-                _kill(proc)
+        killed = tree_kill.kill_in_rounds(self._members, self.proc.pid)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.reap(block=True)
-        _wait_dead(killed, seconds=2.0)
+        tree_kill.wait_dead(killed, seconds=2.0)
         if self.group is not None:  # its processes are gone: read what it was charged, remove it
             self.killed_at_cap()
             self.cgroup_peak_bytes = self.group.peak_bytes()
@@ -284,25 +270,9 @@ class Supervised:
     def _tree(self) -> list[psutil.Process]:
         """The run's live processes by descent: the child and its descendants while it is not
         reaped, and every process seen before that still
-        runs, with its descendants. Remembers them."""
-        found: set[psutil.Process] = set()
+        runs, with its descendants (tree_kill.live_tree). Remembers them."""
         roots = [self._root] if self._root is not None and self.proc.returncode is None else []
-        for proc in list(self._seen):
-            if _running(proc):
-                roots.append(proc)
-            else:
-                # gone (a reused pid is another process): never to be signalled
-                self._seen.discard(proc)
-        for root in roots:
-            if root in found:
-                continue
-            try:
-                found.add(root)
-                found.update(root.children(recursive=True))
-            except psutil.Error:
-                pass
-        self._seen |= found
-        return list(found)
+        return tree_kill.live_tree(roots, self._seen)
 
     def _members(self) -> list[psutil.Process]:
         """_tree, the processes in the run's cgroup, and the processes started since the run
@@ -314,19 +284,8 @@ class Supervised:
                 found.add(psutil.Process(pid))
             except psutil.Error:
                 pass
-        for pid in psutil.pids():
-            try:
-                if _start_ticks(pid) < self._since:  # older than the child: none of the run's
-                    continue
-                proc = psutil.Process(pid)
-                if proc in found or self.token not in proc.environ().get(RUNS_VARIABLE, "").split():
-                    continue
-                found.add(proc)
-                found.update(proc.children(recursive=True))
-            except (psutil.Error, OSError):
-                # gone, a zombie, or another user's (then not ours either)
-                pass
-        return [p for p in found if _running(p)]
+        tree_kill.carrying_token(self.token, self._since, found)
+        return [p for p in found if tree_kill.running(p)]
 
     def seconds(self) -> float:
         return time.monotonic() - self.started
@@ -346,56 +305,6 @@ def _exec_done(pid: int) -> bool:
             return False
         time.sleep(0.001)
     return False
-
-
-def _start_ticks(pid: int) -> int:
-    """When process `pid` started, in clock ticks since boot (/proc/PID/stat's starttime).
-    Raises OSError once it is gone."""
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        stat = f.read()
-    # field 22; the name before ")" may hold spaces
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-def _kill(proc: psutil.Process) -> None:
-    """SIGKILL `proc` if it still is that process (its pid and start time). Through a pidfd
-    where there is one (Linux 5.3): opened before the process is compared, it keeps
-    referring to that process, so a pid reused in between is never signalled."""
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # gone, or no pidfd: psutil compares the start time first
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-        return
-    try:
-        if psutil.Process(proc.pid) == proc:
-            signal.pidfd_send_signal(fd, signal.SIGKILL)
-    except (psutil.Error, OSError):
-        pass
-    finally:
-        os.close(fd)
-
-
-def _running(proc: psutil.Process) -> bool:
-    """Still running as the same process (not exited, not a zombie, its pid not reused)."""
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _wait_dead(procs, seconds: float) -> None:
-    """Wait up to `seconds` for killed processes to be gone or zombies (their reaping is their
-    parent's, or init's): SIGKILL is delivered at once, but a process in the kernel
-    (uninterruptible sleep) dies only once it leaves it."""
-    left = list(procs)
-    deadline = time.monotonic() + seconds
-    while left and time.monotonic() < deadline:
-        left = [p for p in left if _running(p)]
-        if left:
-            time.sleep(0.01)
 
 
 def python(module: str, *args: str) -> list[str]:

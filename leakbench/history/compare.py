@@ -26,7 +26,7 @@ Two machines are refused (VersionError) unless the caller says it means a compar
 hardware (across_machines); the Comparison then names both (machines) and the summary says so first.
 
 Each entry shows each side's verdict with the number it rests on
-(leakbench.analysis.decision.words); nothing here re-derives a verdict. Rendering is
+(leakbench.analysis.judge.in_words.words); nothing here re-derives a verdict. Rendering is
 leakbench.reporters.gate's and leakbench.reporters.history's.
 """
 
@@ -37,11 +37,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from leakbench import expectation, metrics
-from leakbench.analysis import decision
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision, in_words
+from leakbench.analysis.record_type import Record
 from leakbench.history import machines
 from leakbench.history.sides import engines_of, machines_of
 from leakbench.history.store import VersionError
+from leakbench.metric_type import Metric
 from leakbench.units import MIB, format_bytes
 
 DEFAULT_FACTOR = 1.5
@@ -84,7 +85,7 @@ class Comparison:
     failures: list  # one line per regression: why the comparison exits 1
     machine: str | None = None  # asv machine of both record files (None: files given by path)
     # dicts, one per pair and variant: pair, variant, outcome (OUTCOMES), old, new (the verdict
-    # with its deciding number, decision.words; None: no record), old_verdict, new_verdict,
+    # with its deciding number, in_words.words; None: no record), old_verdict, new_verdict,
     # why (a sentence, or None), moved (the rows of metrics past the factor: key, metric,
     # marker, old, new, ratio)
     entries: list = field(default_factory=list)
@@ -200,8 +201,8 @@ def compare(
             {
                 **base,
                 "outcome": outcome,
-                "old": decision.words(decision.of(a)) if a else None,
-                "new": decision.words(decision.of(b)) if b else None,
+                "old": in_words.words(decision.of(a)) if a else None,
+                "new": in_words.words(decision.of(b)) if b else None,
                 "old_verdict": va,
                 "new_verdict": vb,
                 "why": why,
@@ -269,7 +270,7 @@ def _only(a: Record | None, b: Record | None) -> str:
     return f"only in {'old' if a else 'new'}" if a or b else "in neither"
 
 
-def _row(base: dict, m: metrics.Metric, a: Record | None, b: Record | None, factor: float) -> dict:
+def _row(base: dict, m: Metric, a: Record | None, b: Record | None, factor: float) -> dict:
     """One compared metric of one variant: old, new, ratio, marker (mark)."""
     x, y = decision.value(a, m.key), decision.value(b, m.key)
     return {

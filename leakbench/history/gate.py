@@ -31,8 +31,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from leakbench.analysis import schema
-from leakbench.analysis.schema import Record
+from leakbench.analysis import record_type, schema
+from leakbench.analysis.record_type import Record
 from leakbench.catalog import VARIANT_DIRS
 from leakbench.history import builds, installer, pin, registry, store
 from leakbench.settings import FIXED_CAP_BYTES, Settings
@@ -221,7 +221,7 @@ def _record(found: dict, pair: str, variant: str) -> tuple[Record, bool]:
         except schema.SchemaError as e:
             found = {"verdict": "error", "phase": "run", "error": f"its record is refused: {e}"}
     failed: Record = {
-        "schema": schema.SCHEMA,
+        "schema": record_type.SCHEMA,
         "pair": pair,
         "variant": variant,
         "verdict": found.get("verdict", "error"),

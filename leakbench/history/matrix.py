@@ -2,7 +2,7 @@
 
 Each cell keeps the verdict, whether it is what the variant should read
 (leakbench.expectation), the record's decision (the number the verdict rests on:
-leakbench.analysis.decision), and the fragmentation evidence (the registry's MATRIX
+leakbench.analysis.judge.decision), and the fragmentation evidence (the registry's MATRIX
 metrics, under their keys). Rendering is leakbench.reporters.history's.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from leakbench import expectation, jsonfile, metrics, version
-from leakbench.analysis import decision
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision
+from leakbench.analysis.record_type import Record
 from leakbench.history import builds, machines, store
 from leakbench.history.compare import order
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from leakbench.analysis import decision
+from leakbench.analysis.judge import decision, in_words
 from leakbench.history.builds import pep440
 from leakbench.history.registry import Build
 
@@ -32,7 +32,7 @@ def usable(record: Mapping[str, Any]) -> bool:
 
 def rate_of(record: Mapping[str, Any]) -> tuple[str | None, float | None, str | None]:
     """(what, number, unit) the verdict rests on: the record's decision (its label, value and
-    unit: leakbench.analysis.decision); Nones where nothing was measured."""
+    unit: leakbench.analysis.judge.decision); Nones where nothing was measured."""
     found = decision.of(record) if record.get("metrics") is not None or "decision" in record else {}
     if found.get("value") is None:
         return None, None, None
@@ -54,7 +54,7 @@ class Reading:
     rate_label: str | None = None
     rate: float | None = None
     rate_unit: str | None = None
-    decided: str | None = None  # the number in words (leakbench.analysis.decision.number)
+    decided: str | None = None  # the number in words (leakbench.analysis.judge.in_words.number)
     signals: list = field(default_factory=list)
     seconds: float | None = None
     install_seconds: float = 0.0
@@ -81,7 +81,7 @@ def reading_of(
         label,
         rate,
         unit,
-        decision.number(decision.of(record)) if record.get("metrics") is not None else None,
+        in_words.number(decision.of(record)) if record.get("metrics") is not None else None,
         list(record.get("signals") or []),
         record.get("seconds"),
         round(install_seconds, 1),

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from leakbench import jsonfile
 from leakbench.analysis import record, validate
-from leakbench.engine import memlimit, runner
+from leakbench.engine import children, memlimit
 from leakbench.settings import Settings
 
 Cell = TypeVar("Cell")
@@ -158,6 +158,6 @@ def measure_each(
             # Ctrl-C reaches this thread only: stop the children, record nothing more
             pool.shutdown(wait=False, cancel_futures=True)
             while not all(f.done() for f in futures):
-                runner.stop_children()
+                children.stop_children()
                 wait(futures, timeout=0.2)
             raise

@@ -5,7 +5,7 @@ asked for, and the engines (leakbench.version) that made them."""
 from __future__ import annotations
 
 from leakbench import version
-from leakbench.analysis.schema import Record
+from leakbench.analysis.record_type import Record
 from leakbench.history import machines
 from leakbench.history.store import VersionError
 

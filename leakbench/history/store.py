@@ -31,7 +31,7 @@ from pathlib import Path
 
 from leakbench import jsonfile
 from leakbench.analysis import schema
-from leakbench.analysis.schema import Record
+from leakbench.analysis.record_type import Record
 from leakbench.history import builds
 from leakbench.history.machines import (
     asv_machine,

@@ -74,7 +74,7 @@ def is_done(results: Path, machine: str, build_version: str, root: Path) -> bool
 def measure_build(venv: Venv, root: Path, build, jobs: int, flamegraphs: Path) -> list:
     """Install `build` into `venv` and measure every pair there with `leakbench run` (the
     checkout at `root` on PYTHONPATH); its flame graphs into `flamegraphs`. Returns the records
-    (schema.Record), checked against the pin. Raises PublishError (install, run, pin)."""
+    (record_type.Record), checked against the pin. Raises PublishError (install, run, pin)."""
     try:
         venv.install(build)
     except Exception as e:  # InstallFailed, BudgetError: one line either way

@@ -19,7 +19,7 @@ read from the record's decision, its per-signal rows), the peak's scaling
 exponent for peak pairs, and the seconds of a confirmation re-run when the
 record holds one.
 
-Kept too: the record's decision (leakbench.analysis.decision: the number
+Kept too: the record's decision (leakbench.analysis.judge.decision: the number
 the verdict rests on), without its per-signal rows.
 
 Per pair × variant (`summarize`): verdict counts; `agrees`, one verdict in
@@ -50,8 +50,8 @@ from pathlib import Path
 import numpy as np
 
 from leakbench import expectation
-from leakbench.analysis import decision, verdict
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision, verdict
+from leakbench.analysis.record_type import Record
 from leakbench.catalog import VARIANT_DIRS, Target
 from leakbench.history import pin, rounds
 from leakbench.measure import measure

@@ -12,7 +12,7 @@ runs with their 95 % Wilson interval. How to read them: docs/calibration.md,
 
 from __future__ import annotations
 
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 from leakbench.calibrate import peers
 from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, is_control, shape_of
 from leakbench.reporters import markdown_table

@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from leakbench import metrics
-from leakbench.analysis import decision, record
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision, in_words, protocol
+from leakbench.analysis.record_type import Record
 from leakbench.engine.pytypes import TYPE_GROWTH_MIN
 from leakbench.reporters import causes
 from leakbench.units import KIB, MIB, format_bytes
@@ -24,7 +24,7 @@ def check_view(rec: Record) -> list:
     out = _head(rec)
     m = rec["metrics"] or {}
     out += [*_series(m), *_types(d.get("types") or [], m)]
-    for key, look in record.longer_looks(rec):
+    for key, look in protocol.longer_looks(rec):
         out.append(
             Text(
                 f"{key}: {look['reps']} repetitions in a fresh process "
@@ -50,7 +50,7 @@ def _head(rec: Record) -> list:
         rec["pair"],
         ": ",
         (word, style),
-        f" · {decision.number(decision.of(rec))}",
+        f" · {in_words.number(decision.of(rec))}",
     )
     kind = d.get("target_kind")
     about = f"{rec['repetition']}" + (f" ({kind} target)" if kind else "")
@@ -235,12 +235,12 @@ def check_summary(rec: Record) -> str:
     parts = [
         f"{rec['pair']}: {rec['verdict']}"
         + (f" in {rec['phase']}" if rec.get("phase") else "")
-        + f" · {decision.number(decision.of(rec))}"
+        + f" · {in_words.number(decision.of(rec))}"
     ]
     if error := rec.get("error"):
         parts.append(f"error: {error.strip().splitlines()[-1]}")
     parts.append(f"signals: {', '.join(rec['signals']) or 'none'}")
-    parts += [f"{key}: {look['why']}" for key, look in record.longer_looks(rec)]
+    parts += [f"{key}: {look['why']}" for key, look in protocol.longer_looks(rec)]
     for metric in CHECK_SERIES:
         if m.get(metric.key):
             parts.append(f"{metric.label} {metric.display(m[metric.key]['slope'])} {metric.shown}")

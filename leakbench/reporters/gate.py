@@ -1,7 +1,7 @@
 """The summary of `leakbench gate` and `leakbench compare` (data: leakbench.history.compare):
 what decides the exit code first, then what TensorFlow fixed, then what changed without counting.
 Each side of a line is its verdict with the number it rests on, as the comparison gives it
-(leakbench.analysis.decision.words)."""
+(leakbench.analysis.judge.in_words.words)."""
 
 from __future__ import annotations
 

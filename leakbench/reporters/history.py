@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from leakbench import metrics
-from leakbench.analysis import decision
-from leakbench.analysis.verdict import VERDICTS
+from leakbench.analysis.judge import in_words
+from leakbench.analysis.judge.verdict import VERDICTS
 from leakbench.history import builds
 from leakbench.history.compare import CHANGED, IMPROVED, REGRESSED, Comparison
 from leakbench.history.matrix import changes
@@ -15,7 +15,7 @@ _NOTED = ("fragmentation", "skipped")  # verdicts whose meaning a table states b
 
 
 def notes(words: set) -> list[str]:
-    """What the rarer verdicts in a table mean (leakbench.analysis.verdict.VERDICTS), as lines."""
+    """What the rarer verdicts in a table mean (analysis.judge.verdict.VERDICTS), as lines."""
     found = [f"{word}: {VERDICTS[word]}." for word in _NOTED if word in words]
     return [" ".join(found), ""] if found else []
 
@@ -53,13 +53,13 @@ def compare_markdown(c: Comparison, command: str = "compare", details: bool = Tr
 
 def matrix_cell(cell: dict | None) -> str:
     """A matrix cell in words: verdict (bold if not expected), the number it rests on
-    (decision.number: "held +1 KiB/rep"), and for fragmentation or a surprise the evidence."""
+    (in_words.number: "held +1 KiB/rep"), and for fragmentation or a surprise the evidence."""
     if cell is None:
         return "—"
     word = cell["verdict"] if cell["expected"] else f"**{cell['verdict']}**"
     if not cell["expected"] and cell["signals"]:
         word += f" ({', '.join(cell['signals'])})"  # which signal moved, where it should not have
-    word += f" · {decision.number(cell['decision'])}"
+    word += f" · {in_words.number(cell['decision'])}"
     # the evidence for leak vs fragmentation
     if cell["verdict"] == "fragmentation" or not cell["expected"]:
         for m in metrics.metrics_in(metrics.MATRIX):

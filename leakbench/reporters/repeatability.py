@@ -2,7 +2,7 @@
 
 Nothing is measured or decided here: one row per pair × variant with its
 expected verdict, the verdicts of its runs, the number they rest on (the
-decision of the run in the middle, decision.words, and the range over runs),
+decision of the run in the middle, in_words.words, and the range over runs),
 whether they agree and were as expected, and each decisive metric's median
 rate over runs with its min–max,
 in readable units: KiB/repetition for bytes, the metric's own unit per
@@ -15,7 +15,7 @@ markdown: leakbench.site.repeatability renders the same table as HTML from them.
 
 from __future__ import annotations
 
-from leakbench.analysis import decision
+from leakbench.analysis.judge import in_words
 from leakbench.reporters import markdown_table
 from leakbench.units import KIB, format_bytes
 
@@ -66,15 +66,15 @@ DECIDED_HEADER = "the number it rests on: median run (range)"
 
 def rests_on(row: dict) -> str:
     """A row's `decided` as one cell: its median run's decision as every view shows it
-    (decision.words) and the range over runs; with more than one verdict or deciding metric,
+    (in_words.words) and the range over runs; with more than one verdict or deciding metric,
     each with its verdict and runs. — where the runs kept no decision."""
     entries = row.get("decided") or []
     mixed = len(entries) > 1
     parts = []
     for e in entries:
-        text = decision.words(e["median"], verdict=mixed)
+        text = in_words.words(e["median"], verdict=mixed)
         if e["runs"] > 1 and e["min"] is not None and e["min"] != e["max"]:
-            low, high = (decision.amount(e["median"], e[end]) for end in ("min", "max"))
+            low, high = (in_words.amount(e["median"], e[end]) for end in ("min", "max"))
             text += f" ({low} to {high})"
         parts.append(f"{text}, {e['runs']} run{'s' if e['runs'] > 1 else ''}" if mixed else text)
     return "; ".join(parts) or "—"
@@ -96,7 +96,7 @@ SLOPES = (
     '"The number beside a verdict"), shown for the run in the middle by that number, with '
     "the least and greatest over the runs. "
     "Rates: per repetition, median (min–max) over runs, of each growth signal that can "
-    "decide the verdict (leakbench.analysis.verdict), whichever decided, each the rate "
+    "decide the verdict (leakbench.analysis.judge.verdict), whichever decided, each the rate "
     "compared with its bar: "
     "the least of the Theil–Sen slope of the whole series and of each half (verdict.rate). "
     "Agrees: one verdict in every run (skipped "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from leakbench import metrics
-from leakbench.analysis.verdict import VERDICTS
+from leakbench.analysis.judge.verdict import VERDICTS
 from leakbench.contract import Scenario
 from leakbench.history import builds
 from leakbench.history.matrix import verdict_runs

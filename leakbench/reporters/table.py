@@ -3,7 +3,7 @@
 By default the few columns a person decides on, within 120 characters: pair,
 variant, verdict, what the variant should read (leakbench.expectation), the
 signal and number the verdict rests on (the record's decision,
-leakbench.analysis.decision), the registry's TABLE metrics (peak above
+leakbench.analysis.judge.decision), the registry's TABLE metrics (peak above
 baseline, MiB) and seconds. `wide=True` adds the signals and the registry's
 WIDE metrics (leakbench.metrics), and is what the markdown table written with
 `leakbench run --format markdown` writes. Records themselves stay data.
@@ -16,8 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from leakbench import expectation, metrics
-from leakbench.analysis import decision
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision, in_words
+from leakbench.analysis.record_type import Record
+from leakbench.metric_type import Metric
 from leakbench.reporters import markdown_table
 
 LEFT = ("pair", "variant", "verdict", "should read", "signals", "decided by")  # text columns
@@ -33,11 +34,11 @@ def _word(rec: Record) -> str:
 
 def decided_by(rec: Record) -> str:
     """The signal and number the verdict rests on: the record's decision
-    (leakbench.analysis.decision.number), e.g. "held +4,137 KiB/rep", "peak +91.0 MiB, k=1.08"."""
-    return decision.number(decision.of(rec))
+    (analysis.judge.in_words.number), e.g. "held +4,137 KiB/rep", "peak +91.0 MiB, k=1.08"."""
+    return in_words.number(decision.of(rec))
 
 
-def _metric(rec: Record, metric: metrics.Metric) -> str:
+def _metric(rec: Record, metric: Metric) -> str:
     if metric.mallinfo2 and (rec["metrics"] or {}).get("malloc_heap_unavailable"):
         return "n/a"  # glibc's counters do not describe another allocator's heap
     return metric.display(decision.value(rec, metric.key))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from leakbench import metrics
-from leakbench.analysis.schema import Record
+from leakbench.analysis.record_type import Record
 from leakbench.site import colours, svg
 
 COLOURS = colours.VARIANTS

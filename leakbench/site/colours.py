@@ -11,7 +11,7 @@ from __future__ import annotations
 # The two variants: chart titles, lines, frames and table headers.
 VARIANTS = {"leaky": "#c0392b", "fixed": "#1e7b45"}
 
-# Each verdict of leakbench.analysis.verdict.VERDICTS:
+# Each verdict of leakbench.analysis.judge.verdict.VERDICTS:
 # (background, text). A word missing here is "unknown".
 VERDICTS = {
     "leak": ("#f8d3cf", "#7b1d12"),

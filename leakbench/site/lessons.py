@@ -4,7 +4,7 @@ stages and reference chains, its rows per TF version,
 the signals that moved) and the matrix's cells.
 
 Labels, units and help texts come from leakbench.metrics; what a verdict
-means from leakbench.analysis.verdict.VERDICTS; whether a record reads what its
+means from leakbench.analysis.judge.verdict.VERDICTS; whether a record reads what its
 variant should from leakbench.expectation. Everything returned is plain data
 for the templates, which escape it; prose() alone returns Markup (escaped here).
 """
@@ -20,8 +20,9 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from leakbench import catalog, contract, expectation, metrics
-from leakbench.analysis import decision, verdict
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import decision, in_words, verdict
+from leakbench.analysis.record_type import Record
+from leakbench.metric_type import Metric
 from leakbench.site import charts, memory, stacks, stages
 
 ISSUE_URL = "https://github.com/{repo}/issues/{number}"
@@ -104,7 +105,7 @@ def verdict_css(word: str) -> str:
     return f"v-{word}" if word in verdict.VERDICTS else "v-unknown"
 
 
-def _growth(metric: metrics.Metric, value) -> str:
+def _growth(metric: Metric, value) -> str:
     """A metric's value as its table shows it: display unit, a sign on a trend, "—" for None."""
     return metric.display(value, sign=metric.per_repetition)
 
@@ -112,12 +113,12 @@ def _growth(metric: metrics.Metric, value) -> str:
 def cell_view(cell: dict | None) -> dict | None:
     """A cell of the history matrix (leakbench.history.matrix.cell) as the index shows it:
     {"verdict", "css", "expected": bool, "expectation": what the variant should read, in words,
-    "number": the number the verdict rests on (decision.number: "held +1 KiB/rep"),
+    "number": the number the verdict rests on (in_words.number: "held +1 KiB/rep"),
     "signals": comma-joined}. None for None (not measured)."""
     if cell is None:
         return None
     word = cell["verdict"]
-    number = decision.number(cell["decision"])
+    number = in_words.number(cell["decision"])
     return {
         "verdict": word,
         "css": verdict_css(word),
@@ -131,7 +132,7 @@ def cell_view(cell: dict | None) -> dict | None:
 def verdict_view(rec: Record | None) -> dict | None:
     """A record's verdict as a page shows it: {"verdict", "css", "expected": the verdict is one
     its variant may read (leakbench.expectation), "should":
-    that expectation in words, "number": the number it rests on (decision.number)}; None for
+    that expectation in words, "number": the number it rests on (in_words.number)}; None for
     None."""
     if not rec:
         return None
@@ -140,7 +141,7 @@ def verdict_view(rec: Record | None) -> dict | None:
         "css": verdict_css(rec["verdict"]),
         "expected": expectation.accepts(rec),
         "should": expectation.for_record(rec).label,
-        "number": decision.number(decision.of(rec)),
+        "number": in_words.number(decision.of(rec)),
     }
 
 
@@ -294,7 +295,7 @@ def _history(name: str, by_version: dict, found: dict, rows: dict) -> dict:
 
 
 def deciding_chart(charted: dict, counts: list | None) -> dict:
-    """What a lesson opens with: the decision of each charted record (decision.number), and which
+    """What a lesson opens with: the decision of each charted record (in_words.number), and which
     chart shows the leaky variant's deciding signal: {"words": {variant: text}, "verdicts":
     {variant: verdict_view}, "panel": the count panel (charts.PANELS index) of a count signal
     that decided, else None (the memory chart, where held memory, RSS or the peak decided)}."""
@@ -303,7 +304,7 @@ def deciding_chart(charted: dict, counts: list | None) -> dict:
     panel = next((i for i, p in enumerate(charts.PANELS) if p.key == series), None)
     return {
         "words": {
-            v: decision.number(decision.of(rec)) if rec else "not measured"
+            v: in_words.number(decision.of(rec)) if rec else "not measured"
             for v, rec in charted.items()
         },
         "verdicts": {v: verdict_view(rec) for v, rec in charted.items()},

@@ -18,7 +18,8 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from leakbench import metrics
-from leakbench.analysis.schema import Record, first_run
+from leakbench.analysis.record_type import Record
+from leakbench.analysis.schema import first_run
 from leakbench.site import colours, svg
 from leakbench.units import MIB, format_bytes, in_unit
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from leakbench import catalog, contract
-from leakbench.analysis import verdict
+from leakbench.analysis.judge import verdict
 from leakbench.history import builds
 from leakbench.reporters import repeatability as repeat_report
 from leakbench.site import colours

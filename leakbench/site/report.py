@@ -15,8 +15,8 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from leakbench import jsonfile, metrics
-from leakbench.analysis import verdict
-from leakbench.analysis.schema import Record
+from leakbench.analysis.judge import verdict
+from leakbench.analysis.record_type import Record
 from leakbench.reporters.check import CHECK_SERIES
 from leakbench.site import charts, colours, memory, stacks, stages
 from leakbench.site.lessons import verdict_view

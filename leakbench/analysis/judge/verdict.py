@@ -13,7 +13,7 @@ re-exported here. In short:
   that turns over more slowly than it reads as growth (moved_signals);
 - a leak that rests on byte signals alone, and a no-leak whose held memory
   rose by its bar net of lumps, are measured again, longer, before any
-  verdict (leakbench.analysis.looks);
+  verdict (leakbench.analysis.judge.looks);
 - fragmentation: nothing that holds memory moved, and malloc_trim gave back
   most of what RSS gained or malloc keeps most of it as free bytes
   (`fragmented`, TRIM_SHARE_MIN, TRIM_HELD_MIN and FREE_HELD_MIN).
@@ -237,10 +237,10 @@ def decide(statuses: list[str], metrics: dict) -> tuple[str, list[str]]:
         return failed, signals
     if signals:
         return "leak", signals
-    return _unmoved(metrics)
+    return unmoved_reading(metrics)
 
 
-def _unmoved(metrics: dict) -> tuple[str, list[str]]:
+def unmoved_reading(metrics: dict) -> tuple[str, list[str]]:
     """The verdict where no deciding signal moved: fragmentation by its rule, else no-leak."""
     word, signals, _form = unmoved(metrics)
     return word, signals

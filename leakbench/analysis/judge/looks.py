@@ -22,16 +22,16 @@ from dataclasses import dataclass
 
 from leakbench import metrics as registry
 from leakbench.analysis.estimate import STEP_RISES
-from leakbench.analysis.verdict import (
+from leakbench.analysis.judge.verdict import (
     COUNT_SIGNALS,
     STEADY_RISE_SHARE,
     STEP_SHARE_MAX,
-    _unmoved,
     memory_basis,
     moved,
     settled_by,
     steady_signals,
     undecided,
+    unmoved_reading,
 )
 from leakbench.metrics import rate
 from leakbench.units import KIB
@@ -138,7 +138,7 @@ class Decision:
     extend: bool = False
 
 
-def _kept(first: list[str], again: list[str]) -> list[str]:
+def kept_signals(first: list[str], again: list[str]) -> list[str]:
     """The first run's signals a longer look keeps: those that grew steadily again, and memray's
     heap beside them where it moved in the first run (the looks run no heap pass: it never
     decides alone, moved_signals)."""
@@ -147,11 +147,11 @@ def _kept(first: list[str], again: list[str]) -> list[str]:
     return [s for s in first if s in kept or (s == heap and kept)]
 
 
-def _per_rep(metric: registry.Metric, value: float) -> str:
+def per_rep(metric: registry.Metric, value: float) -> str:
     return f"{metric.display(value, sign=True)} {metric.shown}"
 
 
-def _looked(status: str, later: dict | None, reps: int, first: list[str]) -> Decision | None:
+def unmeasured(status: str, later: dict | None, reps: int, first: list[str]) -> Decision | None:
     """The decision of a look whose run did not end with a measurement to read, else None."""
     if status == "over-cap":
         return Decision("leak", first, [], f"the {reps} more repetitions went over the memory cap")
@@ -169,7 +169,7 @@ def confirm(
 
     first: the signals that moved in the first run (for an unsettled one: `unsettled`'s);
     metrics: the first run's (as for decide). status: the confirmation run's status. later:
-    metrics of the confirmation run's later half (record.confirmation_metrics), None if its
+    metrics of the confirmation run's later half (protocol.later_metrics), None if its
     measurement never came. reps: the confirmation's measured repetitions (for `why`).
 
     A signal is kept if it grows steadily in the later half (steady_signals): leak. A run cut
@@ -182,25 +182,25 @@ def confirm(
     rule, else no-leak (shuffle_fragmentation, whose RSS is malloc's free bytes, still reads
     fragmentation after a step in held memory is turned away).
     """
-    done = _looked(status, later, reps, first)
+    done = unmeasured(status, later, reps, first)
     if done:
         return done
     assert later is not None
     again = steady_signals(later)
-    kept = _kept(first, again)
+    kept = kept_signals(first, again)
     basis = memory_basis(later).metric
     trend = later.get(basis.key) or {}
     if kept:
         why = f"{', '.join(kept)} grew steadily in the later half of {reps} more repetitions"
         if basis.signal in kept:
-            median = _per_rep(basis, trend["median_rise"])
-            why += f": {_per_rep(basis, rate(trend))}, median rise {median}"
+            median = per_rep(basis, trend["median_rise"])
+            why += f": {per_rep(basis, rate(trend))}, median rise {median}"
         return Decision("leak", kept, again, why)
     assert basis.threshold is not None
     rises = {m: later[m.key].get("net_rate", 0.0) for m in _rising(basis) if later.get(m.key)}
     shape = _shape(trend, basis)
     if any(value >= basis.threshold for value in rises.values()):
-        rose = ", ".join(f"{m.label} {_per_rep(m, v)}" for m, v in rises.items())
+        rose = ", ".join(f"{m.label} {per_rep(m, v)}" for m, v in rises.items())
         return Decision(
             "leak",
             first,
@@ -217,12 +217,12 @@ def confirm(
             f"the later half of {reps} more repetitions still grew, under the bar: {growing}",
             extend=True,
         )
-    word, signals = _unmoved(metrics)
-    bar = _per_rep(basis, basis.threshold)
+    word, signals = unmoved_reading(metrics)
+    bar = per_rep(basis, basis.threshold)
     net = rises.get(basis, 0.0)
     how = "stopped growing" if net < LEVELLED else "grew under the bar"
     why = (
-        f"{basis.label} {how}: {_per_rep(basis, net)} net over the "
+        f"{basis.label} {how}: {per_rep(basis, net)} net over the "
         f"later half of {reps} more repetitions, under the bar of {bar}"
     )
     return Decision(word, signals, again, why)
@@ -246,15 +246,8 @@ def still_growing(later: dict, basis: registry.Metric) -> str | None:
         trend = later.get(metric.key)
         if trend and moved(trend, STEADY_RISE_SHARE * basis.threshold):
             p = trend["p_increasing"]
-            return f"{metric.label} {_per_rep(metric, rate(trend))}, p = {p:.0e}"
+            return f"{metric.label} {per_rep(metric, rate(trend))}, p = {p:.0e}"
     return None
-
-
-def _rose(rises: list[float], window: int, bar: float) -> bool:
-    """True if a lower envelope rose in every window by STEADY_RISE_SHARE of the bar per
-    repetition, and over them all by the bar per repetition (rises: bytes per window)."""
-    total = sum(rises) / (window * len(rises))
-    return min(rises) >= STEADY_RISE_SHARE * bar * window and total >= bar
 
 
 def _shape(trend: dict, basis: registry.Metric) -> str:
@@ -265,62 +258,4 @@ def _shape(trend: dict, basis: registry.Metric) -> str:
         share = trend["top_rises_share"]
         return f"in lumps (its {STEP_RISES} largest rises carry {share:.0%} of it)"
     slower = min(trend["first_half"], trend["second_half"])
-    return f"unevenly (its slower half {_per_rep(basis, slower)})"
-
-
-def extended(
-    first: list[str],
-    status: str,
-    later: dict | None,
-    envelope: dict | None,
-    metrics: dict,
-    reps: int,
-) -> Decision:
-    """Decision on a leak whose confirmation rose without deciding, from its extension run.
-
-    first: the candidate signals; metrics: the first run's. later: metrics of the extension's
-    later half; envelope: {"series": the series read, "rises": estimate.envelope_rises of its
-    later half in EXTEND_WINDOWS windows, "window": repetitions per window}, None without a
-    measurement. reps: the extension's measured repetitions.
-
-    Kept if a signal grows steadily in the later half (as in confirm), or if the lower envelope
-    of the bytes malloc and pymalloc have handed out (envelope_metric; the basis series where
-    glibc's counters are n/a) rose in every
-    window by STEADY_RISE_SHARE of the bar per repetition and over them all by the bar (`_rose`):
-    a leak allocates in every window, lumps or not; a creep that touches pages of a block already
-    allocated, a cache that filled, a sawtooth or a one-off step do not. Held memory's own lows
-    (envelope["basis_rises"]) are kept in the record as evidence, not read: a rule on them
-    read fit_per_batch's creep of about the bar as a leak in 1 of 12 runs (docs/verdicts.md).
-    """
-    done = _looked(status, later, reps, first)
-    if done:
-        return done
-    assert later is not None and envelope is not None
-    again = steady_signals(later)
-    kept = _kept(first, again)
-    basis = memory_basis(later).metric
-    assert basis.threshold is not None
-    series = registry.SERIES_BY_NAME[envelope["series"]]
-    rises, window = envelope["rises"], envelope["window"]
-    shown = " and ".join(format(r / KIB, ",.0f") for r in rises)
-    total = sum(rises) / (window * len(rises))
-    lows = (
-        f"the lows of {series.label} rose {shown} KiB in its {len(rises)} windows of {window} "
-        f"repetitions ({_per_rep(basis, total)})"
-    )
-    if kept:
-        return Decision(
-            "leak",
-            kept,
-            again,
-            f"{', '.join(kept)} grew steadily in the later half of {reps} more repetitions; {lows}",
-        )
-    signal = basis.signal if basis.signal in first else first[0]
-    if _rose(rises, window, basis.threshold):
-        found = _kept(first, [signal])
-        return Decision("leak", found, again, f"measured {reps} more: {lows}, in every window")
-    word, signals = _unmoved(metrics)
-    bar = _per_rep(basis, basis.threshold)
-    # stopped: its last window did not rise (by the unit a rate is shown in); else still rising
-    said = "the growth stopped" if rises[-1] < LEVELLED * window else f"under the bar of {bar}"
-    return Decision(word, signals, again, f"measured {reps} more: {lows}: {said}")
+    return f"unevenly (its slower half {per_rep(basis, slower)})"

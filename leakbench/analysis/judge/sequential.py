@@ -1,0 +1,269 @@
+"""The online judge: a sequential rule over a stream of samples taken in a running job
+(leakbench.online's), one sample standing for one repetition.
+
+How it decides (`Judge`): one sample stands for one repetition; every bar is the registry's
+(leakbench.metrics), per sample. From the `reps`-th sample of a round on (settings.Settings.reps,
+12), every sample is a look:
+- a count signal (threads, open files, Python objects) decides a leak by the verdict's own rule
+  (analysis.verdict.moved_signals) once its series holds `reps` values, as the engine's first
+  run does: counts are exact;
+- each bytes signal (held memory, and the bytes malloc and pymalloc handed out, with held
+  memory's bar as analysis.looks reads them; RSS and its bar where glibc's counters are n/a) gets
+  a Theil–Sen slope with a two-sided interval at confidence 1 - alpha_k, where look k of the
+  whole watch spends alpha_k = ALPHA × 6 / (π² k²) (`look_alpha`; the sum over every look is at
+  most ALPHA). Leak, from `span` samples (24 by default): an interval's lower end is over the
+  bar and the series' lower envelope rose in each window (`steady`: estimate.envelope_rises, by
+  STEADY_RISE_SHARE of the bar per sample), over the trailing WINDOW samples (not the round:
+  a sawtooth's drop there undoes its teeth's rise) and again over their later half
+  (looks.later_half), so that one step, a sawtooth or a cache that fills early does not read
+  as a leak; from `span` samples (Judge). No-leak (over the round): held memory's
+  (the basis's) interval lies under the bar, or, where held memory has no Mann–Kendall trend,
+  the bytes handed out lie under it (verdict.settled_by's rule). Otherwise: sample on.
+A round that decides no-leak starts the next, its look count and the window going on; a leak
+is final.
+
+Error rates, nominal (the interval's model: independent wander about a straight line): a job
+whose bytes grow at or under the bar reads leak with probability at most ALPHA (1 %) over the
+whole watch, however long (each look: alpha_k / 2 per signal, two signals); a job growing at or
+over the bar reads no-leak by held memory's interval with probability at most ALPHA / 2.
+Memory series wander in steps and are not independent, so the rates are measured on the
+committed records' series by scripts/online-rule (results/online/vm-rule.md, docs/watch.md).
+`fragmentation` is not read online (it needs a malloc_trim and the process before setup):
+growth that malloc keeps free reads no-leak.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from leakbench import metrics as registry
+from leakbench.analysis import estimate
+from leakbench.analysis.judge import decision, looks, verdict
+from leakbench.analysis.judge.interval import Read, read
+
+# The series a sample reads: each the name of a registry series (leakbench.metrics.SERIES).
+SAMPLED = (
+    "held_bytes",
+    "rss_bytes",
+    "malloc_used_bytes",
+    "pymalloc_used_bytes",
+    "allocated_bytes",
+    "threads",
+    "open_files",
+    "python_objects",
+)
+ALPHA = 0.01  # the false-alarm probability over a whole watch, nominal (module docstring)
+SOURCE = "online"  # a decision's source: the watch's own samples, no longer look
+COUNTS = (registry.THREADS, registry.OPEN_FILES, registry.OBJECTS)
+LEAK_ROUNDS = 2  # a leak is read from this many times `reps` samples (its later half: `reps`)
+MAX_WINDOWS = 4  # the envelope's windows: one per `reps` samples, 2 to this many
+# The trailing samples a leak is read over (all since the watch began, up to this many): a
+# sawtooth whose drop they hold reads no leak where its teeth last up to 3/4 of it (the drop then
+# falls after the envelope's first window); a leak that starts late is read once it fills about
+# 3/4 of it. It also bounds a look's cost and the samples kept.
+WINDOW = 300
+
+
+def look_alpha(k: int, alpha: float = ALPHA) -> float:
+    """The error look k (1, 2, ...) may spend: alpha × 6 / (π² k²); over k = 1, 2, ... these sum
+    to alpha (Σ 1/k² = π²/6). ValueError for k < 1."""
+    if k < 1:
+        raise ValueError(f"look {k}: looks count from 1")
+    return alpha * 6 / (math.pi**2 * k**2)
+
+
+def series_metrics(series: dict, unavailable: str | None) -> dict:
+    """The metrics the verdict reads, from series of samples (one value per sample): the trend
+    (estimate.trend, its unit per sample) of every registry metric whose series was sampled; a
+    series taken every m-th sample only (None between) is read over its values, per sample."""
+    out: dict[str, Any] = {}
+    for metric in registry.METRICS:
+        values = series.get(metric.series) if metric.series else None
+        found = _spaced_trend(values) if values else None
+        out[metric.key] = {**found, "unit": metric.unit} if found else None
+    out["malloc_heap_unavailable"] = unavailable
+    return out
+
+
+_PER_STEP = ("slope", "low", "high", "first_half", "second_half", "median_rise", "net_rate")
+
+
+def _spaced_trend(values: list) -> dict | None:
+    """estimate.trend of the values taken (None skipped), per sample: each rate divided by the
+    mean spacing of the values taken; None for fewer than 3."""
+    at = [i for i, v in enumerate(values) if v is not None]
+    found = estimate.trend([values[i] for i in at]) if len(at) >= 3 else None
+    if found is None:
+        return None
+    spacing = (at[-1] - at[0]) / (len(at) - 1)
+    return {k: v / spacing if k in _PER_STEP else v for k, v in found.as_dict().items()}
+
+
+@dataclass(frozen=True)
+class Round:
+    """One decided round: its verdict, the signals kept, the decision (analysis.decision's dict,
+    its numbers per sample, its source SOURCE), why in one sentence, and its samples."""
+
+    verdict: str
+    signals: list[str]
+    decision: dict
+    why: str | None
+    samples: int
+
+
+class Judge:
+    """The sequential rule over a stream of samples (see the module docstring).
+
+    reps: the samples of a round before its first look (the engine's repetitions, 12); unavailable:
+    why glibc's counters do not describe the heap (probes.malloc_heap_unavailable), None where
+    they do; alpha: the false-alarm probability over the whole watch (ALPHA); span: the fewest
+    samples of history a leak is read from (LEAK_ROUNDS × reps, 24, where None; at least that):
+    a sawtooth whose teeth last up to 3/4 of it never reads leak, nor, once a drop is in the
+    history judged, one whose teeth last up to 3/4 of WINDOW. ValueError for a span under
+    LEAK_ROUNDS × reps.
+    """
+
+    def __init__(
+        self,
+        reps: int,
+        unavailable: str | None = None,
+        alpha: float = ALPHA,
+        span: int | None = None,
+    ):
+        least = LEAK_ROUNDS * reps
+        if span is not None and (not isinstance(span, int) or span < least):
+            raise ValueError(f"span: {span!r} is not a whole number of samples, at least {least}")
+        self.reps, self.unavailable, self.alpha = reps, unavailable, alpha
+        self.span = span or least
+        self.window = max(WINDOW, self.span)  # the history kept and judged for a leak
+        self.looks = 0  # looks at bytes over the whole watch: the alpha spent goes on
+        self.pending: str | None = None  # what the last look lacked, in words
+        self.history: dict[str, list] = {name: [] for name in SAMPLED}
+        self.taken = 0  # samples in this round so far
+
+    def left(self) -> int:
+        """Samples still to take before the next look (1 once looks are every sample)."""
+        return max(self.reps - self.taken, 1)
+
+    def add(self, taken: dict) -> Round | None:
+        """Take one sample (as `sample` returns); a Round where it decided one, else None."""
+        for name in SAMPLED:
+            kept = self.history[name]
+            kept.append(taken.get(name))
+            if len(kept) > self.window:
+                del kept[0]  # the trailing window alone is judged
+        self.taken += 1
+        if self.taken < self.reps:
+            return None
+        counts = self._count_signals()
+        if counts:
+            return self._done("leak", counts, None, "an exact count grew at its bar or over")
+        if not self._readable(self.basis(), self.round()):
+            self.pending = "no bytes series to read"
+            return None
+        self.looks += 1
+        return self._judge()
+
+    def round(self) -> dict[str, list]:
+        """This round's samples (the last `taken`, at most the window), by series name."""
+        size = min(self.taken, self.window)
+        return {name: values[-size:] for name, values in self.history.items()}
+
+    def _count_signals(self) -> list[str]:
+        """The count signals that moved (verdict.moved_signals) over this round, each over `reps`
+        values or more."""
+        series = {}
+        for metric in COUNTS:
+            values = self.round()[metric.series or ""]
+            if sum(v is not None for v in values) >= self.reps:
+                series[metric.series] = values
+        if not series:
+            return []
+        return verdict.moved_signals(series_metrics(series, self.unavailable))
+
+    def basis(self) -> registry.Metric:
+        """Held memory where its series is whole over the window and glibc's counters are
+        there, else RSS."""
+        held = self.history[registry.HELD.series or ""]
+        whole = held and all(v is not None for v in held)
+        return registry.HELD if self.unavailable is None and whole else registry.RSS
+
+    def _metrics(self) -> list[registry.Metric]:
+        """The bytes signals read: the basis, and the bytes handed out beside held memory."""
+        basis = self.basis()
+        return [basis, registry.ALLOCATED] if basis is registry.HELD else [basis]
+
+    def _readable(self, metric: registry.Metric, series: dict) -> bool:
+        values = series[metric.series or ""]
+        return sum(v is not None for v in values) >= max(self.reps, MAX_WINDOWS + estimate.NET_EDGE)
+
+    def _reads(self, series: dict, alpha: float) -> list[Read]:
+        """Each bytes signal read over `series` (by name) at confidence 1 - alpha."""
+        basis = self.basis()
+        assert basis.threshold is not None  # the basis decides: it has a bar
+        out = []
+        for metric in self._metrics():
+            if self._readable(metric, series):
+                values = series[metric.series or ""]
+                windows = min(MAX_WINDOWS, max(2, len(values) // self.reps))
+                out.append(read(values, metric, basis.threshold, alpha, windows))
+        return out
+
+    def _over(self, found: Read) -> bool:
+        """A leak on this signal, read over the window (the trailing WINDOW samples, or all since
+        the watch began): its interval over the bar and its lows rising in every window, over the
+        window and again over its later half (looks.later_half: a cache that fills or a creep
+        that levels spends its growth early), from `span` samples. The lows are each sample's
+        least value from it to the last: a tooth of a sawtooth whose drop the window holds lifts
+        them in the windows after the drop only, so that the rise it made is undone."""
+        values = self.history[found.metric.series or ""]
+        if found.low <= found.bar or not found.steady or len(values) < self.span:
+            return False
+        later = looks.later_half(values)
+        if sum(v is not None for v in later) < 2 + estimate.NET_EDGE:
+            return False
+        again = read(later, found.metric, found.bar, look_alpha(self.looks, self.alpha), 2)
+        return again.low > found.bar and again.steady
+
+    def _judge(self) -> Round | None:
+        alpha = look_alpha(self.looks, self.alpha)
+        basis_metric = self.basis()
+        assert basis_metric.signal is not None  # held memory or RSS: each a signal
+        over = [r for r in self._reads(self.history, alpha) if self._over(r)]
+        if over:
+            why = f"{over[0].span()} over the bar, its lows rising in every window"
+            return self._done("leak", [basis_metric.signal], over[0], why, whole=True)
+        reads = self._reads(self.round(), alpha)
+        basis = next(r for r in reads if r.metric is basis_metric)
+        no_trend = basis.p >= registry.TREND_P_MAX
+        under = [r for r in reads if r.high < r.bar and (r is basis or no_trend)]
+        if under:
+            return self._done("no-leak", [], under[0], f"{under[0].span()} under the bar")
+        bar = basis.metric.display(basis.bar)
+        spans = "; ".join(r.span() for r in reads)
+        self.pending = f"{spans}: the interval spans the bar of {bar} {basis.metric.shown}"
+        return None
+
+    def _done(
+        self, word: str, signals: list[str], found: Read | None, why: str, whole: bool = False
+    ) -> Round:
+        """The decided Round; `whole`: its metrics over the window (a leak read over it), else
+        over the round. The next round starts afresh; the window goes on."""
+        series = self.history if whole else self.round()
+        metrics = series_metrics(series, self.unavailable)
+        rec = {"verdict": word, "signals": signals, "metrics": metrics, "kind": "growth"}
+        made = decision.decide(rec)
+        looks = f"{self.taken} samples, look {self.looks}"
+        if found is not None:
+            made.update(label=found.metric.label, value=found.slope, unit=found.metric.unit)
+            made.update(bar=found.bar, why=None)
+            why = (
+                f"{why} ({looks}, confidence 1 - {look_alpha(max(self.looks, 1), self.alpha):.0e})"
+            )
+        made.update(source=SOURCE)
+        done = Round(word, list(signals), made, why, self.taken)
+        self.pending = None
+        self.taken = 0  # the next round starts afresh
+        return done
