@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from leakbench.watch import BUDGET, Watch, WatchResult
+from leakbench.online import WatchResult
+from leakbench.watch import BUDGET, Watch
 
 UNITS = {"every_epochs": "epoch", "every_steps": "step", "every_calls": "call"}
 
@@ -38,10 +39,67 @@ def _base() -> type:
     return tf.keras.callbacks.Callback
 
 
+class _Hooks:
+    """LeakWatch's hooks on Keras's Callback, defined without Keras (_define's class takes them
+    first): each steps or starts its Watch by what it counts (see the module docstring)."""
+
+    counts: str  # "epoch", "step" or "call": what one unit of work is (UNITS)
+    stop_on_leak: bool
+    verbose: int
+    result: WatchResult | None
+    watch: Watch
+    _in_fit: bool
+
+    def _leak(self, found: WatchResult) -> None:
+        self.result = found
+        if self.verbose:
+            print(found.text())
+        model: Any = getattr(self, "model", None)
+        if self.stop_on_leak and model is not None:
+            model.stop_training = True
+
+    def _call_ended(self) -> None:
+        if self.counts == "call":
+            self.watch.step()
+
+    def on_train_begin(self, logs=None):
+        self._in_fit = True
+        self.watch.start()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.counts == "step":
+            self.watch.step()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.counts == "epoch":
+            self.watch.step()
+
+    def on_train_end(self, logs=None):
+        self._in_fit = False
+        self._call_ended()
+        self.result = self.watch.result()
+        if self.verbose:
+            print(self.result.text())
+
+    def on_test_begin(self, logs=None):
+        if not self._in_fit:  # a validation pass inside fit is part of its epoch
+            self.watch.start()
+
+    def on_test_end(self, logs=None):
+        if not self._in_fit:
+            self._call_ended()
+
+    def on_predict_begin(self, logs=None):
+        self.watch.start()
+
+    def on_predict_end(self, logs=None):
+        self._call_ended()
+
+
 def _define() -> type:
     """LeakWatch, on Keras's Callback (see the module docstring)."""
 
-    class LeakWatch(_base()):  # type: ignore[misc]
+    class LeakWatch(_Hooks, _base()):  # type: ignore[misc]
         """Watch the training it is passed to (see the module docstring).
 
         every_epochs, every_steps, every_calls: one sample per this many epochs, training steps
@@ -79,7 +137,7 @@ def _define() -> type:
             (option, every), *_ = given.items() or {"every_epochs": 1}.items()
             self.counts = UNITS[option]
             self.stop_on_leak, self.verbose = stop_on_leak, verbose
-            self.result: WatchResult | None = None
+            self.result = None
             self._in_fit = False
             self.watch = Watch(
                 every,
@@ -91,51 +149,6 @@ def _define() -> type:
                 on_leak=self._leak,
                 causes=causes,
             )
-
-        def _leak(self, found: WatchResult) -> None:
-            self.result = found
-            if self.verbose:
-                print(found.text())
-            model: Any = getattr(self, "model", None)
-            if self.stop_on_leak and model is not None:
-                model.stop_training = True
-
-        def _call_ended(self) -> None:
-            if self.counts == "call":
-                self.watch.step()
-
-        def on_train_begin(self, logs=None):
-            self._in_fit = True
-            self.watch.start()
-
-        def on_train_batch_end(self, batch, logs=None):
-            if self.counts == "step":
-                self.watch.step()
-
-        def on_epoch_end(self, epoch, logs=None):
-            if self.counts == "epoch":
-                self.watch.step()
-
-        def on_train_end(self, logs=None):
-            self._in_fit = False
-            self._call_ended()
-            self.result = self.watch.result()
-            if self.verbose:
-                print(self.result.text())
-
-        def on_test_begin(self, logs=None):
-            if not self._in_fit:  # a validation pass inside fit is part of its epoch
-                self.watch.start()
-
-        def on_test_end(self, logs=None):
-            if not self._in_fit:
-                self._call_ended()
-
-        def on_predict_begin(self, logs=None):
-            self.watch.start()
-
-        def on_predict_end(self, logs=None):
-            self._call_ended()
 
     return LeakWatch
 

@@ -9,7 +9,8 @@
     print(w.result().text())
 
 The Keras callback (leakbench.keras.LeakWatch) is a thin adapter over the same Watch; what a
-sample reads is leakbench.online's, how the samples are judged analysis.judge.sequential's.
+sample reads is leakbench.online's, how the samples are judged analysis.judge.sequential's, what
+a watch found (WatchResult) leakbench.online's.
 The first `warmup` boundaries (settings.Settings.warmup, 3; a boundary is `every` units of work)
 are timed, not sampled; then rounds of the sequential rule (sequential.Judge: it stops as soon
 as the evidence decides, either way) follow one another: a round that ends in no-leak starts
@@ -34,93 +35,18 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from typing import Any
 
 import psutil
 
-from leakbench.analysis.judge import in_words
 from leakbench.analysis.judge.sequential import SAMPLED, Judge, Round
 from leakbench.engine import probes
-from leakbench.online import sample
+from leakbench.online import WatchResult, sample
 from leakbench.settings import Settings
 
 LOG = logging.getLogger("leakbench.watch")
 BUDGET = 0.01  # the share of the watched time sampling may take (seconds per second)
-
-
-@dataclass(frozen=True)
-class WatchResult:
-    """What a watch found so far, as data; `text` renders it.
-
-    verdict: "leak", "no-leak" (every round so far), or None (no round decided yet). signals:
-    the signals kept. decision: analysis.decision's dict of the deciding round (a leak's, else
-    the last), its value per sample in its unit. why: the longer look's sentence. sample: what one
-    sample is ("100 steps"). samples: taken (a first one the stride widened after is not judged);
-    warmup: warm-up boundaries gone by, timed, not sampled; rounds:
-    decided; left: samples before the judge's next look (1 once it looks at every sample: it
-    stops as soon as the evidence decides, leakbench.online); pending: what the last look lacked,
-    in words (each interval and the bar it spans), None before the first. cost_seconds:
-    sampling's (and judging's) own wall time in all; cost_per_sample_seconds: its mean;
-    watched_seconds: wall time since the watch started,
-    sampling included. series: every sample's values by series name (SAMPLED), warm-ups included.
-    causes: the known causes nearest a leak (leakbench.check.causes.name_causes, where that
-    module is there), None where not looked for; causes_error: why the lookup failed.
-    """
-
-    verdict: str | None
-    signals: list[str]
-    decision: dict | None
-    why: str | None
-    sample: str
-    samples: int
-    warmup: int
-    rounds: int
-    left: int
-    cost_seconds: float
-    cost_per_sample_seconds: float | None
-    watched_seconds: float
-    series: dict = field(repr=False)
-    causes: list | None = None
-    causes_error: str | None = None
-    pending: str | None = None
-
-    @property
-    def cost_share(self) -> float | None:
-        """cost_seconds over watched_seconds (0.01 is 1 %), None before any time passed."""
-        return self.cost_seconds / self.watched_seconds if self.watched_seconds > 0 else None
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "causes": [str(c) for c in self.causes or []] or self.causes}
-
-    def text(self) -> str:
-        """The report, a few lines: verdict and its number, what a sample is, the cost."""
-        head = (
-            in_words.words(self.decision)
-            if self.decision and self.verdict
-            else f"undecided · {self.pending}; sampling on"
-            if self.pending
-            else f"undecided · {self.left} more samples before the first look"
-        )
-        lines = [f"leakbench watch: {head} (a rep is one sample: {self.sample})"]
-        if self.signals:
-            lines.append(f"  signals: {', '.join(self.signals)}")
-        if self.why:
-            lines.append(f"  {self.why}")
-        lines.append(
-            f"  {self.samples} samples after {self.warmup} warm-ups, {self.rounds} rounds decided"
-        )
-        per = self.cost_per_sample_seconds
-        share = self.cost_share
-        lines.append(
-            f"  cost: {per or 0:.3f} s per sample, {self.cost_seconds:.2f} s in all"
-            + (f" ({share:.2%} of {self.watched_seconds:.1f} s watched)" if share else "")
-        )
-        for cause in self.causes or []:
-            lines.append(f"  nearest known cause: {getattr(cause, 'pair', cause)}")
-        return "\n".join(lines)
-
-    __str__ = text
 
 
 def name_causes(found: WatchResult) -> tuple[list | None, str | None]:
@@ -272,7 +198,7 @@ class Watch:
         self._leak = self.result()
         if self.causes:
             found, why = name_causes(self._leak)
-            self._leak = _replace(self._leak, causes=found, causes_error=why)
+            self._leak = replace(self._leak, causes=found, causes_error=why)
         LOG.warning("%s", self._leak.text())
         if self.on_leak is not None:
             self.on_leak(self._leak)
@@ -288,7 +214,7 @@ class Watch:
         cost = sum(self._costs)
         watched = now - self._started if self._started is not None else 0.0
         if self._leak is not None:
-            return _replace(
+            return replace(
                 self._leak,
                 cost_seconds=cost,
                 watched_seconds=watched,
@@ -332,10 +258,6 @@ class Watch:
 
         watched.watch = self  # type: ignore[attr-defined]
         return watched
-
-
-def _replace(found: WatchResult, **changes) -> WatchResult:
-    return WatchResult(**{**{f: getattr(found, f) for f in found.__dataclass_fields__}, **changes})
 
 
 def watch(every: int = 1, **options) -> Watch:

@@ -15,6 +15,7 @@ from leakbench.analysis.judge import verdict
 from leakbench.analysis.record_type import SCHEMA
 from leakbench.calibrate import calibration as calibrate
 from leakbench.calibrate import committed, cost, stats, targets
+from leakbench.calibrate.shape_library import DESIGNS, FOLDER, GROUPS, params_for, resolve
 from leakbench.reporters.calibration import markdown
 from leakbench.settings import Settings
 
@@ -290,10 +291,10 @@ def test_markdown_has_a_row_per_case():
         assert len({row.count("|") for row in rows}) <= 1, rows[:3]
 
 
-@pytest.mark.parametrize("name", sorted(calibrate.DESIGNS))
+@pytest.mark.parametrize("name", sorted(DESIGNS))
 def test_designed_leak_files_follow_the_contract(name):
-    design = calibrate.DESIGNS[name]
-    assert design.name == name and design.path.parent == calibrate.FOLDER and design.path.is_file()
+    design = DESIGNS[name]
+    assert design.name == name and design.path.parent == FOLDER and design.path.is_file()
     scenario = contract.read_metadata(design.path)
     assert scenario.kind == "growth" and scenario.size_param == "bytes_per_rep"
     # the design's own parameters are the file's: setup() takes them
@@ -306,10 +307,10 @@ CONTROL_SHAPES = {"bounded cache", "sawtooth", "one-off jump"}
 
 
 def test_the_design_table_names_every_file_and_shape():
-    designs = calibrate.DESIGNS.values()
+    designs = DESIGNS.values()
     # every file in designs/ is measured by some design; every shape has one of each holder but
     # "moves" (a Python bytearray beside a hole glibc moves it into)
-    assert {d.path for d in designs} == set(calibrate.FOLDER.glob("*.py"))
+    assert {d.path for d in designs} == set(FOLDER.glob("*.py"))
     for shape in stats.SHAPES:
         holders = {"python"} if shape == "moves" else {"python", "tensorflow"}
         assert {d.holder for d in designs if d.shape == shape} == holders, shape
@@ -319,10 +320,8 @@ def test_the_design_table_names_every_file_and_shape():
     old = {"python": "python_held.py", "tensorflow": "tensorflow_held.py"}
     old["tensorflow-system-allocator"] = "tensorflow_system_allocator.py"
     for name, file in old.items():
-        assert (
-            calibrate.DESIGNS[name].path.name == file and calibrate.DESIGNS[name].shape == "steady"
-        )
-    assert {n: d.params for n, d in calibrate.DESIGNS.items() if d.params} == {
+        assert DESIGNS[name].path.name == file and DESIGNS[name].shape == "steady"
+    assert {n: d.params for n, d in DESIGNS.items() if d.params} == {
         "python-rare4": {"every": 4},
         "python-rare8": {"every": 8},
         "tensorflow-rare4": {"every": 4},
@@ -338,33 +337,31 @@ def test_the_design_table_names_every_file_and_shape():
 
 
 def test_groups_and_names_resolve_and_an_unknown_name_is_refused():
-    groups = calibrate.GROUPS
-    every = [n for n in calibrate.DESIGNS if n != "tensorflow-system-allocator"]
+    groups = GROUPS
+    every = [n for n in DESIGNS if n != "tensorflow-system-allocator"]
     assert groups["shapes"] == every and len(every) == 24
     for holder in ("python", "tensorflow"):
-        assert groups[f"{holder}-shapes"] == [
-            n for n in every if calibrate.DESIGNS[n].holder == holder
-        ]
+        assert groups[f"{holder}-shapes"] == [n for n in every if DESIGNS[n].holder == holder]
     assert sorted(groups["python-shapes"] + groups["tensorflow-shapes"]) == sorted(every)
     # each name once, in the order given; a group stands for its designs
-    assert calibrate.resolve(["python-jump", "python-shapes", "python"]) == [
+    assert resolve(["python-jump", "python-shapes", "python"]) == [
         "python-jump",
         *(n for n in groups["python-shapes"] if n != "python-jump"),
     ]
-    assert calibrate.resolve(["tensorflow-system-allocator"]) == ["tensorflow-system-allocator"]
+    assert resolve(["tensorflow-system-allocator"]) == ["tensorflow-system-allocator"]
     for words, named in ((["python", "perl", "cobol"], "unknown perl, cobol"), ([], "none given")):
         with pytest.raises(ValueError) as e:
-            calibrate.resolve(words)
+            resolve(words)
         assert named in str(e.value) and "\n" not in str(e.value)
         assert "python-cache12" in str(e.value) and "tensorflow-shapes" in str(e.value)
 
 
 def test_a_run_gets_the_files_params_then_the_designs_then_the_size(tmp_path, monkeypatch):
-    assert calibrate.params_for(calibrate.DESIGNS["python-cache12"], KIB) == {
+    assert params_for(DESIGNS["python-cache12"], KIB) == {
         "bytes_per_rep": KIB,
         "entries": 12,  # the file's PARAMS say 6
     }
-    assert calibrate.params_for(calibrate.DESIGNS["python"], 0) == {"bytes_per_rep": 0}
+    assert params_for(DESIGNS["python"], 0) == {"bytes_per_rep": 0}
     got = []
 
     def measure(target, params, settings):
@@ -405,12 +402,12 @@ def test_holders_takes_a_group_word(tmp_path, monkeypatch):
     result = invoke(*args, "--machine", "m", "--out", str(out))
     assert result.exit_code == 0, result.stderr
     found = json.loads(out.read_text())
-    assert [o["holder"] for o in found["observations"]] == calibrate.GROUPS["python-shapes"]
+    assert [o["holder"] for o in found["observations"]] == GROUPS["python-shapes"]
     assert len(got) == 14 and "| bounded cache | python-cache24 | control | 0 (control) |" in (
         out.with_suffix(".md").read_text()
     )
     option = next(o for o in cli.main.commands["calibrate"].params if o.name == "holders")
-    assert all(f" {word}" in option.help for word in calibrate.GROUPS)
+    assert all(f" {word}" in option.help for word in GROUPS)
 
 
 def shaped(name: str, size: int, verdicts: list[str]) -> list[dict]:
@@ -512,7 +509,7 @@ def test_results_from_before_the_shape_library_read_as_steady_leaks():
 def test_the_docs_describe_every_design():
     page = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
     table = page.split("## The shape library")[1].split("\n## ")[0]
-    for name, design in calibrate.DESIGNS.items():
+    for name, design in DESIGNS.items():
         line = next(x for x in table.splitlines() if x.startswith(f"| `{name}` |"))
         cells = [c.strip() for c in line.split("|")[1:-1]]
         assert cells[1:4] == [
@@ -520,7 +517,7 @@ def test_the_docs_describe_every_design():
             design.shape,
             "leak" if design.leaks else "control",
         ], line
-    for word in calibrate.GROUPS:
+    for word in GROUPS:
         assert f"`{word}`" in page
 
 
@@ -711,11 +708,9 @@ def test_a_shape_reads_its_verdict_through_the_engines_looks(design, size, word,
     from leakbench.catalog import Target
     from leakbench.measure import measure
 
-    found = calibrate.DESIGNS[design]
+    found = DESIGNS[design]
     scenario = contract.read_metadata(found.path)
-    calibration_record = measure(
-        Target(scenario, "file"), calibrate.params_for(found, size), SETTINGS
-    )
+    calibration_record = measure(Target(scenario, "file"), params_for(found, size), SETTINGS)
     made = [k for k in ("confirmation", "extension") if k in calibration_record]
     assert calibration_record["verdict"] == word, [calibration_record[k]["why"] for k in made]
     assert (made[-1] if made else None) in looks  # the look that decided

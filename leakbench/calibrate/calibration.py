@@ -1,9 +1,9 @@
 """Calibration: how well the engine sees designed leaks of known size: what one run measures
 (its loop over runs is leakbench.history.rounds).
 
-Designed cases: a design of DESIGNS (its file in leakbench/calibrate/designs/)
-at a size, `bytes_per_rep`. The steady ones keep exactly that much per
-repetition (`python`: a bytearray in a list; `tensorflow`: the tensor a
+Designed cases: a design of DESIGNS (leakbench.calibrate.shape_library; its file
+in leakbench/calibrate/designs/) at a size, `bytes_per_rep`. The steady ones keep
+exactly that much per repetition (`python`: a bytearray in a list; `tensorflow`: the tensor a
 one-element tf.data pipeline yields); the shape library around them keeps it
 in lumps, in a block that moves, in rare steps (designed leaks), or grows and
 stops or falls back (bounded caches, a sawtooth, a one-off jump: controls,
@@ -44,8 +44,8 @@ leakbench.reporters.calibration's; how to read them is docs/calibration.md.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ from leakbench.analysis.judge import decision, looks, verdict
 from leakbench.analysis.record_type import Record
 from leakbench.analysis.schema import first_run
 from leakbench.calibrate import committed, cost, peers, stats, targets
+from leakbench.calibrate.shape_library import DESIGNS, params_for
 from leakbench.calibrate.stats import SIGNALS  # the CLI's progress line names them too
 from leakbench.catalog import Target
 from leakbench.contract import read_metadata
@@ -62,98 +63,6 @@ from leakbench.history import pin, rounds
 from leakbench.jsonfile import write_atomic
 from leakbench.measure import measure
 from leakbench.settings import Settings
-
-FOLDER = Path(__file__).parent / "designs"
-
-
-@dataclass(frozen=True)
-class Design:
-    """A designed case's file and what it is. name: what --holders and the result's "holder" key
-    say; holder: what keeps the bytes ("python" or "tensorflow"); shape: one of stats.SHAPES;
-    params: set over the file's PARAMS (then the size: params_for); leaks: True for a designed
-    leak (BYTES_PER_REP per repetition on average), False for a control shape (bounded cache,
-    sawtooth, one-off jump), which should read no-leak at every size."""
-
-    name: str
-    path: Path
-    holder: str
-    shape: str
-    params: Mapping[str, int] = field(default_factory=dict, hash=False)
-    leaks: bool = True
-
-
-def _designs(*found: Design) -> dict[str, Design]:
-    for d in found:
-        assert d.holder in ("python", "tensorflow") and d.shape in stats.SHAPES, d
-    return {d.name: d for d in found}
-
-
-def _py(name: str, file: str, shape: str, leaks: bool = True, **params: int) -> Design:
-    return Design(name, FOLDER / file, "python", shape, params, leaks)
-
-
-def _tf(name: str, file: str, shape: str, leaks: bool = True, **params: int) -> Design:
-    return Design(name, FOLDER / file, "tensorflow", shape, params, leaks)
-
-
-# The one table of designs (docs/calibration.md, "The shape library"). The first three names are
-# the holders of results made before the shape library: they stay as they are.
-DESIGNS = _designs(
-    _py("python", "python_held.py", "steady"),
-    _tf("tensorflow", "tensorflow_held.py", "steady"),
-    # tensorflow_held.py with TF_ONEDNN_USE_SYSTEM_ALLOCATOR=1: in no group
-    _tf("tensorflow-system-allocator", "tensorflow_system_allocator.py", "steady"),
-    _py("python-bytearray", "python_bytearray.py", "lumpy"),
-    _py("python-list", "python_list.py", "lumpy"),
-    _py("python-dict", "python_dict.py", "lumpy"),
-    _py("python-numpy", "python_numpy.py", "lumpy"),
-    _tf("tensorflow-concat", "tensorflow_concat.py", "lumpy"),
-    _py("python-moves", "python_mmap_move.py", "moves"),
-    *(_py(f"python-rare{n}", "python_rare_steps.py", "rare steps", every=n) for n in (4, 8)),
-    *(
-        _tf(f"tensorflow-rare{n}", "tensorflow_rare_steps.py", "rare steps", every=n)
-        for n in (4, 8)
-    ),
-    *(
-        _py(f"python-cache{n}", "python_cache.py", "bounded cache", False, entries=n)
-        for n in (3, 6, 12, 24)
-    ),
-    *(
-        _tf(f"tensorflow-cache{n}", "tensorflow_cache.py", "bounded cache", False, entries=n)
-        for n in (3, 6, 12, 24)
-    ),
-    _py("python-sawtooth", "python_sawtooth.py", "sawtooth", False, every=8),
-    _tf("tensorflow-sawtooth", "tensorflow_sawtooth.py", "sawtooth", False, every=8),
-    _py("python-jump", "python_jump.py", "one-off jump", False),
-    _tf("tensorflow-jump", "tensorflow_jump.py", "one-off jump", False),
-)
-# --holders' group words: each stands for these designs, in DESIGNS' order
-_SHAPES = [d for d in DESIGNS.values() if d.name != "tensorflow-system-allocator"]
-GROUPS = {
-    "shapes": [d.name for d in _SHAPES],
-    "python-shapes": [d.name for d in _SHAPES if d.holder == "python"],
-    "tensorflow-shapes": [d.name for d in _SHAPES if d.holder == "tensorflow"],
-}
-
-
-def resolve(words: list[str]) -> list[str]:
-    """--holders' words (design names and GROUPS' words) -> design names, each once, in the order
-    given. Raises ValueError, one line, naming the unknown words (or that none was given)."""
-    unknown = [w for w in words if w not in DESIGNS and w not in GROUPS]
-    if unknown or not words:
-        raise ValueError(
-            f"unknown {', '.join(unknown) or 'none given'} (known: {', '.join(DESIGNS)}; "
-            f"groups: {', '.join(GROUPS)})"
-        )
-    names = [n for w in words for n in GROUPS.get(w, [w])]
-    return list(dict.fromkeys(names))
-
-
-def params_for(design: Design, bytes_per_rep: int) -> dict:
-    """A run's parameters: the design file's PARAMS, then the design's own, then the size."""
-    scenario = read_metadata(design.path)
-    return {**scenario.params, **design.params, scenario.size_param: bytes_per_rep}
-
 
 FORMAT = 2  # 2: the installed TensorFlow kept at the top; committed_fixes counts false_alarms
 
@@ -260,8 +169,9 @@ def calibrate(
     """Measure every run (1 … runs) of every case not yet in `out`, round-robin
     (leakbench.history.rounds), writing `out` after each; return the result.
 
-    holders: design names (keys of DESIGNS; resolve reads group words); sizes: bytes kept per
-    repetition (0: the control); the cases are every design at every size, in that order.
+    holders: design names (keys of shape_library.DESIGNS; shape_library.resolve reads group
+    words); sizes: bytes kept per repetition (0: the control); the cases are every design at
+    every size, in that order.
     settings: the engine's (defaults except cap and timeout, for calibration at default settings).
     resume: keep the observations already in `out`; False measures anew and replaces it. machine:
     default platform.node(). peer_names: peers (peers.PEERS) to run on the same case after the
@@ -284,51 +194,10 @@ def calibrate(
         out, made, FORMAT, "calibrate", "a calibration result", CalibrateError, resume
     )
     result.setdefault("peers", [])
-
-    def done(result: dict) -> set[tuple]:
-        engine = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
-        return engine | {
-            (p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]
-        }
-
     cases = [Case(h, s) for h in holders for s in sizes]
     # a cell: (case, None) for the engine, (case, peer) for a peer; each run, the engine first
     cells: list[tuple[Cell, int]] = [((case, None), runs) for case in cases]
     cells += [((case, peer), peer_runs) for case in cases for peer in peer_names]
-
-    def key(run: int, cell: Cell) -> tuple:
-        case, peer = cell
-        engine = (case.holder, case.bytes_per_rep, run)  # as observations and peers keep them
-        return (peer, *engine) if peer else engine
-
-    def run_one(run: int, cell: Cell) -> Record | dict:
-        case, peer = cell
-        design = DESIGNS[case.holder]
-        scenario = read_metadata(design.path)
-        params = params_for(design, case.bytes_per_rep)
-        if peer:
-            return peers.run_peer(
-                peer,
-                scenario.path,
-                params,
-                warmup=settings.warmup,
-                reps=settings.reps,
-                cap_bytes=settings.cap_bytes,
-                timeout_seconds=settings.timeout_seconds,
-            )
-        return measure(Target(scenario, "file"), params, settings)
-
-    def keep(run: int, cell: Cell, found: Any) -> dict:
-        case, peer = cell
-        if peer:
-            found.update(holder=case.holder, bytes_per_rep=case.bytes_per_rep, run=run)
-            result["peers"].append(found)
-            return found
-        seen = observe(found, case, run)
-        result["observations"].append(seen)
-        if seen["tensorflow"]:
-            result["environment"]["tensorflow"] = seen["tensorflow"]
-        return seen
 
     def told(i: int, total: int, run: int, cell: Cell, seen: dict) -> None:
         if on_run:
@@ -338,13 +207,63 @@ def calibrate(
         out,
         result,
         cells,
-        key=key,
-        done=done,
-        run_one=run_one,
-        keep=keep,
+        key=_key,
+        done=_done,
+        run_one=lambda run, cell: _run_one(cell, settings),
+        keep=lambda run, cell, found: _keep(result, run, cell, found),
         finish=lambda result: _finish(result, settings),
         on_run=told,
     )
+
+
+def _done(result: dict) -> set[tuple]:
+    """The keys (_key) of the runs `result` holds: its observations' and its peers' results'."""
+    engine = {(o["holder"], o["bytes_per_rep"], o["run"]) for o in result["observations"]}
+    return engine | {
+        (p["peer"], p["holder"], p["bytes_per_rep"], p["run"]) for p in result["peers"]
+    }
+
+
+def _key(run: int, cell: Cell) -> tuple:
+    """A run's key: (holder, bytes_per_rep, run) for the engine; a peer's name, then those."""
+    case, peer = cell
+    engine = (case.holder, case.bytes_per_rep, run)  # as observations and peers keep them
+    return (peer, *engine) if peer else engine
+
+
+def _run_one(cell: Cell, settings: Settings) -> Record | dict:
+    """One run of a cell at `settings` (resolved): the engine's record (measure), or the peer's
+    result (peers.run_peer, at the same warm-up, repetitions, cap and timeout)."""
+    case, peer = cell
+    design = DESIGNS[case.holder]
+    scenario = read_metadata(design.path)
+    params = params_for(design, case.bytes_per_rep)
+    if peer:
+        return peers.run_peer(
+            peer,
+            scenario.path,
+            params,
+            warmup=settings.warmup,
+            reps=settings.reps,
+            cap_bytes=settings.cap_bytes,
+            timeout_seconds=settings.timeout_seconds,
+        )
+    return measure(Target(scenario, "file"), params, settings)
+
+
+def _keep(result: dict, run: int, cell: Cell, found: Any) -> dict:
+    """Add one run to `result` (an engine record as its observation, a peer's result with its
+    case and run) and return what was added; the installed TensorFlow a record names is kept."""
+    case, peer = cell
+    if peer:
+        found.update(holder=case.holder, bytes_per_rep=case.bytes_per_rep, run=run)
+        result["peers"].append(found)
+        return found
+    seen = observe(found, case, run)
+    result["observations"].append(seen)
+    if seen["tensorflow"]:
+        result["environment"]["tensorflow"] = seen["tensorflow"]
+    return seen
 
 
 def add_context(

@@ -34,7 +34,7 @@ SIGNALS = {m.signal: m for m in registry.metrics_in(registry.CALIBRATION) if m.s
 # what a control (bytes_per_rep 0) should read: any other verdict is a false alarm
 CONTROL = expectation.NO_LEAK
 ASV_FACTOR = 1.1  # asv continuous / compare: a change past 10 % is reported
-# The shape library's shapes (leakbench.calibrate.calibration.DESIGNS), in the order the tables
+# The shape library's shapes (leakbench.calibrate.shape_library.DESIGNS), in the order the tables
 # group them: steady, in lumps, a block that moves, rare steps (designed leaks); bounded cache,
 # sawtooth, one-off jump (controls: they stop growing or fall back).
 SHAPES = ("steady", "lumpy", "moves", "rare steps", "bounded cache", "sawtooth", "one-off jump")

@@ -2,7 +2,8 @@
 the first TensorFlow build whose verdict differs from A's.
 
 The search is leakbench.history.bisect's, the candidates leakbench.history.registry's, the
-virtualenv leakbench.history.installer's, the views leakbench.reporters.bisect's (docs/bisect.md).
+virtualenv leakbench.history.installer's, the views leakbench.reporters.bisect's (docs/bisect.md),
+the refusals leakbench.cli.bisect_checks'.
 Exit (leakbench.cli.exits) 0: a boundary found and confirmed; 1: none (the ends read alike, an
 end or the builds around the boundary unusable, a boundary not stable); 2: bad input or a
 refusal (one line, before anything is installed); 3: a virtualenv that could not be set up (an
@@ -11,88 +12,32 @@ install that failed) or the disk budget reached mid-way (one line; it stops ther
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import platform
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 import click
 from packaging.tags import sys_tags
 
-from leakbench import catalog, jsonfile
-from leakbench.cli import exits
-from leakbench.cli.base import fail, failed, main, say
-from leakbench.cli.files import RESULTS_OPTION, apart, results_dir, writable
-from leakbench.cli.options import settings_or_fail
-from leakbench.contract import ContractError
-from leakbench.engine import memlimit
+from leakbench import jsonfile
+from leakbench.cli import bisect_checks, exits
+from leakbench.cli.base import failed, main, say
+from leakbench.cli.files import RESULTS_OPTION, results_dir
 from leakbench.history import bisect as bisecting
-from leakbench.history import builds, installer, registry, store
+from leakbench.history import installer, registry, store
 from leakbench.reporters import bisect as views
 from leakbench.settings import MIN_SECONDS, Settings
-from leakbench.units import parse_size
 
 
 def default_out(results: Path, pair: str, variant: str, good: str, bad: str) -> Path:
-    """results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json (machine: _machine)."""
-    return results / "bisect" / _machine(results) / f"{pair}-{variant}-{good}-{bad}.json"
-
-
-def _machine(results: Path) -> str:
-    """store.asv_machine; ends here (one line, exit 2) where it cannot name a folder
-    (ASV_MACHINE a/b, ..)."""
-    machine = store.asv_machine(results)
-    try:
-        store.records_path(results, machine, "none")
-    except store.VersionError as e:
-        fail(f"ASV_MACHINE: {e}")
-    return machine
-
-
-def _size(option: str, text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        fail(f"{option}: {e}")
-
-
-def _check_out(out: Path, force: bool, default: bool) -> Path:
-    """The .md beside `out`; ends here when either exists (without --force) or cannot be written."""
-    md = out.with_suffix(".md")
-    for path in (out, md):
-        if path.exists() and not force:
-            fail(f"--out: {path} exists; pass --force to replace it")
-    writable("--out", out, create_folder=default)
-    writable("--out's table", md)
-    return md
-
-
-def _check_venv(path: Path) -> None:
-    """A --venv folder must be missing, empty, or one
-    this command made: it is deleted at the end."""
-    if path.exists() and (
-        not path.is_dir() or (any(path.iterdir()) and not (path / installer.MARK).exists())
-    ):
-        fail(
-            f"--venv: {path} exists and is not a bisect virtualenv "
-            "(it would be deleted at the end); pick a new folder"
-        )
-
-
-def _lock(path: Path):
-    """An exclusive lock on <venv>.lock (fcntl), released when the process ends; fails in one line
-    when another bisection holds it."""
-    handle = open(path.with_name(path.name + ".lock"), "w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fail(
-            f"--venv: another leakbench bisect is using {path}; wait for it, or pass another --venv"
-        )
-    return handle
+    """results/bisect/<machine>/<pair>-<variant>-<good>-<bad>.json (machine:
+    bisect_checks.machine_name)."""
+    machine = bisect_checks.machine_name(results)
+    return results / "bisect" / machine / f"{pair}-{variant}-{good}-{bad}.json"
 
 
 @main.command(
@@ -205,90 +150,42 @@ def bisect(
     beside it (.md).
     """
     started, clock = datetime.now(UTC), time.monotonic()
-    if pair.endswith(".py") or os.sep in pair:
-        fail(f"{pair}: bisect takes a pair name (leakbench list), not a file")
-    try:
-        root = catalog.find_root()
-        catalog.targets(root, [pair], variant)
-    except ContractError as e:
-        fail(str(e))
-    cap_bytes = _size("--cap", cap) if cap is not None else memlimit.default_cap_bytes()
-    # every measurement's settings (`leakbench run --cap --timeout` in the virtualenv), checked here
-    settings = settings_or_fail(cap_bytes=cap_bytes, timeout_seconds=timeout)
-    budget = _size("--disk-budget", disk_budget)
+    root, settings, budget = bisect_checks.inputs(pair, variant, cap, timeout, disk_budget)
     venv_path = (venv_dir or installer.default_venv()).absolute()
-    _check_venv(venv_path)
+    bisect_checks.check_venv(venv_path)
     where = results_dir(results, writes=True)  # it files its result there (bisect/)
     # a machine name that is no folder: refused before the network, before anything is made
-    _machine(where)
+    bisect_checks.machine_name(where)
     # before the network: a --out that cannot be written costs no registry query
     if out is not None:
-        md = _check_out(out, force, default=out == default_out(where, pair, variant, good, bad))
-    try:
-        if bad != builds.NIGHTLY:
-            bisecting.ends(good, bad)  # before the network
-        served = registry.served(fetch=registry.fetch_index)
-        if bad == builds.NIGHTLY:  # the newest nightly the registry serves
-            bad = builds.newest_nightly([b.version for b in served]) or bad
-        candidates = bisecting.between(served, good, bad)
-    except (registry.RegistryError, bisecting.BisectError) as e:
-        fail(str(e))
-    try:  # every check before anything is made on disk
-        installer.check_budget(
-            venv_path,
-            installer.DEPS_BYTES + max(map(installer.install_bytes, candidates)),
-            budget,
-            "leakbench's dependencies and the largest candidate",
+        md = bisect_checks.check_out(
+            out, force, default=out == default_out(where, pair, variant, good, bad)
         )
-    except installer.BudgetError as e:
-        fail(str(e))
+    bad, candidates = bisect_checks.candidates(good, bad)
+    bisect_checks.check_budget(venv_path, candidates, budget)
     if out is None:  # named after the builds, `nightly` resolved
         out = default_out(where, pair, variant, good, bad)
-        md = _check_out(out, force, default=True)
-    apart(
-        [("--out", out), ("--out's table", md)],
-        [
-            ("the pair's scenario file", root / folder / f"{pair}.py")
-            for folder in catalog.VARIANT_DIRS.values()
-        ],
-    )
-    if not keep_venv and Path(os.path.realpath(venv_path)) in Path(os.path.realpath(out)).parents:
-        fail(
-            f"--out: {out} is inside --venv {venv_path}, which is "
-            "deleted at the end; write elsewhere, or pass --keep-venv"
-        )
+        md = bisect_checks.check_out(out, force, default=True)
+    bisect_checks.check_apart(root, pair, out, md, venv_path, keep_venv)
     venv_path.parent.mkdir(parents=True, exist_ok=True)
-    lock = _lock(venv_path)  # held to the end: two bisections never share one virtualenv
+    # held to the end: two bisections never share one virtualenv
+    lock = bisect_checks.lock(venv_path)
     env = installer.Venv(venv_path, budget, venv_path.with_name(venv_path.name + ".log"))
     say(
         f"bisect {pair} ({variant}): {len(candidates)} candidates "
         f"from {good} to {bad}; venv {venv_path}, log {env.log}"
     )
-    readings = []
-
-    def shown(reading) -> None:
-        readings.append(reading)
-        say(views.reading_line(len(readings), vars(reading)))
-
-    try:
-        env.ensure(root)
-        found = bisecting.search(
-            candidates,
-            env.install,
-            lambda build: env.measure(
-                root, pair, variant, settings.cap_bytes, settings.timeout_seconds
-            ),
-            confirm=confirm,
-            on_reading=shown,
-        )
-    except installer.BudgetError as e:
-        failed(f"{e}; stopped after {len(readings)} measurements")
-    except bisecting.InstallFailed as e:
-        failed(f"cannot set up {venv_path}: {e}")
-    finally:
-        if not keep_venv:
-            env.remove()
-        lock.close()
+    found = _search(
+        env,
+        root,
+        lambda build: env.measure(
+            root, pair, variant, settings.cap_bytes, settings.timeout_seconds
+        ),
+        candidates,
+        confirm,
+        keep_venv,
+        lock,
+    )
     result = {
         "pair": pair,
         "variant": variant,
@@ -306,9 +203,46 @@ def bisect(
         "distributions": [registry.RELEASE_DIST, registry.NIGHTLY_DIST],
         **found.as_dict(),
     }
+    _file(out, md, result)
+    raise SystemExit(found.exit_code)
+
+
+def _search(
+    env: installer.Venv,
+    root: Path,
+    measure: Callable,
+    candidates: list[registry.Build],
+    confirm: int,
+    keep_venv: bool,
+    lock: IO,
+) -> bisecting.Outcome:
+    """The search (bisecting.search) in `env`, a line per reading; `env` removed at the end but
+    with keep_venv, `lock` released. The disk budget reached or a virtualenv that could not be
+    set up ends here (one line, exit 3)."""
+    readings = []
+
+    def shown(reading) -> None:
+        readings.append(reading)
+        say(views.reading_line(len(readings), vars(reading)))
+
+    try:
+        env.ensure(root)
+        return bisecting.search(candidates, env.install, measure, confirm=confirm, on_reading=shown)
+    except installer.BudgetError as e:
+        failed(f"{e}; stopped after {len(readings)} measurements")
+    except bisecting.InstallFailed as e:
+        failed(f"cannot set up {env.path}: {e}")
+    finally:
+        if not keep_venv:
+            env.remove()
+        lock.close()
+
+
+def _file(out: Path, md: Path, result: dict) -> None:
+    """The result as JSON in `out` and its markdown in `md` (each replaced whole), then its
+    summary on stdout."""
     jsonfile.write_text_atomic(out, json.dumps(result, indent=2) + "\n")
     jsonfile.write_text_atomic(md, views.markdown(result))
     for line in views.summary(result):
         click.echo(line)
     click.echo(f"  written: {out}, {md}")
-    raise SystemExit(found.exit_code)

@@ -148,81 +148,10 @@ def calibrate_command(
     from leakbench.calibrate import calibration as calibrate
     from leakbench.repeat import hog
 
-    try:
-        size_list = _sizes(sizes)
-    except ValueError as e:
-        fail(f"--sizes: {e}")
-    try:
-        cap_bytes = parse_size(cap)
-    except ValueError as e:
-        fail(f"--cap: {e}")
-    settings = settings_or_fail(cap_bytes=cap_bytes, timeout_seconds=timeout)
-    try:
-        holder_list = calibrate.resolve([h.strip() for h in holders.split(",") if h.strip()])
-    except ValueError as e:
-        fail(f"--holders: {e}")
-    # every option is checked before what the machine lacks (TensorFlow)
-    peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
-    unknown = [p for p in peer_list if p not in calibrate.peers.PEERS]
-    if unknown:
-        fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(calibrate.peers.PEERS)})")
-    if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
-        fail(
-            "--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)"
-        )
-    if (
-        any(calibrate.DESIGNS[h].holder == "tensorflow" for h in holder_list)
-        and importlib.util.find_spec("tensorflow") is None
-    ):
-        fail(
-            f"TensorFlow is not installed for {sys.executable}; "
-            "use --holders python (or python-shapes) or pip install 'leakbench[tf]'"
-        )
+    size_list, settings, holder_list, peer_list = _checked(sizes, cap, timeout, holders, peer_names)
     results = results_dir(None, writes=True)
     machine = machine_of(results, machine)
-    default = out is None
-    out = out or calibrate.default_out(results, machine)
-    if out.suffix != ".json" or out.is_dir():
-        fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
-    writable("--out", out, create_folder=default)
-    writable("--out's table", out.with_suffix(".md"))
-    # read after the measuring: refused now
-    if suite_records is not None and jsonfile.special(suite_records):
-        fail(
-            f"--suite-records: {suite_records} is "
-            f"{jsonfile.special(suite_records)}, not a regular file"
-        )
-    if suite_records is None:
-        found = records_path(results, machine, calibrate.tensorflow_version() or "none")
-        suite_records = found if found.is_file() else None
-    # --out itself is resumed on purpose
-    apart(
-        [("--out", out), ("--out's table", out.with_suffix(".md"))],
-        [
-            ("--suite-records", suite_records),
-            *(
-                ("a records file it reads", p)
-                for p in sorted((results / "records").glob("*/tf-*.jsonl"))
-            ),
-            *(("a design's scenario file", calibrate.DESIGNS[h].path) for h in holder_list),
-        ],
-    )
-
-    def progress(i, total, case, run, seen):
-        if "peer" in seen:
-            say(
-                f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['peer']} "
-                f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s"
-            )
-            return
-        slopes = ", ".join(
-            f"{name} {seen[f'{name}_slope'] or 0:,.0f}" for name in calibrate.SIGNALS
-        )
-        say(
-            f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
-            f"({slopes} B/rep) in {seen['wall_seconds']:.1f} s"
-        )
-
+    out, suite_records = _files(results, machine, out, suite_records, holder_list)
     try:
         with hog.cpu_hog(cpu_hog):
             result = calibrate.calibrate(
@@ -232,7 +161,7 @@ def calibrate_command(
                 settings,
                 out,
                 resume=resume,
-                on_run=progress,
+                on_run=_progress,
                 machine=machine,
                 peer_names=peer_list,
                 peer_runs=runs if peer_runs is None else peer_runs,
@@ -245,3 +174,101 @@ def calibrate_command(
     jsonfile.write_text_atomic(out.with_suffix(".md"), table)
     click.echo(table)
     say(f"leakbench: calibration written to {out} and {out.with_suffix('.md')}")
+
+
+def _checked(
+    sizes: str, cap: str, timeout: float, holders: str, peer_names: str
+) -> tuple[list[int], Settings, list[str], tuple[str, ...]]:
+    """The options read: (--sizes in bytes per repetition, the Settings of --cap and --timeout,
+    --holders' design names, --peers' names). A bad one ends here (one line, exit 2), every
+    option checked before what the machine lacks (pytest-memray, TensorFlow)."""
+    from leakbench.calibrate import peers, shape_library
+
+    try:
+        size_list = _sizes(sizes)
+    except ValueError as e:
+        fail(f"--sizes: {e}")
+    try:
+        cap_bytes = parse_size(cap)
+    except ValueError as e:
+        fail(f"--cap: {e}")
+    settings = settings_or_fail(cap_bytes=cap_bytes, timeout_seconds=timeout)
+    try:
+        holder_list = shape_library.resolve([h.strip() for h in holders.split(",") if h.strip()])
+    except ValueError as e:
+        fail(f"--holders: {e}")
+    # every option is checked before what the machine lacks (TensorFlow)
+    peer_list = tuple(p.strip() for p in peer_names.split(",") if p.strip())
+    unknown = [p for p in peer_list if p not in peers.PEERS]
+    if unknown:
+        fail(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(peers.PEERS)})")
+    if "limit_leaks" in peer_list and importlib.util.find_spec("pytest_memray") is None:
+        fail(
+            "--peers limit_leaks needs pytest-memray (pip install pytest-memray, or the test extra)"
+        )
+    if (
+        any(shape_library.DESIGNS[h].holder == "tensorflow" for h in holder_list)
+        and importlib.util.find_spec("tensorflow") is None
+    ):
+        fail(
+            f"TensorFlow is not installed for {sys.executable}; "
+            "use --holders python (or python-shapes) or pip install 'leakbench[tf]'"
+        )
+    return size_list, settings, holder_list, peer_list
+
+
+def _files(
+    results: Path, machine: str, out: Path | None, suite_records: Path | None, holders: list[str]
+) -> tuple[Path, Path | None]:
+    """(--out, --suite-records), checked before anything is measured (a refusal ends here, one
+    line, exit 2): --out a writable .json name (default: calibration.default_out), its .md
+    beside it; --suite-records a regular file (default: the machine's records of the installed
+    TensorFlow, where there are some, else None); neither one of the files the run reads."""
+    from leakbench.calibrate import calibration, shape_library
+
+    default = out is None
+    out = out or calibration.default_out(results, machine)
+    if out.suffix != ".json" or out.is_dir():
+        fail(f"--out: {out} is not a .json file name (the table goes beside it as .md)")
+    writable("--out", out, create_folder=default)
+    writable("--out's table", out.with_suffix(".md"))
+    # read after the measuring: refused now
+    if suite_records is not None and jsonfile.special(suite_records):
+        fail(
+            f"--suite-records: {suite_records} is "
+            f"{jsonfile.special(suite_records)}, not a regular file"
+        )
+    if suite_records is None:
+        found = records_path(results, machine, calibration.tensorflow_version() or "none")
+        suite_records = found if found.is_file() else None
+    # --out itself is resumed on purpose
+    apart(
+        [("--out", out), ("--out's table", out.with_suffix(".md"))],
+        [
+            ("--suite-records", suite_records),
+            *(
+                ("a records file it reads", p)
+                for p in sorted((results / "records").glob("*/tf-*.jsonl"))
+            ),
+            *(("a design's scenario file", shape_library.DESIGNS[h].path) for h in holders),
+        ],
+    )
+    return out, suite_records
+
+
+def _progress(i: int, total: int, case, run: int, seen: dict) -> None:
+    """One line per run: the i-th of `total`, its case (holder, bytes per repetition) and run,
+    and what it read (the engine's verdict and slopes in bytes per repetition, or a peer's)."""
+    from leakbench.calibrate.calibration import SIGNALS
+
+    if "peer" in seen:
+        say(
+            f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['peer']} "
+            f"{seen['status']} leak={seen['leak']} in {seen['wall_seconds']:.1f} s"
+        )
+        return
+    slopes = ", ".join(f"{name} {seen[f'{name}_slope'] or 0:,.0f}" for name in SIGNALS)
+    say(
+        f"[{i}/{total}] {case.holder} {case.bytes_per_rep} B/rep run {run}: {seen['verdict']} "
+        f"({slopes} B/rep) in {seen['wall_seconds']:.1f} s"
+    )

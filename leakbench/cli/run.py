@@ -7,9 +7,10 @@ catalog's order whatever ends first. At the default settings (no measurement
 option, no --param) it files the records of the pairs it measured in
 results/records/<machine>.local/tf-<installed TensorFlow>.jsonl, a folder git
 ignores (only `leakbench publish` writes the published records;
-leakbench.history.store.write_records, which replaces those pairs and keeps
-the rest); at other settings it says so in one line and writes none, since
-records are compared across versions at the defaults.
+leakbench.cli.run_records, on leakbench.history.store.write_records, which
+replaces those pairs and keeps the rest); at other settings it says so in
+one line and writes none, since records are compared across versions at the
+defaults.
 
 run's exit code (leakbench.cli.exits): 0 when every variant reads what its contract says it
 should (leakbench.expectation), 1 when some does not, 2 on bad input (a records file or machine
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import click
@@ -36,13 +36,12 @@ import click
 from leakbench import catalog, expectation, jsonfile
 from leakbench.analysis.record_type import Record
 from leakbench.calibrate import committed
-from leakbench.catalog import VARIANT_DIRS
-from leakbench.cli import exits
+from leakbench.catalog import VARIANT_DIRS, Target
+from leakbench.cli import exits, run_records
 from leakbench.cli.base import (
     as_text,
     err,
     fail,
-    failed,
     flamegraph_note,
     main,
     one_line,
@@ -53,13 +52,12 @@ from leakbench.cli.base import (
 from leakbench.cli.base import out as terminal
 from leakbench.cli.files import OUT_OPTION, apart, emit, format_option, results_dir, writable
 from leakbench.cli.options import (
-    OPTION_NAMES,
     VARIANT_OPTION,
     measurement_options,
     sizes_fit,
 )
 from leakbench.contract import ContractError
-from leakbench.history import machines, pin, rounds, store
+from leakbench.history import rounds, store
 from leakbench.measure import measure
 from leakbench.reporters import table
 from leakbench.settings import Settings
@@ -170,28 +168,15 @@ def run(names, variant, settings, params, fmt, out, wide, jobs, filing, machine)
     """
     overrides = _overrides(params)
     targets = targets_of(names, variant)
-    try:
-        plans = [
-            (
-                t,
-                t.scenario.with_params(
-                    {k: v for k, v in overrides.items() if k in t.scenario.params}
-                ),
-            )
-            for t in targets
-        ]
-    except ContractError as e:
-        fail(str(e))
-    unused = set(overrides) - {k for t in targets for k in t.scenario.params}
-    if unused:
-        fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
-    sizes_fit(plans, settings.scales)
+    plans = _plans(targets, overrides, settings)
     if out:
         writable("--out", out)
     apart([("--out", out)], [("a scenario file it measures", t.scenario.path) for t in targets])
 
     results = results_dir(None, writes=True)
-    filed = _records_file(results, machine, targets, settings, overrides) if filing else None
+    filed = (
+        run_records.destination(results, machine, targets, settings, overrides) if filing else None
+    )
     jobs = jobs or store.this_machine()[1] or 1
     shared = rounds.shared_cap(settings, jobs)  # the default cap, divided between the children
     found: list[Record | None] = [None] * len(plans)
@@ -241,7 +226,36 @@ def run(names, variant, settings, params, fmt, out, wide, jobs, filing, machine)
     quoted = (store.reference(results) or {}).get("machine")
     say(committed.sensitivity(results / "calibration", here, tf, quoted))
     if filed is not None:
-        _file(results, *filed, [r for r in records if r["variant"] in VARIANT_DIRS])
+        run_records.write(results, *filed, [r for r in records if r["variant"] in VARIANT_DIRS])
+    _say_unmeasured(records)
+    sys.exit(_exit_code(records))
+
+
+def _plans(targets: list[Target], overrides: dict, settings: Settings) -> list[tuple[Target, dict]]:
+    """Each target with its run parameters: its scenario's, with the --param values it has a
+    parameter for. Ends here (one line, exit 2) on a value its scenario refuses, a --param no
+    selected scenario has, or sizes the settings' scales do not fit (options.sizes_fit)."""
+    try:
+        plans = [
+            (
+                t,
+                t.scenario.with_params(
+                    {k: v for k, v in overrides.items() if k in t.scenario.params}
+                ),
+            )
+            for t in targets
+        ]
+    except ContractError as e:
+        fail(str(e))
+    unused = set(overrides) - {k for t in targets for k in t.scenario.params}
+    if unused:
+        fail(f"--param {', '.join(sorted(unused))}: no selected scenario has such a parameter")
+    sizes_fit(plans, settings.scales)
+    return plans
+
+
+def _say_unmeasured(records: list[Record]) -> None:
+    """A line per record that could not run (its phase and error's last words) or was skipped."""
     for rec in records:
         if rec["error"]:
             say(
@@ -250,7 +264,6 @@ def run(names, variant, settings, params, fmt, out, wide, jobs, filing, machine)
             )
         elif rec.get("skip_reason"):  # a GPU or a preloaded library the machine lacks: no failure
             say(f"{rec['pair']} ({rec['variant']}): skipped: {rec['skip_reason']}")
-    sys.exit(_exit_code(records))
 
 
 def _exit_code(records: list[Record]) -> int:
@@ -265,55 +278,6 @@ def _label(i: int, plans: list) -> str:
     """'[3/44] stateful_map (leaky)': the i-th variant (from 0) in the catalog's order."""
     target = plans[i][0]
     return f"[{i + 1}/{len(plans)}] {target.scenario.name} ({target.variant})"
-
-
-def _records_file(
-    results: Path, machine: str | None, targets: list, settings: Settings, overrides: dict
-) -> tuple[str, str] | None:
-    """(machine, TensorFlow version) the records will be filed under, checked before anything is
-    measured (store.check_writable; a refusal ends here, one line, exit 2), or None, said in one
-    line: settings other than the defaults (a flame graph's folder aside), no pair of the catalog
-    among the targets, no TensorFlow installed."""
-    given = [
-        OPTION_NAMES.get(f.name, f.name)
-        for f in fields(Settings)
-        if f.name != "flamegraph_dir" and getattr(settings, f.name) != getattr(Settings(), f.name)
-    ]
-    given += ["--param"] if overrides else []
-    if given:
-        say(
-            f"leakbench: records not written: {', '.join(given)} set; records are compared "
-            "across TensorFlow versions at the default settings"
-        )
-        return None
-    if not any(t.variant in VARIANT_DIRS for t in targets):
-        say("leakbench: records not written: no pair of the catalog measured (a file by path)")
-        return None
-    version = pin.installed_tf_version()
-    if version is None:
-        say("leakbench: records not written: no TensorFlow installed to file them under")
-        return None
-    if machine is None:
-        machine, why = store.default_machine(results)
-        if why:
-            say(f"leakbench: {why}")
-    machine = machines.local(machine)  # a user's run never edits the published dataset
-    try:
-        store.check_writable(results, machine, version)
-    except store.VersionError as e:
-        fail(str(e))
-    return machine, version
-
-
-def _file(results: Path, machine: str, version: str, records: list[Record]) -> None:
-    """The pairs' records into their file (store.write_records); a pin that did not hold
-    (pin.check_tf_version) ends here, one line, exit 3 (exits.FAILED), the file untouched."""
-    try:
-        pin.check_tf_version(records, version)
-        path = store.write_records(results, machine, version, records)
-    except store.VersionError as e:
-        failed(f"records not written: {e}")
-    say(f"leakbench: {len(records)} records written to {path}")
 
 
 def _replace(path: Path, records: list) -> None:
