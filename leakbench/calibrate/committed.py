@@ -74,14 +74,14 @@ def suite_cost(records_path: Path) -> dict | None:
     }
 
 
-def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, Record]], list[str]]:
+def committed_records(records_dir: Path | None) -> tuple[list[tuple[str, Record]], list[str]]:
     """The one walk of the committed records: ([(file label "<machine>/tf-<version>", record)] for
-    every fixed variant, in file order), [one line per file that could not be read]). Both empty
-    when records_dir is None or not a directory."""
-    fixes: list[tuple[str, Record]] = []
+    every record, in file order), [one line per file that could not be read]). Both empty when
+    records_dir is None or not a directory."""
+    found: list[tuple[str, Record]] = []
     unreadable: list[str] = []
     if records_dir is None or not records_dir.is_dir():
-        return fixes, unreadable
+        return found, unreadable
     for path in sorted(records_dir.glob("*/tf-*.jsonl")):
         label = f"{path.parent.name}/{path.stem}"
         try:
@@ -90,8 +90,14 @@ def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, Record]], l
             # one line: unreadable, corrupt, not records, a newer schema
             unreadable.append(f"{label}: {e}")
             continue
-        fixes += [(label, rec) for rec in records if rec["variant"] == "fixed"]
-    return fixes, unreadable
+        found += [(label, rec) for rec in records]
+    return found, unreadable
+
+
+def fixed_records(records_dir: Path | None) -> tuple[list[tuple[str, Record]], list[str]]:
+    """committed_records' fixed variants, and the files it could not read."""
+    found, unreadable = committed_records(records_dir)
+    return [(label, rec) for label, rec in found if rec["variant"] == "fixed"], unreadable
 
 
 def committed_fix_verdicts(fixes: list[tuple[str, Record]], unreadable: Sequence[str] = ()) -> dict:

@@ -284,14 +284,20 @@ def fix_diff(pair: str, root: Path | None = None) -> str:
     )
 
 
-def for_diagnosis(rec: Mapping[str, Any]) -> dict:
-    """check's reading of the known causes, beside its other evidence (rec["diagnosis"]["causes"]):
-    {"named": [Cause as a dict, ...], "none": the sentence where none is named}, or {"na": why}
-    where the committed records cannot be read (no checkout, a bad records file)."""
+def known_or_why() -> Known | str:
+    """The known causes (every `committed` record's), or one line: why they cannot be read."""
     try:
-        known = _known(None)
+        return _known(None)
     except (catalog.ContractError, store.VersionError, OSError) as e:
-        return {"na": f"the known causes cannot be read: {e}"}
+        return f"the known causes cannot be read: {e}"
+
+
+def for_diagnosis(rec: Mapping[str, Any], known: Known | str | None = None) -> dict:
+    """check's reading of the known causes (rec["diagnosis"]["causes"]): {"named": [Cause as a
+    dict, ...], "none": the sentence where none is named}, or {"na": why} (known_or_why's)."""
+    known = known_or_why() if known is None else known
+    if isinstance(known, str):
+        return {"na": known}
     named = name_causes(rec, known)
     return {
         "named": [asdict(c) for c in named],

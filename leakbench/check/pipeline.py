@@ -13,6 +13,7 @@ they are never a certainty.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from leakbench.analysis.record_type import Record
@@ -61,17 +62,24 @@ def check(
     Raises ContractError for a target that is bad before anything runs.
     """
     target, params, options = plan(spec)
-    rec = measure(target, params, settings, env=env, on_message=on_message, child_options=options)
-    # check's reading of the record, beside it: the record itself is whole
-    rec["diagnosis"] = diagnosis(rec)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the committed records (the known causes) are read while the child imports TensorFlow
+        # and measures, not after it: about 0.6 s of a check's fixed cost on this machine
+        # (results/peers/: wall minus the record's own seconds)
+        known = pool.submit(causes.known_or_why)
+        rec = measure(
+            target, params, settings, env=env, on_message=on_message, child_options=options
+        )
+        # check's reading of the record, beside it: the record itself is whole
+        rec["diagnosis"] = diagnosis(rec, known.result())
     return rec
 
 
-def diagnosis(rec: Record) -> dict:
+def diagnosis(rec: Record, known: causes.Known | str | None = None) -> dict:
     """Evidence of the first (default-size) run, summarized: types, attribution, stacks (the largest
     live and the growing ones, leakbench.engine.heap), the reference chain, the nearest known
     causes (leakbench.check.causes: the suite's pairs, by the committed records), hints (the
-    nearest known cause first, with its lesson and fix)."""
+    nearest known cause first, with its lesson and fix). known: causes.known_or_why's, if read."""
     run = first_run(rec)
     evidence = run.get("diagnostics") or {}
     found = {
@@ -83,8 +91,7 @@ def diagnosis(rec: Record) -> dict:
         "stack_growth": (run.get("heap") or {}).get("stack_growth") or [],
         "reference_chain": run.get("reference_chain"),  # what keeps the type that grew most alive
     }
-    known = causes.for_diagnosis(rec)
-    found["causes"] = known
-    named = causes.hint(known)
+    found["causes"] = named_causes = causes.for_diagnosis(rec, known)
+    named = causes.hint(named_causes)
     found["hints"] = ([named] if named else []) + hints(rec, found)
     return found
