@@ -65,7 +65,7 @@ class WatchResult:
     verdict: "leak", "no-leak" (every round so far), or None (no round decided yet). signals:
     the signals kept. decision: analysis.decision's dict of the deciding round (a leak's, else
     the last), its value per sample in its unit. why: the longer look's sentence. sample: what one
-    sample is ("100 steps"). samples: taken (a first one the stride widened after is not judged);
+    sample is ("100 steps"). samples: taken, each judged;
     warmup: warm-up boundaries gone by, timed, not sampled; rounds:
     decided; left: samples before the judge's next look (1 once it looks at every sample: it
     stops as soon as the evidence decides, leakbench.online); pending: what the last look lacked,

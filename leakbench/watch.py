@@ -19,12 +19,14 @@ the next, a leak is final and sampling stops.
 Cost: the bytes series and the thread and file counts are read at every boundary (about
 0.1 ms); a full sample adds a full garbage collection, which walks every object the collector
 tracks (126 ms with TensorFlow 2.21 and a small Keras model imported, on a 2-core VM: see
-docs/watch.md), pymalloc's bytes and the object count. The first sample is timed both ways;
-half the `budget` (1 % of the work between two boundaries, timed over the warm-up) goes to the
-cheap reads, which widen the stride to every k-th boundary only where they cost more than
-that (k fixed from then on, so that one sample stays one unit of work: result().sample says
-what it is), and half to full samples, one every m samples (result-wise: the Python-object
-and allocated-bytes series have a value every m-th sample).
+docs/watch.md), pymalloc's bytes and the object count. The cheap reads are taken at every
+boundary, whatever the budget: the judge's bars are per sample, so a sample must stay one
+boundary's work (`every` units: result().sample says what it is). Sampling every k-th boundary
+would hold a creep of the bar / k per unit to the bar: a fixed Keras fit that keeps 5 KiB an
+epoch read leak in 3 of 3 runs where the budget had widened a sample to 2-4 epochs
+(results/online/). The `budget` (1 % of the work between two boundaries, timed over the
+warm-up) sets how often a sample is full: one every m samples, from the first sample's cost
+(the Python-object and allocated-bytes series have a value every m-th sample).
 """
 
 from __future__ import annotations
@@ -68,13 +70,14 @@ class Watch:
 
     every: units per sample (steps, epochs: `unit` names them), at least 1. warmup, reps: as
     settings.Settings (the engine's defaults: 3 and 12; reps: the samples before the judge's
-    first look), checked by it. budget: the share of the watched time sampling may cost (BUDGET,
-    1 %), half to the cheap reads (the stride) and half to full samples (`_widen`; None: every
-    sample full, at every boundary). objects: count Python objects (len(gc.get_objects())) in
-    full samples. on_leak: called with the WatchResult once a leak is decided. causes:
-    look the known causes up on a leak (name_causes). span: the fewest samples a leak is read
-    from (sequential.Judge: 24 where None; a sawtooth whose teeth last up to 3/4 of it never reads
-    leak), ValueError under 2 × reps.
+    first look), checked by it. budget: the share of the watched time full samples may cost
+    (BUDGET, 1 %: `_full_every`; None: every sample full). The cheap reads are taken at every
+    boundary (about 0.1 ms): where a unit of work is shorter than that, pass `every`. objects:
+    count Python objects (len(gc.get_objects())) in full samples. on_leak: called with the
+    WatchResult once a leak is decided. causes: look the known causes up on a leak
+    (name_causes). span: the fewest samples a leak is read from (sequential.Judge: 24 where
+    None; a sawtooth whose teeth last up to 3/4 of it never reads leak), ValueError under 2 ×
+    reps.
     """
 
     def __init__(
@@ -102,7 +105,6 @@ class Watch:
         self.every, self.unit, self.budget, self.objects = every, unit, budget, objects
         self.warmup, self.reps = settings.warmup, settings.reps
         self.on_leak, self.causes = on_leak, causes
-        self.stride = 1  # samples taken every stride-th time (the budget's, after the warm-up)
         self.full_every = 1  # one sample in this many is full (collected, objects counted)
         self._process = psutil.Process()
         self._judge = Judge(self.reps, probes.malloc_heap_unavailable(), span=span)
@@ -124,13 +126,13 @@ class Watch:
         return self
 
     def step(self, n: int = 1) -> Round | None:
-        """n units of work done; where `every` × stride units have gone by, a boundary: timed
-        only in the warm-up, else sampled. Returns the round the sample decided, else None."""
+        """n units of work done; where `every` units have gone by, a boundary: timed only in the
+        warm-up, else sampled. Returns the round the sample decided, else None."""
         self.start()
         if self._leak is not None:
             return None  # a leak is final: nothing more to pay for
         self._count += n
-        if self._count < self.every * self.stride:
+        if self._count < self.every:
             return None
         self._count = 0
         if self._warmed < self.warmup:  # a warm-up: timed (the budget's work), not sampled
@@ -142,24 +144,17 @@ class Watch:
         return self.sample()
 
     def sample(self) -> Round | None:
-        """Take one sample now, and judge it (see the module docstring). The first sample also
-        fixes the stride (`_widen`); where that widens it, the first is not judged (its grid
-        is not the later samples')."""
+        """Take one sample now, and judge it (see the module docstring). The first sample, a full
+        one, also sets how often a sample is full (`_full_every`)."""
         self.start()
         began = time.perf_counter()
         first = not self._costs
-        cheap = sample(self._process, self.objects, full=False) if first else None
-        middle = time.perf_counter()
         full = first or len(self._costs) % self.full_every == 0
         found = sample(self._process, self.objects, full=full)
-        ended = time.perf_counter()
-        work = began - self._last
+        if first:
+            self._full_every(time.perf_counter() - began, began - self._last)
         for name in SAMPLED:
             self._series[name].append(found[name])
-        if first and cheap is not None and self._widen(middle - began, ended - middle, work):
-            self._costs.append(ended - began)
-            self._last = ended
-            return None
         done = self._judge.add(found)
         self._last = time.perf_counter()
         self._costs.append(self._last - began)  # the judging included: it is the watch's cost
@@ -169,30 +164,20 @@ class Watch:
                 self._decided_leak()
         return done
 
-    def _widen(self, cheap: float, full: float, work: float) -> bool:
-        """Fix the stride and full_every from the first sample's costs (seconds: the cheap reads,
-        a full sample) and the work of one boundary (the warm-up's median, else the work before
-        that sample): half of `budget` each, stride k = ceil(cheap / (budget / 2 × work)) and
-        m = ceil(full / (budget / 2 × k × work)). True where k > 1 (the first is not judged)."""
+    def _full_every(self, full: float, work: float) -> None:
+        """One sample in m full, from a full sample's cost and the work of one boundary (seconds:
+        the warm-up's median, else the work before the first sample): m = ceil(full / (budget ×
+        work)), so full samples cost `budget` of the work."""
         work = statistics.median(self._works) if self._works else work
         if self.budget is None or work <= 0:
-            return False
-        share = self.budget / 2 * work
-        stride = max(1, math.ceil(cheap / share))
-        self.full_every = max(1, math.ceil(full / (share * stride)))
+            return
+        self.full_every = max(1, math.ceil(full / (self.budget * work)))
         LOG.info(
-            "leakbench watch: a sample costs %.4f s, a full one %.3f s, of %s; sampling every %s,"
-            " one in %d full",
-            cheap,
+            "leakbench watch: a full sample costs %.3f s, of %s; one in %d full",
             full,
             self._unit_words(self.every),
-            self._unit_words(self.every * stride),
             self.full_every,
         )
-        if stride <= 1:
-            return False
-        self.stride = stride
-        return True
 
     def _decided_leak(self) -> None:
         self._leak = self.result()
@@ -228,7 +213,7 @@ class Watch:
             signals=last.signals if last else [],
             decision=last.decision if last else None,
             why=last.why if last else None,
-            sample=self._unit_words(self.every * self.stride),
+            sample=self._unit_words(self.every),
             samples=taken,
             warmup=self._warmed,
             rounds=len(self._rounds),

@@ -133,16 +133,20 @@ def test_a_watch_skips_its_warm_up_and_states_its_cost():
     assert "s per sample" in found.text() and "no-leak" in found.text()
 
 
-def test_the_decorator_steps_per_call_and_the_budget_widens_the_stride():
+def test_the_decorator_steps_per_call_and_the_budget_spaces_full_samples_not_samples():
+    """The judge's bars are per sample: a sample stays one boundary's work, however little work
+    that is; the budget only makes full samples rarer."""
     w = watch(every=1, budget=0.01)
 
     @w
     def one_step():
-        return 1  # no work: a sample costs far more than 1 % of it
+        return 1  # no work: a full sample costs far more than 1 % of it
 
     for _ in range(Settings().warmup + 5):
         one_step()
-    assert one_step.watch is w and w.stride > 1 and w.result().sample == f"{w.stride} steps"
+    found = w.result()
+    assert one_step.watch is w and found.sample == "1 step" and found.samples == 5
+    assert w.full_every > 1
 
 
 def test_a_kept_buffer_reads_leak_in_this_process():

@@ -40,7 +40,6 @@ def replicate(kind, k, leak_at=None, status="ok", rounds=None, **more):
         "samples": leak_at["samples"] if leak_at else 500,
         "units": leak_at["units"] if leak_at else 503,
         "sample": "1 epoch",
-        "stride": 1,
         "full_every": 800,
         "unit_seconds": 0.05,
         "cost_share": 0.004,
