@@ -81,6 +81,12 @@ def name_beside(name: str, machine: tuple) -> str:
     return f"{base}-{machine_slug(machine)}" + (LOCAL if is_local(name) else "")
 
 
+def name_here(results: Path) -> str:
+    """'vm-amd-epyc-2c': asv's machine name (asv_machine) and this machine's CPU (name_beside), as
+    the measurement scripts name their files under results/."""
+    return name_beside(asv_machine(results), this_machine())
+
+
 def is_local(machine: str) -> bool:
     """Whether a machine folder holds a user's own runs (LOCAL), not published records."""
     return machine.endswith(LOCAL)
