@@ -129,7 +129,7 @@ def measure(
     while (look := protocol.next_look(rec, child.reps)) is not None:
         run = replace(child, reps=look.reps, heap_reps=0, child_options=options)
         outcome = runner.run_child(target.scenario.path, params, run, on_message)
-        rec = protocol.take(rec, target.scenario, look, outcome)
+        rec = protocol.take(rec, look, outcome)
     return rec
 
 

@@ -543,9 +543,7 @@ def test_a_record_is_built_whole_and_a_confirmation_makes_a_new_one():
 
     first = {**rec, "verdict": "leak", "signals": ["held"]}
     look = protocol.Look("confirmation", 18, ["held"])
-    again = protocol.take(
-        first, t.scenario, look, runner.Outcome("over-cap", "repetitions", {}, 2.0)
-    )
+    again = protocol.take(first, look, runner.Outcome("over-cap", "repetitions", {}, 2.0))
     assert (
         list(again) == [*first, "confirmation"]
         and first["verdict"] == "leak"

@@ -500,11 +500,11 @@ def test_confirmation_reads_the_later_half_of_a_longer_run():
     # a creep that levels off: 3 x the bar per repetition for 12 repetitions, then flat
     levelled = np.minimum(line(3 * HELD_SLOPE_MIN, n=n), 3 * HELD_SLOPE_MIN * 12 + BASE)
     assert verdict.moved(trend_dict(levelled[:12]), HELD_SLOPE_MIN)  # a first run of 12 reads leak
-    later = protocol.later_metrics(held_run(noisy(levelled, KIB, seed=2)), growth_scenario())
+    later = protocol.later_metrics(held_run(noisy(levelled, KIB, seed=2)))
     found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found)[:2] == ("no-leak", []) and not found.extend
     assert "stopped growing" in found.why
-    later = protocol.later_metrics(held_run(steady), growth_scenario())
+    later = protocol.later_metrics(held_run(steady))
     assert len(looks.later_half(list(steady))) == 18
     found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
     assert decided(found) == ("leak", ["held"], ["held"]) and "grew steadily" in found.why
@@ -547,7 +547,7 @@ def extension_run(malloc: np.ndarray, held: np.ndarray | None = None, pymalloc=N
     run["series"]["malloc_used_bytes"] = list(malloc)
     run["series"]["pymalloc_used_bytes"] = list(small)
     run["series"]["allocated_bytes"] = list(np.asarray(malloc) + small)
-    later = protocol.later_metrics(run, growth_scenario())
+    later = protocol.later_metrics(run)
     return later, protocol.envelope_of(run, later)
 
 
@@ -630,7 +630,7 @@ def test_a_later_half_that_grows_on_under_the_bar_is_measured_longer():
     n = looks.confirmation_reps(12)
     for rate, extend in ((8.25 * KIB, True), (HELD_SLOPE_MIN / 4, False), (0.0, False)):
         held = noisy(line(rate, n=n), KIB / 4, seed=6)
-        later = protocol.later_metrics(held_run(held), growth_scenario())
+        later = protocol.later_metrics(held_run(held))
         found = looks.confirm(["held"], "ok", later, flat_metrics(), n)
         assert found.extend is extend, (rate, found.why)
         assert ("still grew, under the bar" in found.why) is extend

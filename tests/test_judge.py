@@ -38,11 +38,6 @@ RECORDS = _records()
 IDS = [f"{r['environment']['tensorflow']}-{r['pair']}-{r['variant']}" for r in RECORDS]
 
 
-class _Kind:
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-
-
 def _statuses(rec: dict) -> list[str]:
     """The runs' statuses as the first reading read them: a run that stalled in teardown after
     its measurement was in reads ok (record.statuses)."""
@@ -56,7 +51,6 @@ def _statuses(rec: dict) -> list[str]:
 
 def _replay(rec: dict) -> dict:
     """The record the protocol makes of `rec`'s own measurements."""
-    scenario = _Kind(rec["kind"])
     metrics = rec["metrics"]
     word, signals = verdict.decide(_statuses(rec), metrics)
     first = {k: v for k, v in rec.items() if k not in protocol.LOOKS and k != "decision"}
@@ -70,7 +64,7 @@ def _replay(rec: dict) -> dict:
         assert kept, f"the judge asks for a {look.key} the record did not measure"
         assert (look.reps, look.candidates) == (kept["reps"], kept["candidates"])
         run = kept["run"]
-        later = protocol.later_metrics(run, scenario) if kept["status"] == "ok" else None
+        later = protocol.later_metrics(run) if kept["status"] == "ok" else None
         if look.key == "confirmation":
             decided = looks.confirm(look.candidates, kept["status"], later, metrics, look.reps)
         else:

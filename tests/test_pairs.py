@@ -16,7 +16,6 @@ from conftest import own_processes
 
 from leakbench import catalog, expectation
 from leakbench.analysis.judge import protocol, verdict
-from leakbench.contract import read_metadata
 from leakbench.measure import measure
 from leakbench.settings import Settings
 
@@ -99,8 +98,7 @@ def test_growth_pair(pair_record, name, signal, retained):
         assert "the growth stopped" in why or "under the bar of" in why, why
         return
     if "confirmation" in fixed:
-        scenario = read_metadata(ROOT / catalog.VARIANT_DIRS["fixed"] / f"{name}.py")
-        held = protocol.later_metrics(fixed["confirmation"]["run"], scenario)["held_growth"]
+        held = protocol.later_metrics(fixed["confirmation"]["run"])["held_growth"]
     assert verdict.rate(held) < verdict.HELD_SLOPE_MIN
     assert slope(fixed, "python_objects_growth") < verdict.OBJECT_SLOPE_MIN
 

@@ -147,7 +147,8 @@ def _trend(values, unit: str) -> dict | None:
 
 
 def metrics(runs: list[dict], scenario, reps: int) -> dict:
-    """Metrics of a measurement; growth and heap from the first (default-size) run."""
+    """Metrics of a measurement; growth and heap from the first (default-size) run. scenario
+    (its kind and size_param) is read only for a peak scenario's several runs: None for one run."""
     first = runs[0]
     out: dict = {}
     for metric in registry.METRICS:
@@ -189,7 +190,7 @@ def metrics(runs: list[dict], scenario, reps: int) -> dict:
     out["gpu_peak_bytes"] = first.get("gpu_peak_bytes")
     spent = first["seconds"].get("repetitions")
     out["seconds_per_repetition"] = spent / reps if spent else None
-    if scenario.kind == "peak" and len(runs) > 1:
+    if len(runs) > 1 and scenario.kind == "peak":  # one run (a longer look): no scenario read
         sizes = [r["params"][scenario.size_param] for r in runs]
         peaks = [r["peak_above_baseline_bytes"] for r in runs]
         out["peak_scaling"] = {

@@ -97,7 +97,7 @@ def next_look(rec: Record, reps: int) -> Look | None:
     return None
 
 
-def take(rec: Record, scenario, look: Look, outcome) -> Record:
+def take(rec: Record, look: Look, outcome) -> Record:
     """A new record: `rec` with what `look`, measured by `outcome` (an Outcome), decided.
 
     Adds look.key ("confirmation" or "extension"): reps, status, candidates, the signals that
@@ -107,7 +107,7 @@ def take(rec: Record, scenario, look: Look, outcome) -> Record:
     (`envelope_of`).
     """
     run = record.run_entry(outcome)
-    later = later_metrics(run, scenario) if outcome.result else None
+    later = later_metrics(run) if outcome.result else None
     kept: dict = {}
     if look.key == "confirmation":
         decided = looks.confirm(look.candidates, outcome.status, later, rec["metrics"], look.reps)
@@ -139,12 +139,13 @@ def take(rec: Record, scenario, look: Look, outcome) -> Record:
     )
 
 
-def later_metrics(run: dict, scenario) -> dict:
+def later_metrics(run: dict) -> dict:
     """Metrics of a longer look's run (record.run_entry) over the later half of its series
-    (looks.later_half), the part its decision reads (looks.confirm, extension.extended)."""
+    (looks.later_half), the part its decision reads (looks.confirm, extension.extended). One run:
+    whatever the scenario's kind, it reads the same."""
     series = {name: looks.later_half(values) for name, values in run["series"].items()}
     half = len(series["rss_bytes"])
-    return record.metrics([{**run, "series": series}], scenario, half)
+    return record.metrics([{**run, "series": series}], None, half)
 
 
 def envelope_of(run: dict, later: dict) -> dict:
@@ -196,7 +197,7 @@ def with_decision(rec) -> Record:
             and series.get("rss_bytes")
             and set(SERIES_UNITS) <= set(series)
         ):
-            later = later_metrics({**run, "series": series}, _Kind(rec.get("kind") or "growth"))
+            later = later_metrics({**run, "series": series})
     return {**rec, "decision": decision.decide(rec, later, look)}
 
 
@@ -215,10 +216,3 @@ def _summed(series: dict) -> dict:
             parts = zip(*(found[p] for p in s.sum_of))
             found[s.name] = [None if None in vs else sum(vs) for vs in parts]
     return found
-
-
-class _Kind:
-    """What record.metrics reads of a scenario for one run: its kind."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
