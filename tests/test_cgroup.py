@@ -99,6 +99,22 @@ def test_an_oom_kill_is_read(tmp_path, version, name, text, killed):
     assert cgroup.RunGroup(version, tmp_path).oom_killed() is killed
 
 
+@pytest.mark.parametrize(
+    "version, text, full",
+    [
+        # the thrash measured: 4.8 MiB under a 1 GiB limit in rss, 1 MB of cache, no kill
+        (1, "cache 1003520\nrss 1068728320\nmapped_file 0\n", True),
+        (1, "cache 1003520\nrss 1048576000\n", False),  # 24 MiB under: room left
+        (2, "file 1003520\nanon 1068728320\n", True),
+        (2, "anon 1048576000\n", False),
+        (1, "", False),  # unreadable
+    ],
+)
+def test_a_group_full_of_anonymous_memory_is_read(tmp_path, version, text, full):
+    (tmp_path / "memory.stat").write_text(text)
+    assert cgroup.RunGroup(version, tmp_path).full(1 << 30) is full
+
+
 def test_the_peak_is_read(tmp_path):
     (tmp_path / "memory.max_usage_in_bytes").write_text("314572800\n")
     assert cgroup.RunGroup(1, tmp_path).peak_bytes() == 300 * MIB
@@ -183,6 +199,16 @@ def test_the_kernel_kills_at_the_cap_and_the_run_reads_over_cap(tmp_path, monkey
     assert group is not None and not group.path.exists(), "the run's cgroup is removed"
 
 
+class _Group:
+    """A run's cgroup as over_limits reads it: full of anonymous memory, or not."""
+
+    def __init__(self, full: bool):
+        self._full = full
+
+    def full(self, limit_bytes: int) -> bool:
+        return self._full
+
+
 class _Tree:
     """What Supervised.over_limits reads of a run: its tree's RSS, its group, the kernel's kill."""
 
@@ -202,8 +228,10 @@ class _Tree:
     [
         # under a run's cgroup the kernel alone kills for memory: a tree RSS past the cap counts
         # library pages charged elsewhere (TensorFlow's ~300 MiB), not what the kernel holds
-        ("cgroup v1", 2 * MIB, False, None),
-        ("cgroup v1", 0, True, "over-cap"),
+        (_Group(full=False), 2 * MIB, False, None),
+        (_Group(full=False), 0, True, "over-cap"),
+        # full of anonymous memory: the kernel may reclaim code pages for minutes without a kill
+        (_Group(full=True), 0, False, "over-cap"),
         # the poll's way: the tree's RSS past the cap
         (None, 2 * MIB, False, "over-cap"),
         (None, MIB // 2, False, None),

@@ -4,8 +4,10 @@ can make late (docs/protocol.md, "How the cap is enforced").
 RunGroup.create makes a cgroup under the one this process's memory is charged to, limited to the
 cap; the supervisor starts the child inside it (leakbench.engine.supervise), so every page the
 child's tree touches is charged to it from the first. Past the limit the kernel reclaims page cache
-first, then OOM-kills in the group: oom_killed reads that it did. Both hierarchies (kernel
-Documentation/admin-guide/cgroup-v1/memory.rst, cgroup-v2.rst):
+first, then OOM-kills in the group: oom_killed reads that it did. Where the group's own code pages
+are what it reclaims, the kernel can go on reclaiming them without a kill: `full` reads a group
+whose anonymous memory has reached the limit, and the supervisor kills it as over its cap.
+Both hierarchies (kernel Documentation/admin-guide/cgroup-v1/memory.rst, cgroup-v2.rst):
 - v1: the memory controller's own hierarchy, memory.limit_in_bytes (and
   memory.memsw.limit_in_bytes where swap is accounted, so that swap does not escape the limit);
 - v2: the unified hierarchy, memory.max (and memory.swap.max 0), only where this process's cgroup
@@ -33,6 +35,11 @@ PREFIX = "leakbench-"  # of a run's cgroup's name
 # An empty run cgroup this old was left by a runner killed before it could remove it (SIGKILL):
 # a live run's group is empty only between its mkdir and its shell's move, and after its last kill.
 STALE_SECONDS = 60.0
+# A group whose anonymous memory is within this of its limit is full: with no swap, what is left
+# to reclaim is the page cache of the code it runs, and the kernel can reclaim and re-read those
+# pages for minutes without an OOM kill (measured: unbounded_cache at 10x under a 1 GiB cap
+# thrashed 2 min at 1,068,728,320 bytes of rss, 4.8 MiB under the limit, 1 MB of cache).
+FULL_SLACK_BYTES = 16 * 1024 * 1024
 
 
 def memory_folders(text: str, root: Path) -> list[tuple[int, Path]]:
@@ -120,6 +127,17 @@ class RunGroup:
         if "oom_kill" in fields:
             return int(fields["oom_kill"]) > 0
         return fields.get("under_oom", "0") != "0"
+
+    def full(self, limit_bytes: int) -> bool:
+        """Whether the group's anonymous memory (v1 memory.stat rss, v2 anon) is within
+        FULL_SLACK_BYTES of `limit_bytes`: it can only go on by re-reading its own code's pages
+        (see FULL_SLACK_BYTES), so the run is over its cap whether or not the kernel kills it."""
+        name = "rss" if self.version == 1 else "anon"
+        fields = dict(
+            line.split()[:2] for line in _text(self.path / "memory.stat").splitlines() if line
+        )
+        value = fields.get(name, "")
+        return value.isdigit() and int(value) >= limit_bytes - FULL_SLACK_BYTES
 
     def peak_bytes(self) -> int | None:
         """The most the group was charged at once (bytes): v1 memory.max_usage_in_bytes, v2

@@ -207,8 +207,9 @@ class Supervised:
         return self._killed_at_cap
 
     def over_limits(self, cap_bytes: int, deadline: float) -> str | None:
-        """ "over-cap" if the kernel killed in the run's cgroup at its limit, or, where no cgroup
-        holds the cap, if the tree's RSS passed cap_bytes; "hang" past `deadline`
+        """ "over-cap" if the kernel killed in the run's cgroup at its limit or the group is full
+        (cgroup.RunGroup.full), or, where no cgroup holds the cap, if the tree's RSS passed
+        cap_bytes; "hang" past `deadline`
         (time.monotonic); else None.
 
         The tree: the child, its descendants (orphans among them: the child is their
@@ -222,7 +223,10 @@ class Supervised:
             except psutil.Error:
                 pass
         self.max_rss_bytes = max(self.max_rss_bytes, rss)
-        over = self.killed_at_cap() if self.group is not None else rss > cap_bytes
+        if self.group is not None:  # the kernel's kill, or a group full of what it cannot reclaim
+            over = self.killed_at_cap() or self.group.full(cap_bytes)
+        else:
+            over = rss > cap_bytes
         if over:
             return "over-cap"
         return "hang" if time.monotonic() > deadline else None
