@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import math
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from leakbench.analysis import record
+from leakbench.analysis import estimate, record
 from leakbench.analysis.judge import protocol
 from leakbench.analysis.record_type import Record
 from leakbench.catalog import Target
@@ -86,6 +87,8 @@ def measure(
     does not allow for that.
     """
     settings = settings.resolved()
+    # the verdict's statistics are imported while the first child imports TensorFlow
+    threading.Thread(target=estimate.warm_up, daemon=True).start()
     # the allocator the verdict's signals need (supervise.allocator), under the scenario's own
     env = {**supervise.allocator(target.scenario.kind), **target.scenario.env, **(env or {})}
     lacking = preload.missing(env)

@@ -18,7 +18,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 from leakbench.units import MIB
 
@@ -62,8 +61,16 @@ class Trend:
         return asdict(self)
 
 
+def warm_up() -> None:
+    """Import scipy.stats now (about 1 s on the reference machine): leakbench.measure calls this in
+    a thread while its first child imports TensorFlow, so the verdict does not wait for it."""
+    import scipy.stats  # noqa: F401
+
+
 def trend(values) -> Trend | None:
     """Trend of `values` (one per repetition, shape (n,)); None if n < 3 or a value is missing."""
+    from scipy import stats  # on first use, or warm_up's: no import of the CLI waits for it
+
     if values is None or len(values) < 3 or any(v is None for v in values):
         return None
     y = np.asarray(values, dtype=float)

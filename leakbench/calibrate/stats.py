@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from scipy import stats
 
 from leakbench import expectation
 from leakbench import metrics as registry
@@ -84,6 +83,8 @@ def trend_only(trend: dict | None) -> bool:
 
 def _rate(k: int, n: int) -> dict:
     """{k, n, rate = k/n, low, high}: the 95 % Wilson interval; rate and bounds None for n = 0."""
+    from scipy import stats  # on first use: the CLI's import of every command does not wait for it
+
     if n == 0:
         return {"k": 0, "n": 0, "rate": None, "low": None, "high": None}
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
