@@ -111,8 +111,8 @@ def test_a_longer_look_is_read_as_the_judge_reads_it(floors, monkeypatch):
     that measured nothing, gives no row."""
     seen = []
 
-    def later_metrics(run, scenario):
-        seen.append((run, scenario.kind))
+    def later_metrics(run):
+        seen.append(run)
         return {"held_growth": floor_trend(12 * KIB), "allocated_growth": floor_trend(13 * KIB)}
 
     monkeypatch.setattr(floors.protocol, "later_metrics", later_metrics)
@@ -121,7 +121,7 @@ def test_a_longer_look_is_read_as_the_judge_reads_it(floors, monkeypatch):
     rec = floor_record("dataset_per_step", 13 * KIB, decision=decision)
     rec["extension"] = {"status": "ok", "run": {"series": "the look's"}}
     row = floors.looked("2.16.2", rec)
-    assert seen == [({"series": "the look's"}, "growth")]
+    assert seen == [{"series": "the look's"}]
     assert (row["look"], row["verdict"], row["value"], row["why"]) == (
         "extension",
         "no-leak",
