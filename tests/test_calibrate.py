@@ -717,3 +717,40 @@ def test_a_shape_reads_its_verdict_through_the_engines_looks(design, size, word,
     assert all(
         calibration_record[k]["why"] and calibration_record[k]["status"] == "ok" for k in made
     )
+
+
+def test_a_leak_missed_under_every_bar_says_which_measured_reach_forbids_a_lower_bar():
+    """8 KiB is under held memory's and memray heap's bars: the table says why it is missed,
+    from the controls' reaches at 0 and 8 KiB and the committed fixes' floor; a size caught in
+    every run, or at or over a bar, says nothing."""
+    found = shaped("python", 8 * KIB, ["no-leak"] * 3) + shaped("python", 16 * KIB, ["leak"] * 3)
+    found += [
+        calibrate.observe(
+            calibration_record(None, trend(10 * KIB)), calibrate.Case("python-cache6", 8 * KIB), 1
+        )
+    ]
+    floor = {"threshold": 13 * KIB, "floor": 5 * KIB, "set_by": "retracing fixed, vm/tf-2.16.2"}
+    result = {"summary": stats.summarize(found), "observations": found, "noise_floor": {}}
+    result["noise_floor"]["held"] = floor
+    (entry,) = stats.under_the_bars(result)
+    assert entry["size"] == 8 * KIB and entry["missed"] == ["python"]
+    heap, held = entry["signals"]["heap"], entry["signals"]["held"]
+    assert heap["controls"] == {"reach": 10 * KIB, "set_by": "python-cache6 at 8 KiB, run 1"}
+    assert heap["fixes"] is None and held["controls"] is None
+    assert held["fixes"] == {"reach": 5 * KIB, "set_by": "retracing fixed, vm/tf-2.16.2"}
+    text = markdown(
+        {
+            "machine": "m",
+            "environment": {"tensorflow": None},
+            "settings": {"warmup": 3, "reps": 12, "heap_reps": 6},
+            "peer_summary": [],
+            "cost": {},
+            "targets": [],
+            **result,
+        }
+    )
+    assert "Why 8 KiB/rep is missed: it is under every deciding bar" in text
+    assert "the controls reach 10.0 KiB/rep (python-cache6 at 8 KiB, run 1; over 8 KiB)" in text
+    assert "the fixes reach 5.0 KiB/rep (retracing fixed, vm/tf-2.16.2; under 8 KiB)" in text
+    caught = stats.summarize(shaped("python", 8 * KIB, ["leak"] * 3))
+    assert stats.under_the_bars({"summary": caught, "observations": []}) == []

@@ -25,6 +25,7 @@ import numpy as np
 from leakbench import expectation
 from leakbench import metrics as registry
 from leakbench.analysis.judge import verdict
+from leakbench.units import format_bytes
 
 # The signals calibration reads (the registry's CALIBRATION view), by their record["signals"] name,
 # each with its threshold: held memory and memray's heap
@@ -218,3 +219,51 @@ def summarize_peers(found: list[dict]) -> list[dict]:
             }
         )
     return rows
+
+
+def under_the_bars(result: dict) -> list[dict]:
+    """Why a designed leak under every deciding bar is missed: one entry per such size (bytes per
+    repetition) at which some leak design is caught in fewer than all its runs.
+
+    Each entry: size, missed (the designs' names), and per deciding signal of SIGNALS (held
+    memory, memray heap) its bar (the registry's threshold, bytes/repetition) and what a bar at
+    `size` would call a leak: `controls`, the largest reach (stats.reach, bytes/repetition) among
+    the control runs at 0 and at `size` with the run that sets it, and `fixes`, the committed
+    records' noise floor (calibration.add_context's noise_floor: the controls at 0 and the
+    committed fixes that read as expected). Either is None where not measured. A reach at or above
+    `size` is a false alarm a bar at `size` would give: the measured floor that forbids it.
+    """
+    deciding = {name: m for name, m in SIGNALS.items() if not m.fallback}
+    lowest = min(m.threshold for m in deciding.values())
+    missed: dict[int, list[str]] = {}
+    for r in result["summary"]:
+        caught = r.get("caught") or r["leak"]
+        size = r["bytes_per_rep"]
+        if not is_control(r) and size < lowest and caught["n"] and caught["k"] < caught["n"]:
+            missed.setdefault(size, []).append(r["holder"])
+    floors = result.get("noise_floor") or {}
+    out = []
+    for size, designs in sorted(missed.items()):
+        signals = {}
+        for name, m in deciding.items():
+            runs = [
+                (
+                    f"{o['holder']} at {format_bytes(o['bytes_per_rep'], whole=True)}, "
+                    f"run {o['run']}",
+                    o.get(f"{name}_reach"),
+                )
+                for o in result["observations"]
+                if is_control(o) and o["bytes_per_rep"] in (0, size)
+            ]
+            seen = [(w, r) for w, r in runs if r is not None]
+            worst = max(seen, key=lambda x: x[1], default=None)
+            floor = floors.get(name)
+            signals[name] = {
+                "bar": m.threshold,
+                "controls": None if worst is None else {"reach": worst[1], "set_by": worst[0]},
+                "fixes": None
+                if not floor or floor["set_by"] is None
+                else {"reach": floor["floor"], "set_by": floor["set_by"]},
+            }
+        out.append({"size": size, "missed": designs, "signals": signals})
+    return out
