@@ -233,8 +233,8 @@ def under_the_bars(result: dict) -> list[dict]:
     committed fixes that read as expected). Either is None where not measured. A reach at or above
     `size` is a false alarm a bar at `size` would give: the measured floor that forbids it.
     """
-    deciding = {name: m for name, m in SIGNALS.items() if not m.fallback}
-    lowest = min(m.threshold for m in deciding.values())
+    deciding = {name: m for name, m in SIGNALS.items() if not m.fallback and m.threshold}
+    lowest = min(float(m.threshold or 0) for m in deciding.values())
     missed: dict[int, list[str]] = {}
     for r in result["summary"]:
         caught = r.get("caught") or r["leak"]
