@@ -178,3 +178,24 @@ PAIRS = ["stateful_map", "dataset_per_step", "retracing"]
 @pytest.mark.parametrize("pair", PAIRS)
 def test_the_loop_watcher_reads_what_leakbench_run_reads(pair, variant, tmp_path):
     assert_reads_as_run("loop", pair, variant, tmp_path)
+
+
+def test_a_look_keeps_no_memory_that_grows_with_the_samples():
+    """Each look's Theil–Sen pairs are freed after it: the watch's process is the one measured.
+    A cache of the last 64 sizes of pairs kept n(n-1)/2 pairs of 16 bytes each, so held memory
+    rose about n KiB a sample and a fixed Keras fit read `leak` (scripts/watch-table)."""
+    import tracemalloc
+
+    from leakbench import metrics as registry
+    from leakbench.analysis.judge import interval
+
+    values = [13 * 1024 * i for i in range(interval.THIN)]
+    interval.read(values, registry.HELD, 13 * 1024, 1e-3, 2)  # what a first look imports
+    tracemalloc.start()
+    try:
+        for n in range(20, interval.THIN + 1):
+            interval.read(values[:n], registry.HELD, 13 * 1024, 1e-3, 2)
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept < 64 * 1024, kept

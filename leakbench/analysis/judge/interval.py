@@ -6,7 +6,6 @@ so a look costs a few ms however long the watch.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -47,8 +46,11 @@ def steady(values, bar: float, windows: int) -> bool:
     return min(rises) >= registry.STEADY_RISE_SHARE * bar * length
 
 
-@functools.lru_cache(maxsize=64)
 def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Theil–Sen's pairs i < j of n points, made at each look and freed after it. Not cached: the
+    watch's process is the one measured, and a cache of the last 64 sizes kept 16 bytes a pair of
+    each, n(n-1)/2 pairs: its held memory then rose about n KiB a sample as the watch went on,
+    and a fixed Keras fit read `leak` (scripts/watch-table)."""
     return np.triu_indices(n, 1)
 
 
