@@ -14,10 +14,12 @@ leakbench.engine.tree_kill's docstring.
 The cap (a child given cap_bytes): where a memory cgroup can be made for the run
 (leakbench.engine.cgroup), the child starts inside it, limited to the cap, and the kernel holds
 what the run is charged to the cap: a poll made late by a busy machine lets a fast allocation run
-past the cap by what it allocates meanwhile, the kernel does not. There the kernel alone kills for
-memory (over_limits reads its OOM kill): the tree's RSS is not what the kernel charges (it counts
-library pages charged to whoever first read them, TensorFlow's ~300 MiB), and a poll reading it
-killed runs the kernel would have let finish, at a bound no one could state. Elsewhere the poll
+past the cap by what it allocates meanwhile, the kernel does not. There the tree's RSS does not
+decide (it counts library pages charged to whoever first read them, TensorFlow's ~300 MiB, and a
+poll reading it killed runs the kernel would have let finish, at a bound no one could state):
+over_limits reads the kernel's OOM kill, and ends as over-cap a group whose anonymous memory is
+within cgroup.FULL_SLACK_BYTES of its limit, where the kernel may reclaim the child's code pages
+for minutes instead of killing (docs/limits.md). Elsewhere the poll
 alone holds the cap, and the child runs at a lower priority (CHILD_NICE) so that the supervisor
 gets the CPU first. The poll measures the tree's RSS (max_rss_bytes) in both cases.
 """
