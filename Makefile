@@ -1,6 +1,6 @@
 # Two commands for a fresh machine (Python 3.11 with venv):
 #   make run    set up .venv with TensorFlow $(TF_VERSION) and measure every pair, one child per core
-#               at once, filing the records in results/records/<machine>/tf-<version>.jsonl
+#               at once, filing the records in results/records/<machine>.local/tf-<version>.jsonl
 #   make test   set up the same .venv and run the test suite
 # (make lint: ruff and mypy, which CI runs before make test)
 #   make publish  regenerate the published dataset (every pair on every build, asv, the tables):

@@ -14,15 +14,8 @@ from __future__ import annotations
 
 from leakbench.analysis.judge import verdict
 from leakbench.calibrate import peers
-from leakbench.calibrate.stats import (
-    ASV_FACTOR,
-    CONTROL,
-    SIGNALS,
-    is_control,
-    shape_of,
-    under_the_bars,
-)
-from leakbench.reporters import markdown_table
+from leakbench.calibrate.stats import ASV_FACTOR, CONTROL, SIGNALS, is_control, shape_of
+from leakbench.reporters import markdown_table, under_bars
 from leakbench.units import KIB, format_bytes
 
 
@@ -97,42 +90,13 @@ def _shape_table(result: dict) -> list[str]:
         ]
         for (shape, design, leaks), cells in rows.items()
     )
-    return ["### Verdicts by shape", "", *markdown_table(head, body), "", *_why_missed(result)]
-
-
-def _kib(x: float) -> str:
-    return format_bytes(x, unit=KIB, digits=1)
-
-
-def _why_missed(result: dict) -> list[str]:
-    """Each size a leak design is missed at under every deciding bar, with the measured reaches
-    that forbid a bar that low (stats.under_the_bars)."""
-    lines = []
-    for entry in under_the_bars(result):
-        size = entry["size"]
-        bars = ", ".join(
-            f"{SIGNALS[n].label} {_kib(s['bar'])}/rep" for n, s in entry["signals"].items()
-        )
-        said = []
-        for name, s in entry["signals"].items():
-            parts = [
-                f"{what} reach {_kib(found['reach'])}/rep ({found['set_by']}; "
-                + ("over" if found["reach"] >= size else "under")
-                + f" {format_bytes(size, whole=True)})"
-                for what, found in (("the controls", s["controls"]), ("the fixes", s["fixes"]))
-                if found
-            ]
-            label = SIGNALS[name].label.capitalize()
-            said.append(f"{label}: " + ("; ".join(parts) or "not measured"))
-        lines += [
-            f"Why {format_bytes(size, whole=True)}/rep is missed: it is under every deciding bar "
-            f"({bars}), and a bar that low would call a control or a fix a leak where a measured "
-            "reach is over it. " + ". ".join(said) + ". The controls are the shape library's at "
-            f"0 and {format_bytes(size, whole=True)}; the fixes, the committed records' noise "
-            "floor (below). The published machine's floors: results/floors/.",
-            "",
-        ]
-    return lines
+    return [
+        "### Verdicts by shape",
+        "",
+        *markdown_table(head, body),
+        "",
+        *under_bars.why_missed(result),
+    ]
 
 
 def _detection_table(result: dict) -> list[str]:
