@@ -192,9 +192,10 @@ def test_leaky_pair_at_ten_times_its_size_ends_over_cap_under_the_default_cap(fa
     (wait4) is no bound there: it counts the shared library pages the child maps that are
     charged to whoever read them first (~300 MiB of TensorFlow's). Where the poll alone holds
     the cap, the peak passes it by what is allocated while the poll waits for the CPU.
-    results/cap/vm-amd-epyc-2c-overshoot.md, 20 runs per cell: under the cgroup the kernel killed
-    in all 40 and the charge never passed the cap (+0.0 MiB; wait4 +313 to +316 MiB); the poll
-    +55.5 MiB alone, +220.2 MiB beside two busy loops (POLL_OVERSHOOT_MEASURED).
+    results/cap/vm-amd-epyc-2c-overshoot.md, 20 runs per cell: under the cgroup all 40 ended
+    over-cap within 10.4 s (35 at a full group, 5 by the kernel) and the charge never passed the
+    cap (+0.0 MiB; wait4 +249 to +274 MiB); the poll +55.5 MiB alone, +220.2 MiB beside two busy
+    loops (POLL_OVERSHOOT_MEASURED).
     """
     # 1.25 GiB left
     fake_cgroup("0::/job", "job", {"memory.max": str(5 << 28), "memory.current": "0"})
