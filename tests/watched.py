@@ -48,7 +48,8 @@ def run_watched(kind: str, pair: str, variant: str, folder: Path) -> dict:
         finally:
             child.kill()
     tail = log.read_text()[-2000:]
-    assert stopped is None, f"{kind} {pair} {variant}: {stopped} after {child.seconds():.0f} s"
+    ended = f"{stopped} after {child.seconds():.0f} s"
+    assert stopped is None, f"{kind} {pair} {variant}: {ended}; its log:\n{tail}"
     assert child.returncode == 0, f"{kind} {pair} {variant} exited {child.returncode}:\n{tail}"
     return json.loads(out.read_text())
 

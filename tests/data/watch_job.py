@@ -100,10 +100,14 @@ def keras_job(pair: str, variant: str):
 
 def main(kind: str, pair: str, variant: str, out: str, most: str = "200") -> None:
     supervise.die_with_parent(os.getppid(), reaper=False)  # no leak outlives its supervisor
+    # each phase in the log as it starts: a job that hangs shows where (its log is the test's)
+    print("building the job", flush=True)
     w, step = (loop_job if kind == "loop" else keras_job)(pair, variant)
+    print("watching", flush=True)  # nothing printed per step: the watch measures this process
     with w:
         while w.result().rounds == 0 and w.result().samples < int(most):
             step()
+    print(f"decided at {w.result().samples} samples; leaving the job", flush=True)
     found = w.result().as_dict()
     found.pop("series")
     Path(out).write_text(json.dumps(found))
