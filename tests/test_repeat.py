@@ -415,3 +415,34 @@ def test_cpu_hog_ends_by_itself_when_its_run_is_killed():
     for p in alive:  # the test's own safety net; the assertion says they stayed
         p.kill()
     assert not alive, [p.pid for p in alive]
+
+
+def _peak_row(variant: str, values: list[float]) -> dict:
+    decision = {"verdict": "x", "signal": "peak", "value": sorted(values)[1], "bar": 32 * MIB}
+    return {
+        "pair": "p",
+        "variant": variant,
+        "decided": [{"runs": 3, "median": decision, "min": min(values), "max": max(values)}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("leaky", "fixed", "words"),
+    [
+        ([48, 60, 90], [1, 2, 16], ["1.50 × the bar (≥ 1.5)", "0.50 × the bar (≤ 0.5)"]),
+        ([47, 60, 90], [1, 2, 17], ["1.47 × the bar (UNDER 1.5)", "0.53 × the bar (OVER 0.5)"]),
+    ],
+)
+def test_peak_margins_give_each_sides_worst_run_against_its_bar(leaky, fixed, words):
+    result = {
+        "summary": {
+            "rows": [
+                _peak_row("leaky", [x * MIB for x in leaky]),
+                _peak_row("fixed", [x * MIB for x in fixed]),
+            ]
+        }
+    }
+    (line,) = repeat_report.peak_margins(result)
+    assert line.startswith("- p (bar 32 MiB): leaky lowest ")
+    assert all(w in line for w in words), line
+    assert repeat_report.peak_margins(synthetic()) == []  # no run decided on the peak

@@ -179,6 +179,56 @@ def totals(result: dict) -> str:
     )
 
 
+# Issue 42's margins for a peak pair over the runs: the leaky side's lowest rise at least 1.5 ×
+# its bar, the fixed side's highest at most half of it, so neither side's spread reaches the bar.
+LEAKY_MARGIN = 1.5
+FIXED_MARGIN = 0.5
+
+
+def peak_margins(result: dict) -> list[str]:
+    """One line per peak pair (a pair whose runs decided on the peak): the leaky side's lowest
+    rise and the fixed side's highest over the runs, each as a multiple of the bar, and whether
+    it keeps its margin (LEAKY_MARGIN, FIXED_MARGIN). Empty where no run decided on the peak."""
+    sides: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for row in result["summary"]["rows"]:
+        for e in row.get("decided") or []:
+            d = e["median"]
+            if d.get("signal") != "peak" or not d.get("bar"):
+                continue
+            ends = [x for x in (e["min"], e["max"], d["value"]) if x is not None]
+            low, high = min(ends), max(ends)
+            old = sides.setdefault(row["pair"], {}).get(row["variant"])
+            if old:
+                low, high = min(low, old[0]), max(high, old[1])
+            sides[row["pair"]][row["variant"]] = (low, high, d["bar"])
+    lines = []
+    for pair, found in sides.items():
+        parts, bar = [], next(iter(found.values()))[2]
+        if "leaky" in found:
+            low = found["leaky"][0]
+            ok = low >= LEAKY_MARGIN * bar
+            parts.append(
+                f"leaky lowest {format_bytes(low)} = {low / bar:.2f} × the bar"
+                f" ({'≥' if ok else 'UNDER'} {LEAKY_MARGIN:g})"
+            )
+        if "fixed" in found:
+            high = found["fixed"][1]
+            ok = high <= FIXED_MARGIN * bar
+            parts.append(
+                f"fixed highest {format_bytes(high)} = {high / bar:.2f} × the bar"
+                f" ({'≤' if ok else 'OVER'} {FIXED_MARGIN:g})"
+            )
+        lines.append(f"- {pair} (bar {format_bytes(bar, whole=True)}): " + "; ".join(parts))
+    return lines
+
+
+MARGINS = (
+    "Peak margins over the runs: a leaky side's lowest rise should be at least "
+    f"{LEAKY_MARGIN:g} × the bar and a fixed side's highest at most {FIXED_MARGIN:g} × it, so "
+    "neither side's spread reaches the bar."
+)
+
+
 def markdown(result: dict) -> str:
     """The header (TF version, machine, runs, jobs, date, settings), the table and the totals."""
     slopes, rows = table(result)
@@ -210,4 +260,7 @@ def markdown(result: dict) -> str:
         "l" * 7 + "r" * len(slopes),
     )
     lines += ["", totals(result)]
+    margins = peak_margins(result)
+    if margins:
+        lines += ["", MARGINS, "", *margins]
     return "\n".join(lines) + "\n"
