@@ -93,6 +93,7 @@ def render(
                 tables=tables,
                 slopes_note=repeat_report.SLOPES,
                 decided_header=repeat_report.DECIDED_HEADER,
+                margins_about=repeat_report.MARGINS,
                 up="",
                 **common,
             ),

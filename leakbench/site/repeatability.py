@@ -23,7 +23,8 @@ def repeatability(results: Path, machine: str, lessons: set[str], notes: list) -
     by TF version then jobs; [] when there is none.
 
     Each table: {"id": its anchor (file stem less the machine), "file", "version", "jobs",
-    "title", "about", "totals", "runs_per_variant", "runs", "planned", "head": column titles,
+    "title", "about", "totals", "margins" (repeat_report.peak_margins, without the list marks),
+    "runs_per_variant", "runs", "planned", "head": column titles,
     "rows"}; a row is repeat_report.table's, plus CSS classes, and "href" to the pair's lesson
     when it has one (`lessons`: pair names), else None; "order", its sort key. A file that is no
     repeatability result of `machine` (unreadable, a FIFO or device, over jsonfile.MAX_BYTES, not
@@ -90,6 +91,7 @@ def _table(path: Path, result: dict, machine: str, lessons: set[str]) -> dict:
         ),
         "about": repeat_report.about(result),
         "totals": repeat_report.totals(result),
+        "margins": [line.removeprefix("- ") for line in repeat_report.peak_margins(result)],
         "runs_per_variant": result["runs_requested"],
         "runs": summary["runs"],
         "planned": planned,
