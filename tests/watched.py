@@ -1,6 +1,7 @@
 """Run a watched job (tests/data/watch_job.py) as the engine runs a child: in its own session,
-its process tree's RSS capped and its wall time limited (leakbench.engine.supervise), killed past
-either. A leaky job is never run without them (tests/test_watch.py, tests/test_keras_watch.py).
+its process tree's RSS capped and its time without progress limited
+(leakbench.engine.supervise), killed past either. A leaky job is never run without them
+(tests/test_watch.py, tests/test_keras_watch.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from leakbench.units import GIB
 JOB = Path(__file__).with_name("data") / "watch_job.py"
 REPO = Path(__file__).resolve().parents[1]
 CAP_BYTES = 2 * GIB  # each job's tree (a TensorFlow process is ~0.5 GiB; the leaks add < 0.5)
-TIMEOUT_SECONDS = 150.0  # each job: about 10-60 s on the 2-core VM, beside other work
+# Seconds a job may go without progress (a line in its log: a phase begun, or 12 more samples
+# while it is undecided) before it is killed as a hang: per step, as the engine's --timeout, not
+# for the whole job. A job decides in about 10-60 s on the 2-core VM beside other work, but a rate
+# near its bar keeps the watch looking, sample by sample, up to watch_job's 200 samples (about
+# 0.75 s each when quiet): predict_in_loop's leaky side keeps about +9 KiB/rep against the bar of
+# 13 and has taken 97 s (docs/watch.md); a whole-job limit of 150 s once killed it in CI.
+TIMEOUT_SECONDS = 150.0
 
 
 def run_watched(kind: str, pair: str, variant: str, folder: Path) -> dict:
@@ -40,9 +47,11 @@ def run_watched(kind: str, pair: str, variant: str, folder: Path) -> dict:
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + TIMEOUT_SECONDS
+        deadline, logged = time.monotonic() + TIMEOUT_SECONDS, 0
         try:
             while not child.reap() and stopped is None:
+                if log.stat().st_size > logged:  # progress: the timeout starts again
+                    deadline, logged = time.monotonic() + TIMEOUT_SECONDS, log.stat().st_size
                 stopped = child.over_limits(cap, deadline)
                 time.sleep(supervise.POLL_SECONDS)
         finally:

@@ -23,6 +23,9 @@ from leakbench.watch import watch
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = {"leaky": "scenarios", "fixed": "fixes"}
+# A line every this many samples while the watch is undecided (its looks go on sample by sample
+# up to MAX_SAMPLES where a rate sits near its bar): tests/watched.py times out on no progress.
+PROGRESS_EVERY = 12
 
 
 def load(pair: str, variant: str):
@@ -107,8 +110,15 @@ def main(kind: str, pair: str, variant: str, out: str, most: str = "200") -> Non
     with w:
         while w.result().rounds == 0 and w.result().samples < int(most):
             step()
-    print(f"decided at {w.result().samples} samples; leaving the job", flush=True)
+            found = w.result()
+            if found.samples and found.samples % PROGRESS_EVERY == 0 and found.rounds == 0:
+                # still undecided: progress for the supervisor's no-progress timeout
+                print(f"{found.samples} samples, undecided: {found.pending}", flush=True)
     found = w.result().as_dict()
+    print(
+        f"{found['verdict'] or 'undecided'} at {found['samples']} samples; leaving the job",
+        flush=True,
+    )
     found.pop("series")
     Path(out).write_text(json.dumps(found))
 
