@@ -27,7 +27,7 @@ CAP_BYTES = 2 * GIB  # each job's tree (a TensorFlow process is ~0.5 GiB; the le
 # Seconds a job may go without progress (a line in its log: a phase begun, or 12 more samples
 # while it is undecided) before it is killed as a hang: per step, as the engine's --timeout, not
 # for the whole job. A job decides in about 10-60 s on the 2-core VM beside other work, but a rate
-# near its bar keeps the watch looking, sample by sample, up to watch_job's 200 samples (about
+# near its bar keeps the watch looking, sample by sample, up to watch_job's MOST samples (about
 # 0.75 s each when quiet): predict_in_loop's leaky side keeps about +9 KiB/rep against the bar of
 # 13 and has taken 97 s (docs/watch.md); a whole-job limit of 150 s once killed it in CI.
 TIMEOUT_SECONDS = 150.0

@@ -9,7 +9,8 @@ plain loop under leakbench.watch.watch(every=1): one sample per repetition, as t
 keras: the pair's Keras work written as a user would, LeakWatch passed to its fit or predict
 calls (every_calls = the calls of the engine's repetition); a fix whose work takes no callbacks
 (train_on_batch, a direct model call) steps the callback's Watch itself.
-Stops at the first decided round (or MAX_SAMPLES samples) and writes the WatchResult as JSON.
+Stops at the first decided round (or MAX_SAMPLES samples, MOST by default) and writes the
+WatchResult as JSON.
 """
 
 import importlib.util
@@ -26,6 +27,11 @@ FOLDER = {"leaky": "scenarios", "fixed": "fixes"}
 # A line every this many samples while the watch is undecided (its looks go on sample by sample
 # up to MAX_SAMPLES where a rate sits near its bar): tests/watched.py times out on no progress.
 PROGRESS_EVERY = 12
+# Samples a job may take to decide. A rate near its bar takes the watch many: predict_in_loop's
+# leaky side on TensorFlow 2.21 keeps about +9 KiB/rep (bar 13) after a one-off +28 MiB near its
+# 10th sample; replayed from each of samples 1-21 of a 300-sample series (one job, budget=None),
+# 19 starts decided no-leak at 206-258 samples (docs/watch.md, "Checked against leakbench run").
+MOST = 300
 
 
 def load(pair: str, variant: str):
@@ -101,7 +107,7 @@ def keras_job(pair: str, variant: str):
     return lw.watch, step
 
 
-def main(kind: str, pair: str, variant: str, out: str, most: str = "200") -> None:
+def main(kind: str, pair: str, variant: str, out: str, most: str = str(MOST)) -> None:
     supervise.die_with_parent(os.getppid(), reaper=False)  # no leak outlives its supervisor
     # each phase in the log as it starts: a job that hangs shows where (its log is the test's)
     print("building the job", flush=True)
