@@ -50,8 +50,9 @@ def run_watched(kind: str, pair: str, variant: str, folder: Path) -> dict:
         deadline, logged = time.monotonic() + TIMEOUT_SECONDS, 0
         try:
             while not child.reap() and stopped is None:
-                if log.stat().st_size > logged:  # progress: the timeout starts again
-                    deadline, logged = time.monotonic() + TIMEOUT_SECONDS, log.stat().st_size
+                size = log.stat().st_size
+                if size > logged:  # progress: the timeout starts again
+                    deadline, logged = time.monotonic() + TIMEOUT_SECONDS, size
                 stopped = child.over_limits(cap, deadline)
                 time.sleep(supervise.POLL_SECONDS)
         finally:

@@ -189,30 +189,28 @@ def peak_margins(result: dict) -> list[str]:
     """One line per peak pair (a pair whose runs decided on the peak): the leaky side's lowest
     rise and the fixed side's highest over the runs, each as a multiple of the bar, and whether
     it keeps its margin (LEAKY_MARGIN, FIXED_MARGIN). Empty where no run decided on the peak."""
-    sides: dict[str, dict[str, tuple[float, float, float]]] = {}
+    rises: dict[str, dict[str, list[float]]] = {}  # pair -> variant -> every run's peak rise
+    bars: dict[str, float] = {}
     for row in result["summary"]["rows"]:
         for e in row.get("decided") or []:
             d = e["median"]
             if d.get("signal") != "peak" or not d.get("bar"):
                 continue
             ends = [x for x in (e["min"], e["max"], d["value"]) if x is not None]
-            low, high = min(ends), max(ends)
-            old = sides.setdefault(row["pair"], {}).get(row["variant"])
-            if old:
-                low, high = min(low, old[0]), max(high, old[1])
-            sides[row["pair"]][row["variant"]] = (low, high, d["bar"])
+            rises.setdefault(row["pair"], {}).setdefault(row["variant"], []).extend(ends)
+            bars[row["pair"]] = d["bar"]
     lines = []
-    for pair, found in sides.items():
-        parts, bar = [], next(iter(found.values()))[2]
+    for pair, found in rises.items():
+        parts, bar = [], bars[pair]
         if "leaky" in found:
-            low = found["leaky"][0]
+            low = min(found["leaky"])
             ok = low >= LEAKY_MARGIN * bar
             parts.append(
                 f"leaky lowest {format_bytes(low)} = {low / bar:.2f} × the bar"
                 f" ({'≥' if ok else 'UNDER'} {LEAKY_MARGIN:g})"
             )
         if "fixed" in found:
-            high = found["fixed"][1]
+            high = max(found["fixed"])
             ok = high <= FIXED_MARGIN * bar
             parts.append(
                 f"fixed highest {format_bytes(high)} = {high / bar:.2f} × the bar"
