@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,20 @@ def targets(root: Path, names: list[str], variant: str) -> list[Target]:
         for v in variants:
             found.append(Target(read_metadata(root / VARIANT_DIRS[v] / f"{name}.py"), v))
     return found
+
+
+def source_hash(root: Path) -> str:
+    """12 hex digits of SHA-256 over the catalog's files at `root` (scenarios/*.py and
+    fixes/*.py: the path and bytes of each, in path order), as leakbench.version hashes the
+    engine's. A record names the engine that measured it, not the scenario file it ran:
+    leakbench publish files this hash beside each build's records, so that a changed scenario
+    makes every build measured before it not done."""
+    digest = hashlib.sha256()
+    files = sorted(p for d in VARIANT_DIRS.values() for p in (Path(root) / d).glob("*.py"))
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def _is_file(path: Path) -> bool:

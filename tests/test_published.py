@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 from conftest import DATA, invoke, pure_python_checkout, refused, state
 
-from leakbench import version
+from leakbench import catalog, version
 from leakbench.analysis import record_type, schema
 from leakbench.calibrate import committed
 from leakbench.cli import run as run_command
 from leakbench.history import machines, pin, store
+from leakbench.publish import dataset
 
 FIXTURE = DATA / "results" / "records" / "fixture" / "tf-2.21.0.jsonl"
 # the one table of machine vm for TensorFlow 2.21.0 (trimmed from the committed calibration)
@@ -105,6 +106,45 @@ def test_the_source_hash_changes_with_an_engine_file_only(tmp_path):
     # a new module of the engine is a new engine too
     (package / "analysis" / "new_rule.py").write_text("X = 1\n")
     assert source_hash(package) != first
+
+
+# --- which scenario files a published build was measured from -------------------------------
+
+
+def test_the_catalog_hash_changes_with_a_scenario_or_fix_file_only(tmp_path):
+    root = pure_python_checkout(tmp_path)
+    first = catalog.source_hash(root)
+    (root / "README.md").write_text("words\n")
+    assert catalog.source_hash(root) == first
+    with (root / "fixes" / "stateful_map.py").open("a") as f:
+        f.write("\n# a bounded buffer\n")
+    second = catalog.source_hash(root)
+    assert second != first
+    (root / "scenarios" / "new_pair.py").write_text("X = 1\n")
+    assert catalog.source_hash(root) not in (first, second)
+
+
+def test_a_build_is_done_only_from_the_scenario_files_it_was_measured_from(tmp_path):
+    root = pure_python_checkout(tmp_path)
+    results = tmp_path / "results"
+    here = machines.this_machine()
+    every = [
+        {**r, "pair": t.scenario.name, "variant": t.variant, "engine": version.engine()}
+        for t in catalog.targets(root, [], "both")
+        for r in stamped(here)[:1]
+    ]
+    store.replace_records(results, "box", "2.21.0", every)
+    # every pair by this engine, but no catalog filed beside them (a dataset from before it)
+    assert not dataset.is_done(results, "box", "2.21.0", root)
+    dataset.file_catalog(results, "box", "2.21.0", catalog.source_hash(root))
+    assert dataset.is_done(results, "box", "2.21.0", root)
+    assert dataset.catalogs(results, "box") == {"2.21.0": catalog.source_hash(root)}
+    # a fix edited after the build was measured: the build is measured again
+    with (root / "fixes" / "stateful_map.py").open("a") as f:
+        f.write("\n# a bounded buffer\n")
+    assert not dataset.is_done(results, "box", "2.21.0", root)
+    # the file sits beside the records and is read as none of them
+    assert list(store.available(results, "box")) == ["2.21.0"]
 
 
 # --- the schema -------------------------------------------------------------------------------

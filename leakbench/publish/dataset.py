@@ -5,8 +5,9 @@ One build at a time goes into one reused virtualenv (leakbench.history.installer
 previous TensorFlow uninstalled, the build installed, pip resolving numpy for it). The checkout's
 own `leakbench run --jobs N` then measures every pair in that venv's interpreter, as `make run`
 does, and its records are filed here, whole, replacing the build's file. A build whose file holds
-every pair and variant of the catalog, each made by this engine (leakbench.version.identity), is
-done: a second call resumes at the first build that is not.
+every pair and variant of the catalog, each made by this engine (leakbench.version.identity),
+from the catalog's files as they are (catalog.source_hash, filed beside the records in
+CATALOG_FILE), is done: a second call resumes at the first build that is not.
 
 This is the one measurement of a build: asv's results, the matrix, compare, gate and the site are
 all read from these records afterwards (leakbench.publish.regenerate).
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from leakbench import catalog, version
+from leakbench import catalog, jsonfile, version
 from leakbench.analysis import schema
 from leakbench.history import builds, machines, pin, registry, store
 from leakbench.history.installer import Venv
@@ -34,6 +35,9 @@ from leakbench.units import GIB
 # (docs/measurements.md, "Run time"); past this it is ended and said, never waited for.
 BUILD_TIMEOUT_SECONDS = 3 * 3600
 VENV_BUDGET_BYTES = 8 * GIB  # one TensorFlow at a time: a nightly unpacks to 2.1 GiB
+# Beside a machine's records: build version -> catalog.source_hash of the scenario and fix files
+# its records were measured from (records name their engine, not their scenario's source).
+CATALOG_FILE = "catalog.json"
 
 
 class PublishError(RuntimeError):
@@ -57,9 +61,33 @@ def builds_to_measure(
     return [replace(b, dist=dist) if dist and not b.nightly else b for b in found]
 
 
+def catalogs_path(results: Path, machine: str) -> Path:
+    """results/records/<machine>/catalog.json: which catalog each build was measured from."""
+    return Path(results) / store.RECORDS_DIR / machine / CATALOG_FILE
+
+
+def catalogs(results: Path, machine: str) -> dict[str, str]:
+    """Build version -> catalog.source_hash its records were measured from; {} where none was
+    filed (a dataset from before the file, or a folder publish did not write)."""
+    path = catalogs_path(results, machine)
+    try:
+        found = jsonfile.load(path) if path.exists() else {}
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def file_catalog(results: Path, machine: str, build_version: str, digest: str) -> None:
+    """Record that `build_version`'s records were measured from catalog hash `digest`."""
+    found = {**catalogs(results, machine), build_version: digest}
+    jsonfile.write_atomic(catalogs_path(results, machine), dict(sorted(found.items())))
+
+
 def is_done(results: Path, machine: str, build_version: str, root: Path) -> bool:
     """Whether the build's records file holds every pair and variant of the catalog at `root`,
-    each made by this engine (version.identity)."""
+    each made by this engine (version.identity), from the catalog's files as they are now."""
+    if catalogs(results, machine).get(build_version) != catalog.source_hash(root):
+        return False
     path = store.records_path(results, machine, build_version)
     try:
         recs = store.read_records(path) if path.exists() else []
@@ -130,7 +158,7 @@ def sweep(
     for i, build in enumerate(wanted, 1):
         head = f"[{i}/{len(wanted)}] TensorFlow {build.version}"
         if is_done(results, machine, build.version, root):
-            say(f"{head}: done already (every pair, this engine)")
+            say(f"{head}: done already (every pair, this engine, these scenario files)")
             seconds[build.version] = 0.0
             continue
         say(f"{head}: installing {build.requirement}, then measuring every pair")
@@ -143,6 +171,7 @@ def sweep(
             venv, root, build, jobs, results / "flamegraphs" / f"tf-{build.version}"
         )
         path = store.replace_records(results, machine, build.version, recs)
+        file_catalog(results, machine, build.version, catalog.source_hash(root))
         seconds[build.version] = time.monotonic() - start
         say(f"{head}: {len(recs)} records in {seconds[build.version] / 60:.1f} min -> {path}")
     return seconds
