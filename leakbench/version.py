@@ -8,7 +8,8 @@ engine, and a wheel has no commit), so a record carries all three:
     engine = {"version": "0.2.0", "commit": "53b6a7e1c2d4" or None, "source": "9f3a1c0b5e7d"}
 
 `source` is the first 12 hex digits of a SHA-256 over ENGINE_SOURCES (path and bytes of each
-file, in path order): every module that measures or decides. Views compare `identity`
+file, in path order): every module that measures or decides a record (ONLINE_SOURCES, the
+watchers' online judge, decides none and is left out). Views compare `identity`
 (version + source); the commit says where to read that code. asv uses the identity as a
 benchmark's version (benchmarks/benchmark_pairs.py), so asv drops results of another engine.
 """
@@ -39,6 +40,10 @@ ENGINE_SOURCES = (
     "contract_rules.py",
     "units.py",
 )
+# The watchers' online judge (leakbench.watch, leakbench.keras): it decides inside a running job,
+# never a record, and no module that makes a record imports it (tests/test_published.py). A change
+# to it is not a new engine of the records; the watchers' tables name it by online_hash.
+ONLINE_SOURCES = ("analysis/judge/sequential.py", "analysis/judge/interval.py")
 UNKNOWN = "unknown"  # the identity of a record made before records named their engine
 
 
@@ -59,10 +64,24 @@ def package_version(package: Path = PACKAGE) -> str:
 
 @cache
 def source_hash(package: Path = PACKAGE) -> str:
-    """12 hex digits of SHA-256 over the engine's source files (ENGINE_SOURCES)."""
+    """12 hex digits of SHA-256 over the engine's source files (ENGINE_SOURCES, less
+    ONLINE_SOURCES)."""
+    found = {p for pattern in ENGINE_SOURCES for p in package.glob(pattern)}
+    return _hash(package, found - {package / name for name in ONLINE_SOURCES})
+
+
+@cache
+def online_hash(package: Path = PACKAGE) -> str:
+    """12 hex digits of SHA-256 over the online judge's files (ONLINE_SOURCES): with the engine's
+    identity, what a table of the watchers was measured with."""
+    return _hash(package, {package / name for name in ONLINE_SOURCES})
+
+
+def _hash(package: Path, files: set[Path]) -> str:
+    """12 hex digits of SHA-256 over `files`: the path (relative to `package`) and bytes of each,
+    in path order."""
     digest = hashlib.sha256()
-    files = sorted({p for pattern in ENGINE_SOURCES for p in package.glob(pattern)})
-    for path in files:
+    for path in sorted(files):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]

@@ -108,6 +108,17 @@ def test_the_source_hash_changes_with_an_engine_file_only(tmp_path):
     assert source_hash(package) != first
 
 
+def test_the_online_judge_is_hashed_apart_from_the_engine_of_the_records(tmp_path):
+    package = _package_copy(tmp_path)
+    engine, online = version.source_hash.__wrapped__, version.online_hash.__wrapped__
+    first, judge = engine(package), online(package)
+    assert judge == version.online_hash()
+    with (package / "analysis" / "judge" / "sequential.py").open("a") as f:
+        f.write("\n# a sooner no-leak\n")
+    assert engine(package) == first  # no record is made by it
+    assert online(package) != judge
+
+
 # --- which scenario files a published build was measured from -------------------------------
 
 
@@ -382,7 +393,14 @@ def test_every_module_the_measurement_imports_is_hashed_into_the_engine():
     change to it would leave the records naming an engine that no longer measures as it did."""
     seen: set[Path] = set()
     _imported("leakbench.measure", seen)
-    _imported("leakbench.analysis.judge.sequential", seen)
     hashed = {p for pattern in version.ENGINE_SOURCES for p in version.PACKAGE.glob(pattern)}
+    online = {version.PACKAGE / name for name in version.ONLINE_SOURCES}
+    assert online <= hashed - seen  # files of the judge's folder that no record's making imports
     left = sorted(str(p.relative_to(version.PACKAGE)) for p in seen - hashed)
     assert left == sorted(NOT_ENGINE)
+    # the online judge reads the engine's own rules: each module it imports is hashed
+    judged: set[Path] = set()
+    _imported("leakbench.analysis.judge.sequential", judged)
+    assert sorted(str(p.relative_to(version.PACKAGE)) for p in judged - hashed) == sorted(
+        n for n in NOT_ENGINE if version.PACKAGE / n in judged
+    )
