@@ -114,13 +114,14 @@ def main(kind: str, pair: str, variant: str, out: str, most: str = str(MOST)) ->
     w, step = (loop_job if kind == "loop" else keras_job)(pair, variant)
     print("watching", flush=True)  # nothing printed per step: the watch measures this process
     with w:
-        while w.result().rounds == 0 and w.result().samples < int(most):
+        seen = w.result()  # once a step: a result copies the series in the measured process
+        while seen.rounds == 0 and seen.samples < int(most):
             step()
-            found = w.result()
-            if found.samples and found.samples % PROGRESS_EVERY == 0 and found.rounds == 0:
+            seen = w.result()
+            if seen.samples and seen.samples % PROGRESS_EVERY == 0 and seen.rounds == 0:
                 # still undecided: progress for the supervisor's no-progress timeout
-                print(f"{found.samples} samples, undecided: {found.pending}", flush=True)
-    found = w.result().as_dict()
+                print(f"{seen.samples} samples, undecided: {seen.pending}", flush=True)
+    found = seen.as_dict()
     print(
         f"{found['verdict'] or 'undecided'} at {found['samples']} samples; leaving the job",
         flush=True,

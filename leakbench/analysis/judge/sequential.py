@@ -7,8 +7,9 @@ How it decides (`Judge`): one sample stands for one repetition; every bar is the
 - a count signal (threads, open files, Python objects) decides a leak by the verdict's own rule
   (analysis.verdict.moved_signals) once its series holds `reps` values, as the engine's first
   run does: counts are exact;
-- each bytes signal (held memory, and the bytes malloc and pymalloc handed out, with held
-  memory's bar as analysis.looks reads them; RSS and its bar where glibc's counters are n/a) gets
+- each bytes signal (held memory, and the bytes handed out: malloc's and pymalloc's where the
+  samples read both, else malloc's alone (HANDED_OUT), with held memory's bar as analysis.looks
+  reads them; RSS and its bar where glibc's counters are n/a) gets
   a Theil–Sen slope with a two-sided interval at confidence 1 - alpha_k, where look k of the
   whole watch spends alpha_k = ALPHA × 6 / (π² k²) (`look_alpha`; the sum over every look is at
   most ALPHA). Leak, from `span` samples (24 by default): an interval's lower end is over the
@@ -16,9 +17,11 @@ How it decides (`Judge`): one sample stands for one repetition; every bar is the
   STEADY_RISE_SHARE of the bar per sample), over the trailing WINDOW samples (not the round:
   a sawtooth's drop there undoes its teeth's rise) and again over their later half
   (looks.later_half), so that one step, a sawtooth or a cache that fills early does not read
-  as a leak; from `span` samples (Judge). No-leak (over the round): held memory's
-  (the basis's) interval lies under the bar, or, where held memory has no Mann–Kendall trend,
-  the bytes handed out lie under it (verdict.settled_by's rule). Otherwise: sample on.
+  as a leak; from `span` samples (Judge). No-leak (over the round): no signal's interval lies
+  over the bar (held memory falls where new allocations reuse pages it held: a custom loop's
+  tf.data buffers), and held memory's (the basis's) interval lies under it, or, where held
+  memory has no Mann–Kendall trend, allocated bytes' do (verdict.settled_by's rule; malloc's
+  counter alone misses pymalloc, and settles nothing). Otherwise: sample on.
 A round that decides no-leak starts the next, its look count and the window going on; a leak
 is final.
 
@@ -57,6 +60,8 @@ SAMPLED = (
 ALPHA = 0.01  # the false-alarm probability over a whole watch, nominal (module docstring)
 SOURCE = "online"  # a decision's source: the watch's own samples, no longer look
 COUNTS = (registry.THREADS, registry.OPEN_FILES, registry.OBJECTS)
+# The bytes handed out, read beside held memory: the first whose series is readable (_metrics)
+HANDED_OUT = (registry.ALLOCATED, registry.MALLOC)
 LEAK_ROUNDS = 2  # a leak is read from this many times `reps` samples (its later half: `reps`)
 MAX_WINDOWS = 4  # the envelope's windows: one per `reps` samples, 2 to this many
 # The trailing samples a leak is read over (all since the watch began, up to this many): a
@@ -190,10 +195,17 @@ class Judge:
         whole = held and all(v is not None for v in held)
         return registry.HELD if self.unavailable is None and whole else registry.RSS
 
-    def _metrics(self) -> list[registry.Metric]:
-        """The bytes signals read: the basis, and the bytes handed out beside held memory."""
+    def _metrics(self, series: dict) -> list[registry.Metric]:
+        """The bytes signals read over `series`: the basis, and beside held memory the bytes handed
+        out: allocated bytes (malloc's and pymalloc's) where `series` holds enough of them, else
+        malloc's bytes in use. A cheap sample leaves pymalloc unread (leakbench.online.sample), so
+        between full samples only malloc's counter sees an allocation that reuses pages held
+        memory already counts (HANDED_OUT)."""
         basis = self.basis()
-        return [basis, registry.ALLOCATED] if basis is registry.HELD else [basis]
+        if basis is not registry.HELD:
+            return [basis]
+        handed = next((m for m in HANDED_OUT if self._readable(m, series)), None)
+        return [basis, handed] if handed else [basis]
 
     def _readable(self, metric: registry.Metric, series: dict) -> bool:
         values = series[metric.series or ""]
@@ -204,7 +216,7 @@ class Judge:
         basis = self.basis()
         assert basis.threshold is not None  # the basis decides: it has a bar
         out = []
-        for metric in self._metrics():
+        for metric in self._metrics(series):
             if self._readable(metric, series):
                 values = series[metric.series or ""]
                 windows = min(MAX_WINDOWS, max(2, len(values) // self.reps))
@@ -237,12 +249,20 @@ class Judge:
             return self._done("leak", [basis_metric.signal], over[0], why, whole=True)
         reads = self._reads(self.round(), alpha)
         basis = next(r for r in reads if r.metric is basis_metric)
-        no_trend = basis.p >= registry.TREND_P_MAX
-        under = [r for r in reads if r.high < r.bar and (r is basis or no_trend)]
-        if under:
-            return self._done("no-leak", [], under[0], f"{under[0].span()} under the bar")
         bar = basis.metric.display(basis.bar)
         spans = "; ".join(r.span() for r in reads)
+        if any(r.low > r.bar for r in reads):
+            # growth at or over the bar on one signal: no-leak would be read against the evidence
+            # (held memory can fall while new allocations reuse pages it held), a leak needs
+            # `span` samples whose lows rise (_over)
+            self.pending = f"{spans}: over the bar of {bar} {basis.metric.shown}, not yet steady"
+            return None
+        # malloc's counter alone never settles a no-leak: it misses pymalloc's small objects
+        no_trend = basis.p >= registry.TREND_P_MAX
+        settles = [r for r in reads if r is basis or (no_trend and r.metric is registry.ALLOCATED)]
+        under = [r for r in settles if r.high < r.bar]
+        if under:
+            return self._done("no-leak", [], under[0], f"{under[0].span()} under the bar")
         self.pending = f"{spans}: the interval spans the bar of {bar} {basis.metric.shown}"
         return None
 
