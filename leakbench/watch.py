@@ -44,7 +44,7 @@ from typing import Any
 
 import psutil
 
-from leakbench.analysis.judge.sequential import SAMPLED, Judge, Round
+from leakbench.analysis.judge.sequential import FULL_ONLY, SAMPLED, Judge, Round
 from leakbench.engine import probes
 from leakbench.online import WatchResult, sample
 from leakbench.settings import Settings
@@ -162,7 +162,8 @@ class Watch:
             return collected
 
         done = self._judge.add(found, None if full else collect)
-        found = collected or found
+        if collected:  # what the judge kept in the cheap sample's place
+            found = found | {k: v for k, v in collected.items() if k not in FULL_ONLY}
         for name in SAMPLED:
             self._series[name].append(found[name])
         self._last = time.perf_counter()

@@ -167,11 +167,12 @@ def sweep(
             venv.ensure(root)
         except Exception as e:  # InstallFailed, BudgetError
             raise PublishError(f"the publish venv: {e}") from None
+        measured_from = catalog.source_hash(root)  # before the run: an edit meanwhile re-measures
         recs = measure_build(
             venv, root, build, jobs, results / "flamegraphs" / f"tf-{build.version}"
         )
         path = store.replace_records(results, machine, build.version, recs)
-        file_catalog(results, machine, build.version, catalog.source_hash(root))
+        file_catalog(results, machine, build.version, measured_from)
         seconds[build.version] = time.monotonic() - start
         say(f"{head}: {len(recs)} records in {seconds[build.version] / 60:.1f} min -> {path}")
     return seconds

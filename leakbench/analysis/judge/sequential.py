@@ -17,8 +17,8 @@ How it decides (`Judge`): one sample stands for one repetition; every bar is the
   STEADY_RISE_SHARE of the bar per sample), over the trailing WINDOW samples (not the round:
   a sawtooth's drop there undoes its teeth's rise) and again over their later half
   (looks.later_half), so that one step, a sawtooth or a cache that fills early does not read
-  as a leak; from `span` samples (Judge). No-leak (over the round): no signal's interval lies
-  over the bar (held memory falls where new allocations reuse pages it held: a custom loop's
+  as a leak; from `span` samples (Judge). No-leak (over the round): no signal's estimate is at
+  the bar or over it (held memory falls where new allocations reuse pages it held: a custom loop's
   tf.data buffers), and held memory's (the basis's) interval lies under it, or, where held
   memory has no Mann–Kendall trend, allocated bytes' do (verdict.settled_by's rule; malloc's
   counter alone misses pymalloc, and settles nothing). Otherwise: sample on.
@@ -66,6 +66,8 @@ SOURCE = "online"  # a decision's source: the watch's own samples, no longer loo
 COUNTS = (registry.THREADS, registry.OPEN_FILES, registry.OBJECTS)
 # The bytes handed out, read beside held memory: the first whose series is readable (_metrics)
 HANDED_OUT = (registry.ALLOCATED, registry.MALLOC)
+# What only a full sample reads (leakbench.online.sample: None in a cheap one)
+FULL_ONLY = ("pymalloc_used_bytes", "allocated_bytes", "python_objects")
 LEAK_ROUNDS = 2  # a leak is read from this many times `reps` samples (its later half: `reps`)
 MAX_WINDOWS = 4  # the envelope's windows: one per `reps` samples, 2 to this many
 # The trailing samples a leak is read over (all since the watch began, up to this many): a
@@ -180,11 +182,14 @@ class Judge:
             self.pending = "no bytes series to read"
             return None
         self.looks += 1
-        if collect is not None and self._leaking():
+        over = self._leaks()
+        if over and collect is not None:
             collected = collect()
             for name in SAMPLED:
-                self.history[name][-1] = collected.get(name)
-        return self._judge()
+                if name not in FULL_ONLY:  # a full-only series keeps its spacing (_spaced_trend)
+                    self.history[name][-1] = collected.get(name)
+            over = self._leaks()
+        return self._judge(over)
 
     def round(self) -> dict[str, list]:
         """This round's samples (the last `taken`, at most the window), by series name."""
@@ -254,16 +259,16 @@ class Judge:
         again = read(later, found.metric, found.bar, look_alpha(self.looks, self.alpha), 2)
         return again.low > found.bar and again.steady
 
-    def _leaking(self) -> bool:
-        """Whether this look reads a leak on bytes (_over), before anything is decided."""
+    def _leaks(self) -> list[Read]:
+        """The bytes signals this look reads a leak on (_over), over the window."""
         alpha = look_alpha(self.looks, self.alpha)
-        return any(self._over(r) for r in self._reads(self.history, alpha))
+        return [r for r in self._reads(self.history, alpha) if self._over(r)]
 
-    def _judge(self) -> Round | None:
+    def _judge(self, over: list[Read]) -> Round | None:
+        """This look's Round, given the bytes signals that read a leak (_leaks), else None."""
         alpha = look_alpha(self.looks, self.alpha)
         basis_metric = self.basis()
         assert basis_metric.signal is not None  # held memory or RSS: each a signal
-        over = [r for r in self._reads(self.history, alpha) if self._over(r)]
         if over:
             why = f"{over[0].span()} over the bar, its lows rising in every window"
             return self._done("leak", [basis_metric.signal], over[0], why, whole=True)
@@ -271,11 +276,11 @@ class Judge:
         basis = next(r for r in reads if r.metric is basis_metric)
         bar = basis.metric.display(basis.bar)
         spans = "; ".join(r.span() for r in reads)
-        if any(r.low > r.bar for r in reads):
-            # growth at or over the bar on one signal: no-leak would be read against the evidence
-            # (held memory can fall while new allocations reuse pages it held), a leak needs
-            # `span` samples whose lows rise (_over)
-            self.pending = f"{spans}: over the bar of {bar} {basis.metric.shown}, not yet steady"
+        if any(r.slope >= r.bar for r in reads):
+            # one signal's estimate at the bar or over it: no-leak would be read against the
+            # evidence (held memory can fall while new allocations reuse pages it held), and a
+            # leak needs `span` samples whose lows rise (_over)
+            self.pending = f"{spans}: at or over the bar of {bar} {basis.metric.shown}"
             return None
         # malloc's counter alone never settles a no-leak: it misses pymalloc's small objects
         no_trend = basis.p >= registry.TREND_P_MAX
