@@ -160,6 +160,23 @@ def test_a_leak_read_between_full_samples_stands_only_after_a_collection():
     assert [r.verdict for r in done][-1:] == ["leak"] and done[-1].samples <= 24
 
 
+def test_a_step_early_in_a_round_is_read_over_the_rounds_later_half():
+    # a Keras predict loop: +28 MiB once near its 10th sample, then a creep under the bar; the
+    # whole round's interval held over the bar for 206-258 samples after the growth stopped
+    rng = random.Random(5)
+    jump = [
+        flat(i) | {"held_bytes": 10**8 + 28 * MIB * (i >= 6) + rng.uniform(0, 8 * KIB)}
+        for i in range(60)
+    ]
+    done = [r for r in map(Judge(REPS).add, jump) if r is not None]
+    assert done[0].verdict == "no-leak" and done[0].samples <= 2 * REPS + 2
+    assert "later" in done[0].why and "over the whole round" in done[0].why
+    # a leak goes on in the later half: never read no-leak there
+    bar = registry.HELD.threshold
+    done = feed(Judge(REPS), 4 * REPS, held=2 * bar)
+    assert done[0].verdict == "leak" and "no-leak" not in [r.verdict for r in done]
+
+
 def test_a_span_under_two_rounds_is_refused():
     with pytest.raises(ValueError):
         Judge(REPS, span=REPS)

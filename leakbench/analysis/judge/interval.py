@@ -1,7 +1,7 @@
 """A bytes signal at one look of the online judge (analysis.judge.sequential): Theil–Sen's
 slope with its interval at a given confidence, the Mann–Kendall p, and whether the series'
 lower envelope rose in every window. Computed from one set of pairs over at most THIN values,
-so a look costs a few ms however long the watch.
+so a look costs a few ms however long the watch. And a decided round's metrics (series_metrics).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -86,3 +87,30 @@ def read(values: list, metric: registry.Metric, bar: float, alpha: float, window
     spacing = (every[-1] - every[0]) / (len(whole) - 1)
     rose = steady(whole, bar * spacing, windows)
     return Read(metric, bar, float(np.median(slopes)), float(low), float(high), p, rose)
+
+
+def series_metrics(series: dict, unavailable: str | None) -> dict:
+    """The metrics the verdict reads, from series of samples (one value per sample): the trend
+    (estimate.trend, its unit per sample) of every registry metric whose series was sampled; a
+    series taken every m-th sample only (None between) is read over its values, per sample."""
+    out: dict[str, Any] = {}
+    for metric in registry.METRICS:
+        values = series.get(metric.series) if metric.series else None
+        found = _spaced_trend(values) if values else None
+        out[metric.key] = {**found, "unit": metric.unit} if found else None
+    out["malloc_heap_unavailable"] = unavailable
+    return out
+
+
+_PER_STEP = ("slope", "low", "high", "first_half", "second_half", "median_rise", "net_rate")
+
+
+def _spaced_trend(values: list) -> dict | None:
+    """estimate.trend of the values taken (None skipped), per sample: each rate divided by the
+    mean spacing of the values taken; None for fewer than 3."""
+    at = [i for i, v in enumerate(values) if v is not None]
+    found = estimate.trend([values[i] for i in at]) if len(at) >= 3 else None
+    if found is None:
+        return None
+    spacing = (at[-1] - at[0]) / (len(at) - 1)
+    return {k: v / spacing if k in _PER_STEP else v for k, v in found.as_dict().items()}
