@@ -11,7 +11,7 @@ import pytest
 from conftest import invoke
 
 from leakbench.history import store
-from leakbench.publish import views
+from leakbench.publish import dataset, views
 
 ROOT = Path(__file__).parent.parent
 
@@ -62,3 +62,14 @@ def _content(path: Path):
     found = json.loads(path.read_text())
     found.pop("seconds", None)
     return found
+
+
+def test_the_published_records_are_this_engines_of_these_scenario_files(committed_results):
+    """The dataset a commit carries was made by the engine and the scenario files of that commit:
+    an engine or scenario change lands with `leakbench publish`'s records, or this fails."""
+    machine = store.published_machine(committed_results)
+    done = {
+        v: dataset.is_done(committed_results, machine, v, ROOT)
+        for v in store.available(committed_results, machine)
+    }
+    assert done and all(done.values()), done
