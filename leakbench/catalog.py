@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from leakbench import expectation
+from leakbench import expectation, version
 from leakbench.contract import ContractError, Scenario, read_metadata
 
 VARIANT_DIRS = {"leaky": "scenarios", "fixed": "fixes"}
@@ -96,12 +95,8 @@ def source_hash(root: Path) -> str:
     engine's. A record names the engine that measured it, not the scenario file it ran:
     leakbench publish files this hash beside each build's records, so that a changed scenario
     makes every build measured before it not done."""
-    digest = hashlib.sha256()
-    files = sorted(p for d in VARIANT_DIRS.values() for p in (Path(root) / d).glob("*.py"))
-    for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:12]
+    files = {p for d in VARIANT_DIRS.values() for p in (Path(root) / d).glob("*.py")}
+    return version.files_hash(Path(root), files)
 
 
 def _is_file(path: Path) -> bool:

@@ -67,22 +67,22 @@ def source_hash(package: Path = PACKAGE) -> str:
     """12 hex digits of SHA-256 over the engine's source files (ENGINE_SOURCES, less
     ONLINE_SOURCES)."""
     found = {p for pattern in ENGINE_SOURCES for p in package.glob(pattern)}
-    return _hash(package, found - {package / name for name in ONLINE_SOURCES})
+    return files_hash(package, found - {package / name for name in ONLINE_SOURCES})
 
 
 @cache
 def online_hash(package: Path = PACKAGE) -> str:
     """12 hex digits of SHA-256 over the online judge's files (ONLINE_SOURCES): with the engine's
     identity, what a table of the watchers was measured with."""
-    return _hash(package, {package / name for name in ONLINE_SOURCES})
+    return files_hash(package, {package / name for name in ONLINE_SOURCES})
 
 
-def _hash(package: Path, files: set[Path]) -> str:
-    """12 hex digits of SHA-256 over `files`: the path (relative to `package`) and bytes of each,
-    in path order."""
+def files_hash(base: Path, files: set[Path]) -> str:
+    """12 hex digits of SHA-256 over `files`: the path (relative to `base`) and bytes of each,
+    in path order: the engine's, the online judge's and the catalog's (catalog.source_hash)."""
     digest = hashlib.sha256()
     for path in sorted(files):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.relative_to(base).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
